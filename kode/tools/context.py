@@ -1,0 +1,163 @@
+"""The context a tool receives: who is calling, typed dependencies, events and cancellation.
+
+This module owns `ToolContext`. It does not run tools (see `kode.tools.tool`) and knows nothing
+of agents: an agent fills the ids and the event sink, a standalone call leaves them empty.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
+
+__all__ = ["DepsT", "EventSinkFunc", "ToolContext", "ToolEvent"]
+
+DepsT = TypeVar("DepsT", default=Any)
+"""The type of the user's dependencies carried by a `ToolContext`."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ToolEvent:
+    """One event a tool emitted while it ran."""
+
+    tool_call_id: str
+    """The id of the call that emitted it."""
+    tool_name: str
+    """The name of the tool that emitted it."""
+    event: str
+    """The event's name, e.g. ``"progress"``."""
+    data: Any
+    """The event's payload."""
+
+
+EventSinkFunc = Callable[[ToolEvent], None]
+"""A callable that receives each `ToolEvent` as it is emitted."""
+
+_logger = logging.getLogger("kode.tools")
+
+
+class ToolContext(Generic[DepsT]):
+    """The enhanced context injected into a tool that asks for it.
+
+    A parameter annotated `ToolContext` (or `ToolContext[MyDeps]`), in any position, receives
+    it and never appears in the tool's schema. `Tool.run` without a context makes a standalone
+    one, so a tool works the same in a notebook, a unit test and an agent.
+
+    Example:
+        ```python
+        from kode import ToolContext, define_tool
+
+        @define_tool(registry=None)
+        async def count_to(n: int, ctx: ToolContext) -> str:
+            \"\"\"Count to n.\"\"\"
+            for i in range(n):
+                ctx.progress(f"at {i}", fraction=i / n)
+            return "done"
+        ```
+    """
+
+    __slots__ = (
+        "_cancelled",
+        "_event_sink",
+        "agent_id",
+        "deps",
+        "events",
+        "logger",
+        "session_id",
+        "tool_call_id",
+        "tool_name",
+    )
+
+    def __init__(
+        self,
+        *,
+        tool_call_id: str = "",
+        tool_name: str = "",
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        deps: DepsT = None,  # type: ignore[assignment]
+        logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None,
+        event_sink: EventSinkFunc | None = None,
+    ) -> None:
+        self.tool_call_id = tool_call_id
+        """The id of the `tool_use` block this call answers (empty when standalone)."""
+        self.tool_name = tool_name
+        """The name of the tool being called."""
+        self.agent_id = agent_id
+        """The id of the agent making the call, if any."""
+        self.session_id = session_id
+        """The id of the agent's session, if any."""
+        self.deps: DepsT = deps
+        """The user's dependencies (a database client, settings, ...), typed by `DepsT`."""
+        self.logger = logger or _logger
+        """A logger for the tool; its records go to the ``kode.tools`` logger by default."""
+        self.events: list[ToolEvent] = []
+        """Every event emitted through this context, in order."""
+        self._event_sink = event_sink
+        self._cancelled = threading.Event()
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolContext(tool_name={self.tool_name!r}, tool_call_id={self.tool_call_id!r}, "
+            f"agent_id={self.agent_id!r}, session_id={self.session_id!r})"
+        )
+
+    def for_call(self, *, tool_name: str, tool_call_id: str | None = None) -> ToolContext[DepsT]:
+        """Return a context for one call of `tool_name`, sharing ids, deps and event sink."""
+        ctx: ToolContext[DepsT] = ToolContext(
+            tool_call_id=self.tool_call_id if tool_call_id is None else tool_call_id,
+            tool_name=tool_name,
+            agent_id=self.agent_id,
+            session_id=self.session_id,
+            deps=self.deps,
+            logger=self.logger,
+            event_sink=self._event_sink,
+        )
+        return ctx
+
+    def emit(self, event: str, data: Any = None) -> None:
+        """Emit a custom event: it is recorded in `events` and passed to the event sink.
+
+        Safe to call from a sync tool running in a worker thread.
+        """
+        record = ToolEvent(
+            tool_call_id=self.tool_call_id, tool_name=self.tool_name, event=event, data=data
+        )
+        self.events.append(record)
+        if self._event_sink is not None:
+            self._event_sink(record)
+
+    def progress(self, message: str, fraction: float | None = None) -> None:
+        """Report progress: emits a ``"progress"`` event with the message and the fraction.
+
+        Args:
+            message: What the tool is doing now, in a few words.
+            fraction: How much is done, from 0.0 to 1.0, when the tool knows.
+        """
+        if fraction is not None and not 0.0 <= fraction <= 1.0:
+            raise ValueError(f"progress fraction must be between 0.0 and 1.0, got {fraction!r}")
+        self.emit("progress", {"message": message, "fraction": fraction})
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether the call was cancelled or timed out.
+
+        A sync tool in a worker thread cannot be stopped from outside; a long loop should
+        check this (or call `raise_if_cancelled`) and return early.
+        """
+        return self._cancelled.is_set()
+
+    def raise_if_cancelled(self) -> None:
+        """Raise `ToolError` (type ``cancelled``) if the call was cancelled or timed out."""
+        if self._cancelled.is_set():
+            from kode.tools.errors import ToolError, ToolErrorType
+
+            raise ToolError("The tool call was cancelled.", type=ToolErrorType.CANCELLED)
+
+    def cancel(self) -> None:
+        """Mark the call as cancelled (kode does this on timeout and cancellation)."""
+        self._cancelled.set()

@@ -1,0 +1,273 @@
+"""`define_tool`: the decorator that turns a function into a `Tool` and registers it.
+
+This module owns the decorator, its options and the definition-time checks. Registration goes
+to the registry given with ``registry=`` or, by default, to the global registry in
+`kode.registry`, reached through `default_registry` (imported at first use, so `tools/` keeps
+no import-time dependency on the layer above it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from collections.abc import Callable, Iterable
+from enum import Enum
+from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
+
+from kode.tools.errors import ToolDefinitionError
+from kode.tools.kinds import Kind
+from kode.tools.schema import DocstringStyle, inspect_function
+from kode.tools.tool import Tool
+
+if TYPE_CHECKING:
+    from typing import Literal
+
+__all__ = ["DEFAULT_REGISTRY", "ToolSink", "default_registry", "define_tool", "tool"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+class ToolSink(Protocol):
+    """Where `define_tool` registers a tool: anything with this `register` method."""
+
+    def register(self, tool: Tool[..., Any], /, *, replace: bool = False) -> Tool[..., Any]:
+        """Register `tool`; raise `ToolDefinitionError` if its name is taken by another tool."""
+        ...
+
+
+class _Default(Enum):
+    TOKEN = "default"
+
+
+DEFAULT_REGISTRY = _Default.TOKEN
+"""The default of ``define_tool(registry=...)``: the global registry."""
+
+
+def default_registry() -> ToolSink:
+    """The global registry (`kode.registry.registry`)."""
+    sink: ToolSink = importlib.import_module("kode.registry").registry
+    return sink
+
+
+def _method_problem(fn: Callable[..., Any]) -> str | None:
+    if isinstance(fn, classmethod):
+        return (
+            "a classmethod object cannot be a tool here: put @define_tool above the class "
+            "and call define_tool(MyClass.method) on the bound classmethod instead"
+        )
+    if inspect.ismethod(fn):
+        return None  # a bound method: 'self' is already bound
+    parts = getattr(fn, "__qualname__", "").split(".")
+    try:
+        first = next(iter(inspect.signature(fn).parameters))
+    except (StopIteration, TypeError, ValueError):
+        return None
+    if len(parts) > 1 and parts[-2] != "<locals>" and first in ("self", "cls"):
+        return (
+            f"a method in a class body cannot be a tool: there is no instance to bind "
+            f"'{first}' to yet; decorate the bound method instead, "
+            f"define_tool(instance.{parts[-1]}), or make it a @staticmethod"
+        )
+    return None
+
+
+def _build(
+    fn: Callable[P, R],
+    *,
+    name: str | None,
+    description: str | None,
+    kind: Kind | str,
+    groups: Iterable[str],
+    optional: bool,
+    timeout: float | None,
+    requires_approval: bool | None,
+    registry: ToolSink | _Default | None,
+    replace: bool,
+    docstring_style: DocstringStyle,
+    require_descriptions: bool,
+    run_in_thread: bool,
+) -> Tool[P, R]:
+    qualname = getattr(fn, "__qualname__", None) or repr(fn)
+    if not callable(fn):
+        raise ToolDefinitionError(
+            qualname, [f"define_tool needs a function, got {type(fn).__name__}"]
+        )
+    problems: list[str] = []
+    method_problem = _method_problem(fn)
+    if method_problem:
+        raise ToolDefinitionError(qualname, [method_problem])
+    tool_name = name if name is not None else getattr(fn, "__name__", "")
+    if not isinstance(tool_name, str) or not NAME_PATTERN.match(tool_name):
+        problems.append(
+            f"tool name {tool_name!r} is invalid: use 1-64 letters, digits, '_' or '-'"
+            + ("" if name is not None else "; pass name=")
+        )
+    try:
+        tool_kind = Kind(kind)
+    except ValueError:
+        problems.append(
+            f"kind {kind!r} is not one of {', '.join(k.value for k in Kind)}"
+        )
+        tool_kind = Kind.OTHER
+    if isinstance(groups, str):
+        problems.append(f"groups must be a list of names, got the string {groups!r}")
+        group_names: tuple[str, ...] = ()
+    else:
+        group_names = tuple(dict.fromkeys(str(g).strip().lower() for g in groups))
+        if any(not g for g in group_names):
+            problems.append("groups contains an empty name")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+    ):
+        problems.append(f"timeout must be a positive number of seconds or None, got {timeout!r}")
+    if description is not None and not isinstance(description, str):
+        problems.append(f"description must be a string, got {type(description).__name__}")
+    try:
+        spec = inspect_function(
+            fn,
+            name=tool_name if isinstance(tool_name, str) else "tool",
+            description=description,
+            docstring_style=docstring_style,
+            require_descriptions=require_descriptions,
+        )
+    except ToolDefinitionError as exc:
+        raise ToolDefinitionError(qualname, problems + exc.problems) from None
+    if problems:
+        raise ToolDefinitionError(qualname, problems)
+    made: Tool[P, R] = Tool(
+        fn,
+        spec,
+        name=tool_name,
+        kind=tool_kind,
+        groups=group_names,
+        optional=optional,
+        timeout=float(timeout) if timeout is not None else None,
+        requires_approval=requires_approval,
+        run_in_thread=run_in_thread,
+    )
+    if registry is DEFAULT_REGISTRY:
+        registry = default_registry()
+    if registry is not None:
+        registry.register(made, replace=replace)
+    return made
+
+
+@overload
+def define_tool(fn: Callable[P, R], /) -> Tool[P, R]: ...
+
+
+@overload
+def define_tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    kind: Kind | Literal[
+        "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"
+    ] = Kind.OTHER,
+    groups: Iterable[str] = (),
+    optional: bool = False,
+    timeout: float | None = None,
+    requires_approval: bool | None = None,
+    registry: ToolSink | _Default | None = DEFAULT_REGISTRY,
+    replace: bool = False,
+    docstring_style: DocstringStyle = "auto",
+    require_descriptions: bool = False,
+    run_in_thread: bool = True,
+) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
+
+
+def define_tool(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    kind: Kind | str = Kind.OTHER,
+    groups: Iterable[str] = (),
+    optional: bool = False,
+    timeout: float | None = None,
+    requires_approval: bool | None = None,
+    registry: ToolSink | _Default | None = DEFAULT_REGISTRY,
+    replace: bool = False,
+    docstring_style: DocstringStyle = "auto",
+    require_descriptions: bool = False,
+    run_in_thread: bool = True,
+) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
+    """Turn a typed, documented function into a `Tool` and register it.
+
+    Use it bare (``@define_tool``) or with options (``@define_tool(timeout=5)``). The schema is
+    inferred from the type hints and the docstring, once; the function stays callable as
+    before. Defining registers the tool in the global registry (or ``registry=``), so any
+    agent whose template lists its name can use it.
+
+    Works on sync and async functions, static methods and bound methods
+    (``define_tool(obj.method)``); a plain method in a class body is refused, since there
+    is no instance to bind ``self`` to yet.
+
+    Args:
+        fn: The function, when used bare.
+        name: The tool's name (default: the function's name); ``^[a-zA-Z0-9_-]{1,64}$``.
+        description: Replaces the description taken from the docstring.
+        kind: What the tool does (`Kind`); mutating kinds drive approval.
+        groups: Groups the tool joins, e.g. ``["group:fs"]``.
+        optional: Leave the tool out unless a template or policy names it explicitly.
+        timeout: Seconds a call may take; a longer call ends as a ``timeout`` error result.
+        requires_approval: Force (`True`) or skip (`False`) approval; `None` decides by kind.
+        registry: Where to register: the global registry by default, `None` for nowhere.
+        replace: Replace a different tool registered under the same name.
+        docstring_style: ``"auto"``, ``"google"``, ``"numpy"``, ``"rest"``/``"sphinx"`` or
+            ``"epydoc"``.
+        require_descriptions: Refuse a tool or a parameter without a description.
+        run_in_thread: Run a sync function in a worker thread (default) or inline in the
+            event loop (for fast, non-blocking pure functions).
+
+    Raises:
+        ToolDefinitionError: every problem of the function, in one message.
+
+    Example:
+        ```python
+        from kode import define_tool
+
+        @define_tool(registry=None)
+        def add(a: int, b: int = 1) -> int:
+            \"\"\"Add two numbers.
+
+            Args:
+                a: The first number.
+                b: The second number.
+            \"\"\"
+            return a + b
+
+        assert add(2, 3) == 5
+        assert add.input_schema["required"] == ["a"]
+        ```
+    """
+    options: dict[str, Any] = dict(
+        name=name,
+        description=description,
+        kind=kind,
+        groups=groups,
+        optional=optional,
+        timeout=timeout,
+        requires_approval=requires_approval,
+        registry=registry,
+        replace=replace,
+        docstring_style=docstring_style,
+        require_descriptions=require_descriptions,
+        run_in_thread=run_in_thread,
+    )
+    if fn is not None:
+        return _build(fn, **options)
+
+    def decorator(func: Callable[P, R]) -> Tool[P, R]:
+        return _build(func, **options)
+
+    return decorator
+
+
+tool = define_tool
+"""A short alias of `define_tool`."""

@@ -1,0 +1,123 @@
+"""Every exception kode raises, and the error kinds a tool result can carry.
+
+This module owns the exception hierarchy and `ToolErrorType`. It does not decide how an
+error becomes a `tool_result`; `kode.tools.results` does that.
+
+Hierarchy::
+
+    KodeError
+    ├── ToolDefinitionError      a function cannot be a tool (raised at decoration time)
+    ├── ToolNotFoundError        a registry has no tool by that name (also a KeyError)
+    └── ToolError                raised by a tool on purpose; becomes an error result
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = [
+    "KodeError",
+    "ToolDefinitionError",
+    "ToolError",
+    "ToolErrorType",
+    "ToolNotFoundError",
+]
+
+
+class ToolErrorType(str, Enum):
+    """Why a tool call ended in an error result.
+
+    The value is a stable, machine-readable string carried by `ToolResult.error_type`; the
+    message next to it is written for the model.
+    """
+
+    INVALID_TOOL_PARAMS = "invalid_tool_params"
+    """The model's arguments did not match the tool's input schema."""
+    TOOL_NOT_REGISTERED = "tool_not_registered"
+    """No tool by that name is available."""
+    POLICY_VIOLATION = "policy_violation"
+    """A tool policy does not allow this tool here."""
+    PERMISSION_DENIED = "permission_denied"
+    """A permission check, an approver or a hook refused the call."""
+    TIMEOUT = "timeout"
+    """The tool did not finish within its `timeout`."""
+    CANCELLED = "cancelled"
+    """The call was cancelled before it finished."""
+    EXECUTION_FAILED = "execution_failed"
+    """The tool raised an exception it did not mean to raise."""
+    FILE_NOT_FOUND = "file_not_found"
+    """A file the tool needs does not exist."""
+    PATH_NOT_IN_WORKSPACE = "path_not_in_workspace"
+    """A path resolves outside the workspace the tool may touch."""
+    INVALID_RESULT = "invalid_result"
+    """The tool returned a value that cannot be shown to a model."""
+    TOOL_ERROR = "tool_error"
+    """The tool raised `ToolError` without naming a more specific type."""
+
+
+class KodeError(Exception):
+    """The root of every exception kode raises."""
+
+
+class ToolDefinitionError(KodeError, TypeError):
+    """A function cannot be turned into a tool.
+
+    Raised by `define_tool` at decoration time. The message names the function by its
+    `__qualname__` and lists every problem found, separated by ``; ``.
+    """
+
+    def __init__(self, qualname: str, problems: list[str]) -> None:
+        self.qualname = qualname
+        """The `__qualname__` of the function (or the tool name) at fault."""
+        self.problems = list(problems)
+        """Each problem, as one sentence fragment."""
+        super().__init__(f"{qualname}: {'; '.join(self.problems)}")
+
+
+class ToolNotFoundError(KodeError, KeyError):
+    """A registry has no tool by the requested name."""
+
+    def __init__(self, name: str, available: list[str], suggestions: list[str]) -> None:
+        self.name = name
+        """The name that was asked for."""
+        self.available = available
+        """Every name the registry holds, sorted."""
+        self.suggestions = suggestions
+        """Registered names close to `name`, best first."""
+        hint = f" Did you mean {', '.join(repr(s) for s in suggestions)}?" if suggestions else ""
+        super().__init__(f"No tool named {name!r} is registered.{hint}")
+
+    def __str__(self) -> str:
+        # KeyError.__str__ would repr() the message; keep it readable.
+        return str(self.args[0])
+
+
+class ToolError(KodeError):
+    """Raise inside a tool to end the call with an error result the model can act on.
+
+    Example:
+        ```python
+        from kode import ToolError, ToolErrorType
+
+        def open_ticket(ticket_id: int) -> str:
+            raise ToolError(
+                f"Ticket {ticket_id} does not exist; list tickets first.",
+                type=ToolErrorType.FILE_NOT_FOUND,
+            )
+        ```
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        type: ToolErrorType | str = ToolErrorType.TOOL_ERROR,  # noqa: A002 - the public name
+        details: object = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        """The text shown to the model."""
+        self.type = ToolErrorType(type)
+        """The machine-readable kind of error."""
+        self.details = details
+        """Structured data kept on the result's `details` (never shown to the model)."""

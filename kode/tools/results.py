@@ -1,0 +1,243 @@
+"""What a tool call produces: `ToolResult`, its content blocks, and the conversion of values.
+
+This module owns the normal form of a tool's outcome and turns whatever a function returned
+into it. It does not run tools or catch their exceptions (see `kode.tools.tool`).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import mimetypes
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic_core
+
+from kode.tools.errors import ToolErrorType
+
+__all__ = [
+    "EMPTY_RESULT_TEXT",
+    "ContentBlock",
+    "Image",
+    "ImageBlock",
+    "TextBlock",
+    "ToolResult",
+    "error_result",
+    "image_result",
+    "json_result",
+    "text_result",
+    "to_result",
+]
+
+EMPTY_RESULT_TEXT = "(the tool returned no output)"
+"""The text of the result of a tool that returned `None`, so a model never sees nothing."""
+
+_IMAGE_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+def _sniff_image(data: bytes) -> str | None:
+    for signature, media_type in _IMAGE_SIGNATURES:
+        if data.startswith(signature):
+            return media_type
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class TextBlock:
+    """A block of text in a tool result."""
+
+    text: str
+    """The text."""
+    type: Literal["text"] = "text"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Anthropic-style content block."""
+        return {"type": "text", "text": self.text}
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ImageBlock:
+    """An image in a tool result."""
+
+    data: bytes
+    """The raw image bytes."""
+    media_type: str
+    """The MIME type, e.g. ``image/png``."""
+    type: Literal["image"] = "image"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The Anthropic-style content block, with the data base64-encoded."""
+        return {
+            "type": "image",
+            "source": {
+                "type": "base64",
+                "media_type": self.media_type,
+                "data": base64.b64encode(self.data).decode("ascii"),
+            },
+        }
+
+
+ContentBlock = TextBlock | ImageBlock
+"""A block of a tool result's content."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class Image:
+    """An image value a tool can return; it becomes an image block.
+
+    Example:
+        ```python
+        from kode import Image
+
+        png = Image(data=b"\\x89PNG\\r\\n\\x1a\\n...", media_type="image/png")
+        ```
+    """
+
+    data: bytes
+    """The raw image bytes."""
+    media_type: str = "image/png"
+    """The MIME type, e.g. ``image/png``."""
+
+    @classmethod
+    def from_path(cls, path: str | Path) -> Image:
+        """Read an image file, taking its media type from its content or its name."""
+        data = Path(path).read_bytes()
+        media_type = _sniff_image(data) or mimetypes.guess_type(str(path))[0]
+        if media_type is None or not media_type.startswith("image/"):
+            raise ValueError(f"{path} is not a recognised image (PNG, JPEG, GIF or WebP)")
+        return cls(data=data, media_type=media_type)
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ToolResult:
+    """The outcome of one tool call: content for the model, details for the program.
+
+    `content` is what the model sees; `details` is structured data for the caller (the
+    JSON-able form of what the tool returned) and is never sent to the model.
+    """
+
+    content: tuple[ContentBlock, ...]
+    """The blocks shown to the model, in order."""
+    details: Any = None
+    """Structured data about the result, for programs (never shown to the model)."""
+    is_error: bool = False
+    """Whether the call failed."""
+    error_type: ToolErrorType | None = None
+    """Why the call failed, when `is_error` is true."""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Free-form data a pipeline attaches (timings, the tool name, ...)."""
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined with newlines (images are left out)."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    def to_block(self, tool_use_id: str) -> dict[str, Any]:
+        """The ``tool_result`` content block answering the ``tool_use`` with this id."""
+        return {
+            "type": "tool_result",
+            "tool_use_id": tool_use_id,
+            "content": [b.to_dict() for b in self.content],
+            "is_error": self.is_error,
+        }
+
+
+def text_result(text: str, *, details: Any = None) -> ToolResult:
+    """A result holding one text block."""
+    return ToolResult(content=(TextBlock(text=text),), details=details)
+
+
+def json_result(value: Any, *, indent: int | None = None) -> ToolResult:
+    """A result showing `value` as JSON text, with its JSON-able form kept in `details`.
+
+    Accepts anything pydantic can serialise: dicts, lists, models, dataclasses, dates, UUIDs.
+    """
+    jsonable = pydantic_core.to_jsonable_python(value)
+    text = pydantic_core.to_json(jsonable, indent=indent).decode()
+    return ToolResult(content=(TextBlock(text=text),), details=jsonable)
+
+
+def image_result(
+    image: Image | bytes, *, media_type: str | None = None, caption: str | None = None
+) -> ToolResult:
+    """A result holding one image block (and a caption text block, if given).
+
+    Raises:
+        ValueError: `image` is bytes whose format is not recognised and no `media_type` given.
+    """
+    if isinstance(image, Image):
+        data, kind = image.data, media_type or image.media_type
+    else:
+        data, kind = image, media_type or _sniff_image(image)
+        if kind is None:
+            raise ValueError(
+                f"{len(image)} bytes are not a recognised image (PNG, JPEG, GIF or WebP); "
+                "pass media_type=... or return str for text"
+            )
+    blocks: list[ContentBlock] = [ImageBlock(data=data, media_type=kind)]
+    if caption:
+        blocks.append(TextBlock(text=caption))
+    return ToolResult(content=tuple(blocks), details={"media_type": kind, "bytes": len(data)})
+
+
+def error_result(
+    message: str,
+    *,
+    type: ToolErrorType | str = ToolErrorType.TOOL_ERROR,  # noqa: A002 - the public name
+    details: Any = None,
+) -> ToolResult:
+    """An error result with one text block the model can act on."""
+    return ToolResult(
+        content=(TextBlock(text=message),),
+        details=details,
+        is_error=True,
+        error_type=ToolErrorType(type),
+    )
+
+
+def to_result(value: Any, *, tool_name: str) -> ToolResult:
+    """Turn whatever a tool returned into a `ToolResult`.
+
+    `str` becomes text; `None` becomes `EMPTY_RESULT_TEXT`; a `ToolResult` passes through;
+    an `Image` or image bytes becomes an image block; anything else pydantic can serialise
+    (dicts, lists, models, dataclasses, numbers, ...) becomes JSON text with `details` set.
+    A value that cannot be serialised becomes an ``invalid_result`` error naming its type.
+    """
+    if type(value) is str:
+        return ToolResult(content=(TextBlock(text=value),))
+    if value is None:
+        return ToolResult(content=(TextBlock(text=EMPTY_RESULT_TEXT),))
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):  # str subclasses (e.g. enums)
+        return ToolResult(content=(TextBlock(text=str.__str__(value)),))
+    if isinstance(value, Image):
+        return image_result(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        data = bytes(value)
+        if _sniff_image(data) is None:
+            return error_result(
+                f"Tool {tool_name!r} returned {len(data)} bytes that are not a recognised image "
+                "(PNG, JPEG, GIF or WebP).",
+                type=ToolErrorType.INVALID_RESULT,
+            )
+        return image_result(data)
+    if dataclasses.is_dataclass(value) and isinstance(value, type):
+        value = repr(value)
+    try:
+        return json_result(value)
+    except (pydantic_core.PydanticSerializationError, TypeError, ValueError) as exc:
+        return error_result(
+            f"Tool {tool_name!r} returned a {type(value).__name__} that cannot be shown to a "
+            f"model: {exc}",
+            type=ToolErrorType.INVALID_RESULT,
+        )

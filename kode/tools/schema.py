@@ -1,0 +1,260 @@
+"""Reading a function: its parameters, docstring and annotations become a validator and a schema.
+
+This module owns schema inference. It builds one pydantic model per tool, at definition time,
+through pydantic's public API (`create_model`), and collects every definition problem of one
+function into a single `ToolDefinitionError`. It does not translate schemas into provider
+dialects (`kode.tools.dialects`) and does not run anything.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, get_args, get_origin
+
+import docstring_parser
+from pydantic import BaseModel, ConfigDict, create_model
+from pydantic.fields import FieldInfo
+from typing_extensions import Doc
+
+from kode.tools.context import ToolContext
+from kode.tools.errors import ToolDefinitionError
+
+__all__ = ["DocstringStyle", "FunctionSpec", "inspect_function", "is_context_annotation"]
+
+DocstringStyle = Literal["auto", "google", "numpy", "rest", "sphinx", "epydoc"]
+"""The docstring styles kode reads; ``auto`` detects the style (``sphinx`` means ``rest``)."""
+
+_STYLES: dict[str, docstring_parser.DocstringStyle] = {
+    "auto": docstring_parser.DocstringStyle.AUTO,
+    "google": docstring_parser.DocstringStyle.GOOGLE,
+    "numpy": docstring_parser.DocstringStyle.NUMPYDOC,
+    "rest": docstring_parser.DocstringStyle.REST,
+    "sphinx": docstring_parser.DocstringStyle.REST,
+    "epydoc": docstring_parser.DocstringStyle.EPYDOC,
+}
+
+_BASEMODEL_ATTRS = frozenset(dir(BaseModel))
+_ARGS_CONFIG = ConfigDict(
+    extra="forbid",
+    protected_namespaces=(),
+    arbitrary_types_allowed=False,
+    hide_input_in_errors=False,
+)
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class FunctionSpec:
+    """What `inspect_function` learned about a function."""
+
+    description: str
+    """The docstring's summary and body, without its parameter sections."""
+    args_model: type[BaseModel]
+    """The pydantic model that validates the model's arguments."""
+    field_to_param: dict[str, str] | None
+    """Internal field name → parameter name, for the few names that clash with BaseModel."""
+    param_names: tuple[str, ...]
+    """The parameters shown to the model, in signature order."""
+    context_param: str | None
+    """The name of the parameter that receives the `ToolContext`, if any."""
+    context_positional: bool
+    """Whether the context parameter is positional-only (passed first, by position)."""
+    return_annotation: Any
+    """The return annotation (`inspect.Signature.empty` when there is none)."""
+    param_descriptions: dict[str, str]
+    """The description of each parameter, wherever it came from."""
+
+
+def is_context_annotation(annotation: Any) -> bool:
+    """Whether `annotation` is `ToolContext`, `ToolContext[...]` or an Annotated form of them."""
+    if get_origin(annotation) is typing.Annotated:
+        annotation = get_args(annotation)[0]
+    return annotation is ToolContext or get_origin(annotation) is ToolContext
+
+
+def _annotated_description(annotation: Any) -> str | None:
+    """The description carried by `Annotated` metadata: Field > Doc > a plain string."""
+    if get_origin(annotation) is not typing.Annotated:
+        return None
+    metadata = annotation.__metadata__
+    for item in metadata:
+        if isinstance(item, FieldInfo) and item.description:
+            return item.description
+    for item in metadata:
+        if isinstance(item, Doc):
+            return item.documentation
+    for item in metadata:
+        if isinstance(item, str) and item.strip():
+            return item.strip()
+    return None
+
+
+def _parse_docstring(
+    fn: Callable[..., Any], style: DocstringStyle
+) -> tuple[str, dict[str, str], list[str]]:
+    doc = inspect.getdoc(fn)
+    if not doc:
+        return "", {}, []
+    try:
+        parsed = docstring_parser.parse(doc, style=_STYLES[style])
+    except docstring_parser.ParseError as exc:
+        return doc.strip(), {}, [f"docstring cannot be read as {style} style ({exc})"]
+    parts = [p.strip() for p in (parsed.short_description, parsed.long_description) if p]
+    description = "\n\n".join(parts)
+    params: dict[str, str] = {}
+    for p in parsed.params:
+        name = p.arg_name.lstrip("*").split(" ")[-1]
+        if p.description:
+            params[name] = " ".join(p.description.split())
+        else:
+            params.setdefault(name, "")
+    return description, params, []
+
+
+def inspect_function(
+    fn: Callable[..., Any],
+    *,
+    name: str,
+    description: str | None,
+    docstring_style: DocstringStyle,
+    require_descriptions: bool,
+) -> FunctionSpec:
+    """Read `fn` and build its argument model, or raise `ToolDefinitionError` with every problem.
+
+    Args:
+        fn: The function (or bound method) to read.
+        name: The tool's name, used to name the argument model.
+        description: An explicit tool description that replaces the docstring's.
+        docstring_style: How to read the docstring.
+        require_descriptions: Report the tool and every parameter that has no description.
+    """
+    qualname = getattr(fn, "__qualname__", repr(fn))
+    problems: list[str] = []
+    if docstring_style not in _STYLES:
+        problems.append(
+            f"docstring_style {docstring_style!r} is not one of {', '.join(map(repr, _STYLES))}"
+        )
+        docstring_style = "auto"
+    doc_description, doc_params, doc_problems = _parse_docstring(fn, docstring_style)
+    problems.extend(doc_problems)
+
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise ToolDefinitionError(qualname, [f"its signature cannot be read ({exc})"]) from exc
+    try:
+        hints = typing.get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # a NameError from a forward reference, most often
+        raise ToolDefinitionError(
+            qualname,
+            [f"its annotations cannot be resolved ({type(exc).__name__}: {exc}); define the "
+             "names they use before the function, at module level"],
+        ) from exc
+
+    fields: dict[str, Any] = {}
+    field_to_param: dict[str, str] = {}
+    param_names: list[str] = []
+    descriptions: dict[str, str] = {}
+    context_param: str | None = None
+    context_positional = False
+    for param in signature.parameters.values():
+        pname = param.name
+        if param.kind is param.VAR_POSITIONAL:
+            problems.append(f"parameter '*{pname}' cannot be shown to a model")
+            continue
+        if param.kind is param.VAR_KEYWORD:
+            problems.append(f"parameter '**{pname}' cannot be shown to a model")
+            continue
+        if pname not in hints:
+            problems.append(f"parameter '{pname}' has no type annotation")
+            continue
+        annotation = hints[pname]
+        if is_context_annotation(annotation):
+            if context_param is not None:
+                problems.append(
+                    f"parameters '{context_param}' and '{pname}' both ask for a ToolContext; "
+                    "keep one"
+                )
+            context_param = pname
+            context_positional = param.kind is param.POSITIONAL_ONLY
+            continue
+        if param.kind is param.POSITIONAL_ONLY:
+            problems.append(
+                f"parameter '{pname}' is positional-only, so a model cannot name it; "
+                "remove the '/' from the signature"
+            )
+            continue
+        if pname.startswith("_"):
+            problems.append(
+                f"parameter '{pname}' starts with an underscore, which pydantic cannot "
+                "validate; rename it"
+            )
+            continue
+        text = _annotated_description(annotation)
+        default = param.default
+        if isinstance(default, FieldInfo) and default.description:
+            text = text or default.description
+        if text is None:
+            text = doc_params.get(pname) or None
+        if text:
+            descriptions[pname] = text
+        elif require_descriptions:
+            problems.append(f"parameter '{pname}' has no description")
+        fname = pname
+        if pname in _BASEMODEL_ATTRS:
+            fname = f"kode_arg_{pname}"
+            field_to_param[fname] = pname
+        if isinstance(default, FieldInfo):
+            info = copy.copy(default)
+            if text and not info.description:
+                info.description = text
+            if fname != pname:
+                info.alias = pname
+            fields[fname] = (annotation, info)
+        else:
+            fields[fname] = (
+                annotation,
+                FieldInfo(
+                    default=... if default is param.empty else default,
+                    description=text,
+                    alias=pname if fname != pname else None,
+                ),
+            )
+        param_names.append(pname)
+
+    seen = set(signature.parameters)
+    for documented in doc_params:
+        if documented not in seen:
+            problems.append(
+                f"the docstring documents parameter '{documented}', which the function does "
+                "not have"
+            )
+    if description is None:
+        description = doc_description
+    if require_descriptions and not description:
+        problems.append("the tool has no description: write a docstring or pass description=")
+
+    if problems:
+        raise ToolDefinitionError(qualname, problems)
+
+    try:
+        model = create_model(  # type: ignore[call-overload]
+            f"{name}_arguments", __config__=_ARGS_CONFIG, **fields
+        )
+    except Exception as exc:  # pydantic's PydanticSchemaGenerationError, TypeError, ...
+        raise ToolDefinitionError(
+            qualname, [f"its parameters cannot be validated ({type(exc).__name__}: {exc})"]
+        ) from exc
+    return FunctionSpec(
+        description=description,
+        args_model=model,
+        field_to_param=field_to_param or None,
+        param_names=tuple(param_names),
+        context_param=context_param,
+        context_positional=context_positional,
+        return_annotation=hints.get("return", signature.return_annotation),
+        param_descriptions=descriptions,
+    )

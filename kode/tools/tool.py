@@ -1,0 +1,364 @@
+"""`Tool`: a function with a name, a schema and a validator, callable exactly like the function.
+
+This module owns the `Tool` object and the execution of one call: validate, inject the context,
+run (inline, in a worker thread, or awaited; with a timeout), and turn the outcome into a
+`ToolResult`. It does not register tools (`kode.tools.define`) or decide permissions (agents).
+"""
+
+from __future__ import annotations
+
+import functools
+import typing
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Generic, ParamSpec, TypeVar, cast
+
+import anyio
+import anyio.to_thread
+
+from kode.tools.context import ToolContext
+from kode.tools.dialects import (
+    Dialect,
+    anthropic_declaration,
+    clean_schema,
+    gemini_declaration,
+    openai_declaration,
+)
+from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.kinds import Kind
+from kode.tools.results import ToolResult, error_result, to_result
+from kode.tools.schema import FunctionSpec
+from kode.tools.sync import run_sync
+from kode.tools.validation import validate_arguments
+
+__all__ = ["Tool"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_logger = logging.getLogger("kode.tools")
+_NO_OUTPUT_SCHEMA = frozenset({str, type(None), inspect.Signature.empty, bytes, Any, object})
+
+
+class Tool(Generic[P, R]):
+    """A tool: the decorated function plus everything a model needs to call it.
+
+    Calling a `Tool` calls the original function unchanged, so a decorated function stays a
+    function (in a notebook, in unit tests). `run` is how a model calls it: validated input in,
+    `ToolResult` out, never an exception (cancellation apart).
+
+    Build one with `define_tool`; the constructor is not public API.
+    """
+
+    # A Tool carries the wrapped function's __name__, __doc__, __wrapped__, ... in __dict__.
+    name: str
+    """The name the model calls the tool by (``^[a-zA-Z0-9_-]{1,64}$``)."""
+    description: str
+    """What the tool does, for the model: the docstring without its parameter sections."""
+    kind: Kind
+    """What the tool does to the world; mutating kinds drive approval."""
+    groups: tuple[str, ...]
+    """The groups the tool belongs to, e.g. ``("group:fs",)``."""
+    optional: bool
+    """Whether the tool is left out unless a template or policy names it explicitly."""
+    timeout: float | None
+    """Seconds a call may take before it ends with a ``timeout`` error (`None`: no limit)."""
+    requires_approval: bool | None
+    """Whether a call needs approval: `None` lets the agent's permission mode decide by kind."""
+    run_in_thread: bool
+    """Whether a sync function runs in a worker thread (the default) or inline in the loop."""
+    input_schema: dict[str, Any]
+    """The JSON Schema of the arguments (computed once, at definition)."""
+
+    def __init__(
+        self,
+        fn: Callable[P, R],
+        spec: FunctionSpec,
+        *,
+        name: str,
+        kind: Kind,
+        groups: tuple[str, ...],
+        optional: bool,
+        timeout: float | None,
+        requires_approval: bool | None,
+        run_in_thread: bool,
+    ) -> None:
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        self.fn = fn
+        """The original function (or bound method)."""
+        self.name = name
+        self.description = spec.description
+        self.kind = kind
+        self.groups = groups
+        self.optional = optional
+        self.timeout = timeout
+        self.requires_approval = requires_approval
+        self.run_in_thread = run_in_thread
+        self.spec = spec
+        """What schema inference learned about the function."""
+        self.input_schema = clean_schema(spec.args_model.model_json_schema())
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
+        )
+        """Whether the function is a coroutine function."""
+        self._declarations: dict[tuple[str, bool | None], dict[str, Any]] = {}
+        self._output_schema: dict[str, Any] | None | bool = False
+        self._ctx_param = spec.context_param
+        self._ctx_positional = spec.context_positional
+
+    # --- being a function ------------------------------------------------------------------
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Call the original function with exactly these arguments."""
+        return self.fn(*args, **kwargs)
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """The original function's signature, for `inspect.signature`."""
+        return inspect.signature(self.fn)
+
+    def __repr__(self) -> str:
+        return f"<Tool {self.name}{_format_signature(self.__signature__)}>"
+
+    # --- schemas ---------------------------------------------------------------------------
+
+    def schema(self, dialect: Dialect = "anthropic", *, strict: bool | None = None) -> dict[str, Any]:
+        """The tool declaration in a provider's format.
+
+        Args:
+            dialect: ``"anthropic"`` (``name``, ``description``, ``input_schema``), ``"openai"``
+                (Chat Completions ``{"type": "function", "function": {...}}``, strict mode when
+                the schema allows it) or ``"gemini"`` (a ``FunctionDeclaration`` in Gemini's
+                OpenAPI subset).
+            strict: OpenAI only: `None` chooses, `True` requires strict mode, `False` disables it.
+
+        Raises:
+            ValueError: an unknown dialect, or `strict=True` for a schema strict mode cannot take.
+        """
+        key = (dialect, strict)
+        cached = self._declarations.get(key)
+        if cached is None:
+            if dialect == "anthropic":
+                cached = anthropic_declaration(self.name, self.description, self.input_schema)
+            elif dialect == "openai":
+                cached = openai_declaration(
+                    self.name, self.description, self.input_schema, strict=strict
+                )
+            elif dialect == "gemini":
+                cached = gemini_declaration(self.name, self.description, self.input_schema)
+            else:
+                raise ValueError(
+                    f"unknown dialect {dialect!r}: use 'anthropic', 'openai' or 'gemini'"
+                )
+            self._declarations[key] = cached
+        return cached
+
+    @property
+    def output_schema(self) -> dict[str, Any] | None:
+        """The JSON Schema of the return value, when the return annotation gives a structured one.
+
+        `None` for tools returning text, nothing, bytes or images, and for unannotated returns.
+        """
+        if self._output_schema is False:
+            self._output_schema = self._compute_output_schema()
+        return cast("dict[str, Any] | None", self._output_schema)
+
+    def _compute_output_schema(self) -> dict[str, Any] | None:
+        from pydantic import TypeAdapter
+
+        from kode.tools.results import Image
+
+        ann = self.spec.return_annotation
+        if self.is_async and getattr(ann, "__origin__", None) is Awaitable:
+            ann = ann.__args__[0]
+        if ann in _NO_OUTPUT_SCHEMA or ann in (ToolResult, Image):
+            return None
+        try:
+            schema = TypeAdapter(ann).json_schema(mode="serialization")
+        except Exception:  # a return type pydantic cannot describe: no output schema
+            return None
+        return clean_schema(schema) if schema.get("type") == "object" else schema
+
+    # --- running ---------------------------------------------------------------------------
+
+    def validate(self, input: Mapping[str, Any] | str | None) -> dict[str, Any]:  # noqa: A002
+        """Validate a model's arguments; return the keyword arguments the function will get.
+
+        Raises:
+            ToolError: of type ``invalid_tool_params``, with the message the model would see.
+        """
+        return validate_arguments(
+            self.spec.args_model,
+            input,
+            tool_name=self.name,
+            params=self.spec.param_names,
+            field_to_param=self.spec.field_to_param,
+        )
+
+    async def run(
+        self,
+        input: Mapping[str, Any] | str | None = None,  # noqa: A002 - the model's "input"
+        ctx: ToolContext[Any] | None = None,
+    ) -> ToolResult:
+        """Validate `input`, run the function and return its outcome as a `ToolResult`.
+
+        Never raises for anything the tool or the input did: invalid input, a `ToolError`, any
+        other exception and a timeout all become error results. Cancellation of the caller
+        propagates (after marking `ctx` cancelled).
+
+        Args:
+            input: The model's arguments, as a dict or a JSON string.
+            ctx: The context to inject; a standalone one is made when the function asks for
+                one and none is given.
+        """
+        try:
+            kwargs = validate_arguments(
+                self.spec.args_model,
+                input,
+                tool_name=self.name,
+                params=self.spec.param_names,
+                field_to_param=self.spec.field_to_param,
+            )
+        except ToolError as exc:
+            return error_result(exc.message, type=exc.type, details=exc.details)
+        except Exception as exc:  # a user validator that raised something odd
+            return self._failure(exc)
+        args: tuple[Any, ...] = ()
+        if self._ctx_param is not None:
+            if ctx is None:
+                ctx = ToolContext(tool_name=self.name)
+            if self._ctx_positional:
+                args = (ctx,)
+            else:
+                kwargs[self._ctx_param] = ctx
+        fn: Callable[..., Any] = self.fn
+        try:
+            if self.is_async:
+                if self.timeout is None:
+                    out = await fn(*args, **kwargs)
+                else:
+                    with anyio.move_on_after(self.timeout) as scope:
+                        out = await fn(*args, **kwargs)
+                    if scope.cancelled_caught:
+                        return self._timed_out(ctx)
+            elif not self.run_in_thread:
+                out = fn(*args, **kwargs)
+            else:
+                call = functools.partial(fn, *args, **kwargs)
+                if self.timeout is None:
+                    out = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+                else:
+                    with anyio.move_on_after(self.timeout) as scope:
+                        out = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+                    if scope.cancelled_caught:
+                        return self._timed_out(ctx)
+        except ToolError as exc:
+            return error_result(exc.message, type=exc.type, details=exc.details)
+        except Exception as exc:
+            return self._failure(exc, ctx)
+        except BaseException:
+            if ctx is not None:
+                ctx.cancel()  # a worker thread may still be running: let it see it
+            raise
+        return to_result(out, tool_name=self.name)
+
+    def run_sync(
+        self,
+        input: Mapping[str, Any] | str | None = None,  # noqa: A002
+        ctx: ToolContext[Any] | None = None,
+    ) -> ToolResult:
+        """`run` from sync code: in a script, and inside a running event loop (Jupyter)."""
+        return run_sync(self.run, input, ctx)
+
+    def _timed_out(self, ctx: ToolContext[Any] | None) -> ToolResult:
+        if ctx is not None:
+            ctx.cancel()
+        extra = (
+            " It was still running in a worker thread; its result will be discarded."
+            if not self.is_async and self.run_in_thread
+            else ""
+        )
+        return error_result(
+            f"Tool '{self.name}' timed out after {self.timeout:g} s.{extra}",
+            type=ToolErrorType.TIMEOUT,
+        )
+
+    def _failure(self, exc: Exception, ctx: ToolContext[Any] | None = None) -> ToolResult:
+        logger = ctx.logger if ctx is not None else _logger
+        logger.error("Tool %r raised %s", self.name, type(exc).__name__, exc_info=exc)
+        text = str(exc)
+        return error_result(
+            f"Tool '{self.name}' failed: {type(exc).__name__}: {text}"
+            if text
+            else f"Tool '{self.name}' failed: {type(exc).__name__}",
+            type=ToolErrorType.EXECUTION_FAILED,
+            details={"exception": type(exc).__name__},
+        )
+
+    # --- notebooks ---------------------------------------------------------------------------
+
+    def _repr_markdown_(self) -> str:
+        lines = [f"**`{self.name}`** `{_format_signature(self.__signature__)}`", ""]
+        if self.description:
+            lines += [self.description, ""]
+        props: dict[str, Any] = self.input_schema.get("properties", {})
+        if props:
+            required = set(self.input_schema.get("required", ()))
+            lines += ["| parameter | type | required | default | description |",
+                      "|---|---|---|---|---|"]
+            for pname, prop in props.items():
+                default = (repr(prop["default"]) if "default" in prop else "").replace("|", "\\|")
+                desc = str(prop.get("description", "")).replace("|", "\\|")
+                lines.append(
+                    f"| `{pname}` | {_type_label(prop)} | {'yes' if pname in required else 'no'}"
+                    f" | {default} | {desc} |"
+                )
+        else:
+            lines.append("*No parameters.*")
+        return "\n".join(lines)
+
+
+def _type_label(prop: Mapping[str, Any]) -> str:
+    if "$ref" in prop:
+        return str(prop["$ref"]).rsplit("/", 1)[-1]
+    if "enum" in prop:
+        return " \\| ".join(repr(v) for v in prop["enum"])
+    if "anyOf" in prop:
+        return " \\| ".join(_type_label(p) for p in prop["anyOf"])
+    t = prop.get("type", "any")
+    if t == "array" and isinstance(prop.get("items"), Mapping):
+        return f"array of {_type_label(prop['items'])}"
+    return str(t)
+
+
+def _format_annotation(annotation: Any) -> str:
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    if isinstance(annotation, str):
+        return annotation.replace("Annotated[", "").split(",")[0] if "Annotated[" in annotation \
+            else annotation
+    text = inspect.formatannotation(annotation)
+    return text.replace("typing.", "").replace("kode.tools.context.", "")
+
+
+def _format_signature(sig: inspect.Signature) -> str:
+    """A signature as a person reads it: Annotated metadata and module prefixes left out."""
+    parts: list[str] = []
+    star_done = False
+    for param in sig.parameters.values():
+        if param.kind is param.KEYWORD_ONLY and not star_done:
+            parts.append("*")
+            star_done = True
+        if param.kind is param.VAR_POSITIONAL:
+            star_done = True
+        text = param.name
+        if param.annotation is not param.empty:
+            text += f": {_format_annotation(param.annotation)}"
+        if param.default is not param.empty:
+            text += f" = {param.default!r}"
+        parts.append(text)
+    out = f"({', '.join(parts)})"
+    if sig.return_annotation is not sig.empty:
+        out += f" -> {_format_annotation(sig.return_annotation)}"
+    return out
