@@ -109,9 +109,7 @@ def _build(
     try:
         tool_kind = Kind(kind)
     except ValueError:
-        problems.append(
-            f"kind {kind!r} is not one of {', '.join(k.value for k in Kind)}"
-        )
+        problems.append(f"kind {kind!r} is not one of {', '.join(k.value for k in Kind)}")
         tool_kind = Kind.OTHER
     if isinstance(groups, str):
         problems.append(f"groups must be a list of names, got the string {groups!r}")
@@ -165,7 +163,8 @@ def define_tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    kind: Kind | Literal[
+    kind: Kind
+    | Literal[
         "read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"
     ] = Kind.OTHER,
     groups: Iterable[str] = (),
@@ -236,7 +235,7 @@ def define_tool(
         def add(a: int, b: int = 1) -> int:
             \"\"\"Add two numbers.
 
-            Args:
+    Args:
                 a: The first number.
                 b: The second number.
             \"\"\"

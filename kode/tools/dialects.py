@@ -241,8 +241,11 @@ _GEMINI_KEYS = frozenset(
         "propertyOrdering",
     }
 )
-_GEMINI_FORMATS = {"string": {"date-time", "enum"}, "number": {"float", "double"},
-                   "integer": {"int32", "int64"}}
+_GEMINI_FORMATS = {
+    "string": {"date-time", "enum"},
+    "number": {"float", "double"},
+    "integer": {"int32", "int64"},
+}
 
 
 def _gemini_node(node: JsonSchema, root: JsonSchema, seen: tuple[str, ...]) -> JsonSchema:
@@ -279,7 +282,9 @@ def _gemini_node(node: JsonSchema, root: JsonSchema, seen: tuple[str, ...]) -> J
         node.pop("type")
         nullable = True
     if isinstance(node.get("anyOf"), list):
-        options = [o for o in node["anyOf"] if not (isinstance(o, dict) and o.get("type") == "null")]
+        options = [
+            o for o in node["anyOf"] if not (isinstance(o, dict) and o.get("type") == "null")
+        ]
         if len(options) < len(node["anyOf"]):
             nullable = True
         if len(options) == 1:
@@ -297,9 +302,7 @@ def _gemini_node(node: JsonSchema, root: JsonSchema, seen: tuple[str, ...]) -> J
     elif isinstance(node.get("items"), dict):
         node["items"] = _gemini_node(node["items"], root, seen)
     if isinstance(node.get("properties"), dict):
-        node["properties"] = {
-            k: _gemini_node(v, root, seen) for k, v in node["properties"].items()
-        }
+        node["properties"] = {k: _gemini_node(v, root, seen) for k, v in node["properties"].items()}
         if not node["properties"]:
             del node["properties"]
     enum = node.get("enum")

@@ -13,7 +13,7 @@ Hierarchy::
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 __all__ = [
     "KodeError",
@@ -24,7 +24,7 @@ __all__ = [
 ]
 
 
-class ToolErrorType(str, Enum):
+class ToolErrorType(StrEnum):
     """Why a tool call ended in an error result.
 
     The value is a stable, machine-readable string carried by `ToolResult.error_type`; the
@@ -111,7 +111,7 @@ class ToolError(KodeError):
         self,
         message: str,
         *,
-        type: ToolErrorType | str = ToolErrorType.TOOL_ERROR,  # noqa: A002 - the public name
+        type: ToolErrorType | str = ToolErrorType.TOOL_ERROR,
         details: object = None,
     ) -> None:
         super().__init__(message)

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 
 __all__ = ["Kind"]
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     """The kind of a tool. Mutating kinds (`is_mutating`) drive approval in agents."""
 
     READ = "read"

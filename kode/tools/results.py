@@ -92,7 +92,7 @@ ContentBlock = TextBlock | ImageBlock
 
 @dataclass(kw_only=True, frozen=True, slots=True)
 class Image:
-    """An image value a tool can return; it becomes an image block.
+    r"""An image value a tool can return; it becomes an image block.
 
     Example:
         ```python
@@ -174,6 +174,7 @@ def image_result(
     Raises:
         ValueError: `image` is bytes whose format is not recognised and no `media_type` given.
     """
+    kind: str | None
     if isinstance(image, Image):
         data, kind = image.data, media_type or image.media_type
     else:
@@ -192,7 +193,7 @@ def image_result(
 def error_result(
     message: str,
     *,
-    type: ToolErrorType | str = ToolErrorType.TOOL_ERROR,  # noqa: A002 - the public name
+    type: ToolErrorType | str = ToolErrorType.TOOL_ERROR,
     details: Any = None,
 ) -> ToolResult:
     """An error result with one text block the model can act on."""

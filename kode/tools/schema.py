@@ -150,8 +150,10 @@ def inspect_function(
     except Exception as exc:  # a NameError from a forward reference, most often
         raise ToolDefinitionError(
             qualname,
-            [f"its annotations cannot be resolved ({type(exc).__name__}: {exc}); define the "
-             "names they use before the function, at module level"],
+            [
+                f"its annotations cannot be resolved ({type(exc).__name__}: {exc}); define the "
+                "names they use before the function, at module level"
+            ],
         ) from exc
 
     fields: dict[str, Any] = {}
@@ -241,7 +243,7 @@ def inspect_function(
         raise ToolDefinitionError(qualname, problems)
 
     try:
-        model = create_model(  # type: ignore[call-overload]
+        model = create_model(
             f"{name}_arguments", __config__=_ARGS_CONFIG, **fields
         )
     except Exception as exc:  # pydantic's PydanticSchemaGenerationError, TypeError, ...

@@ -38,6 +38,7 @@ def run_sync(func: Callable[..., Awaitable[T]], /, *args: Any, backend: str = "a
         *args: Positional arguments for `func`.
         backend: The anyio backend for a new event loop, ``"asyncio"`` or ``"trio"``.
     """
+
     async def call() -> T:
         return await func(*args)
 

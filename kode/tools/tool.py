@@ -8,9 +8,9 @@ run (inline, in a worker thread, or awaited; with a timeout), and turn the outco
 from __future__ import annotations
 
 import functools
-import typing
 import inspect
 import logging
+import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, cast
 
@@ -84,7 +84,7 @@ class Tool(Generic[P, R]):
         requires_approval: bool | None,
         run_in_thread: bool,
     ) -> None:
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        functools.update_wrapper(self, fn)
         self.fn = fn
         """The original function (or bound method)."""
         self.name = name
@@ -103,7 +103,7 @@ class Tool(Generic[P, R]):
         )
         """Whether the function is a coroutine function."""
         self._declarations: dict[tuple[str, bool | None], dict[str, Any]] = {}
-        self._output_schema: dict[str, Any] | None | bool = False
+        self._output_schema: dict[str, Any] | bool | None = False
         self._ctx_param = spec.context_param
         self._ctx_positional = spec.context_positional
 
@@ -123,7 +123,9 @@ class Tool(Generic[P, R]):
 
     # --- schemas ---------------------------------------------------------------------------
 
-    def schema(self, dialect: Dialect = "anthropic", *, strict: bool | None = None) -> dict[str, Any]:
+    def schema(
+        self, dialect: Dialect = "anthropic", *, strict: bool | None = None
+    ) -> dict[str, Any]:
         """The tool declaration in a provider's format.
 
         Args:
@@ -182,7 +184,7 @@ class Tool(Generic[P, R]):
 
     # --- running ---------------------------------------------------------------------------
 
-    def validate(self, input: Mapping[str, Any] | str | None) -> dict[str, Any]:  # noqa: A002
+    def validate(self, input: Mapping[str, Any] | str | None) -> dict[str, Any]:
         """Validate a model's arguments; return the keyword arguments the function will get.
 
         Raises:
@@ -198,7 +200,7 @@ class Tool(Generic[P, R]):
 
     async def run(
         self,
-        input: Mapping[str, Any] | str | None = None,  # noqa: A002 - the model's "input"
+        input: Mapping[str, Any] | str | None = None,
         ctx: ToolContext[Any] | None = None,
     ) -> ToolResult:
         """Validate `input`, run the function and return its outcome as a `ToolResult`.
@@ -265,7 +267,7 @@ class Tool(Generic[P, R]):
 
     def run_sync(
         self,
-        input: Mapping[str, Any] | str | None = None,  # noqa: A002
+        input: Mapping[str, Any] | str | None = None,
         ctx: ToolContext[Any] | None = None,
     ) -> ToolResult:
         """`run` from sync code: in a script, and inside a running event loop (Jupyter)."""
@@ -305,8 +307,10 @@ class Tool(Generic[P, R]):
         props: dict[str, Any] = self.input_schema.get("properties", {})
         if props:
             required = set(self.input_schema.get("required", ()))
-            lines += ["| parameter | type | required | default | description |",
-                      "|---|---|---|---|---|"]
+            lines += [
+                "| parameter | type | required | default | description |",
+                "|---|---|---|---|---|",
+            ]
             for pname, prop in props.items():
                 default = (repr(prop["default"]) if "default" in prop else "").replace("|", "\\|")
                 desc = str(prop.get("description", "")).replace("|", "\\|")
@@ -336,8 +340,11 @@ def _format_annotation(annotation: Any) -> str:
     if typing.get_origin(annotation) is typing.Annotated:
         annotation = typing.get_args(annotation)[0]
     if isinstance(annotation, str):
-        return annotation.replace("Annotated[", "").split(",")[0] if "Annotated[" in annotation \
+        return (
+            annotation.replace("Annotated[", "").split(",")[0]
+            if "Annotated[" in annotation
             else annotation
+        )
     text = inspect.formatannotation(annotation)
     return text.replace("typing.", "").replace("kode.tools.context.", "")
 

@@ -38,8 +38,11 @@ _MAX_INPUT_REPR = 60
 
 
 def _short(value: Any) -> str:
-    text = json.dumps(value, default=repr, ensure_ascii=False) if not isinstance(value, str) \
+    text = (
+        json.dumps(value, default=repr, ensure_ascii=False)
+        if not isinstance(value, str)
         else json.dumps(value, ensure_ascii=False)
+    )
     if len(text) > _MAX_INPUT_REPR:
         text = text[: _MAX_INPUT_REPR - 1] + "…"
     return text
@@ -67,9 +70,9 @@ def _describe(err: ErrorDetails, params: Sequence[str]) -> str:
         return f"'{where}' is not an accepted field"
     msg = err["msg"]
     if msg.startswith("Input should be"):
-        msg = "should be" + msg[len("Input should be"):]
+        msg = "should be" + msg[len("Input should be") :]
     elif msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
+        msg = msg[len("Value error, ") :]
     return f"'{where}' {msg}, got {_short(err['input'])}" if "input" in err else f"'{where}' {msg}"
 
 
