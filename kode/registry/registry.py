@@ -174,6 +174,12 @@ class ToolRegistry:
         with self._lock:
             return sorted(self._entries.values(), key=lambda e: e.name)
 
+    def _swap_entries(self, entries: dict[str, RegisteredTool]) -> dict[str, RegisteredTool]:
+        """Replace every entry at once; return the old ones (for test isolation)."""
+        with self._lock:
+            old, self._entries = self._entries, dict(entries)
+        return old
+
     def clear(self) -> None:
         """Remove every tool."""
         with self._lock:
