@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import re
+import sys
 from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
@@ -75,6 +76,33 @@ def _method_problem(fn: Callable[..., Any]) -> str | None:
     return None
 
 
+def _caller_locals(fn: Callable[..., Any]) -> Callable[[], dict[str, Any]]:
+    """A function returning the locals of the function bodies that define `fn`, innermost first.
+
+    String annotations (``from __future__ import annotations``) may name classes defined in the
+    function that defines the tool, which `typing.get_type_hints` cannot see on its own. Only
+    frames of `fn`'s own module are read, from the innermost outwards, stopping at module level,
+    and only while `define_tool` runs (the defining frames are still on the stack then).
+    """
+    target = getattr(getattr(fn, "__func__", fn), "__globals__", None)
+
+    def collect() -> dict[str, Any]:
+        names: dict[str, Any] = {}
+        frame = sys._getframe(1)
+        while frame is not None:
+            if frame.f_globals is target:
+                if frame.f_code.co_name == "<module>":
+                    break
+                for key, value in frame.f_locals.items():
+                    names.setdefault(key, value)
+            elif names:
+                break  # left the defining module: its callers' names are not in scope
+            frame = frame.f_back  # type: ignore[assignment]
+        return names
+
+    return collect
+
+
 def _build(
     fn: Callable[P, R],
     *,
@@ -90,6 +118,7 @@ def _build(
     docstring_style: DocstringStyle,
     require_descriptions: bool,
     run_in_thread: bool,
+    localns: Callable[[], dict[str, Any]] | None,
 ) -> Tool[P, R]:
     qualname = getattr(fn, "__qualname__", None) or repr(fn)
     if not callable(fn):
@@ -131,6 +160,7 @@ def _build(
             description=description,
             docstring_style=docstring_style,
             require_descriptions=require_descriptions,
+            localns=localns,
         )
     except ToolDefinitionError as exc:
         raise ToolDefinitionError(qualname, problems + exc.problems) from None
@@ -260,10 +290,10 @@ def define_tool(
         run_in_thread=run_in_thread,
     )
     if fn is not None:
-        return _build(fn, **options)
+        return _build(fn, localns=_caller_locals(fn), **options)
 
     def decorator(func: Callable[P, R]) -> Tool[P, R]:
-        return _build(func, **options)
+        return _build(func, localns=_caller_locals(func), **options)
 
     return decorator
 

@@ -121,6 +121,7 @@ def inspect_function(
     description: str | None,
     docstring_style: DocstringStyle,
     require_descriptions: bool,
+    localns: Callable[[], dict[str, Any]] | None = None,
 ) -> FunctionSpec:
     """Read `fn` and build its argument model, or raise `ToolDefinitionError` with every problem.
 
@@ -130,6 +131,8 @@ def inspect_function(
         description: An explicit tool description that replaces the docstring's.
         docstring_style: How to read the docstring.
         require_descriptions: Report the tool and every parameter that has no description.
+        localns: Called when some annotations are strings: returns the locals visible where
+            the function was defined, so they can name classes defined in a function body.
     """
     qualname = getattr(fn, "__qualname__", repr(fn))
     problems: list[str] = []
@@ -146,7 +149,12 @@ def inspect_function(
     except (TypeError, ValueError) as exc:
         raise ToolDefinitionError(qualname, [f"its signature cannot be read ({exc})"]) from exc
     try:
-        hints = typing.get_type_hints(fn, include_extras=True)
+        names = None
+        if localns is not None and any(
+            isinstance(a, str) for a in getattr(fn, "__annotations__", {}).values()
+        ):
+            names = localns() or None
+        hints = typing.get_type_hints(fn, localns=names, include_extras=True)
     except Exception as exc:  # a NameError from a forward reference, most often
         raise ToolDefinitionError(
             qualname,

@@ -1,0 +1,492 @@
+"""What kode costs on top of pydantic's `validate_call`, measured on one realistic function.
+
+Run ``python bench/overhead.py`` (``--quick`` for fewer rounds, ``--json`` for machine-readable
+output, ``--check`` to exit 1 when a target is missed). Every figure is the median over many
+rounds of a per-operation time; kode and its baseline run in the same process, alternating round
+by round (and alternating which goes first), so a noisy machine slows both alike. The ratio is
+kode's median over the baseline's median. See ``bench/README.md`` for what each row measures.
+
+No network, no pytest: a plain script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import types
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from typing import Annotated, Any, Literal
+
+import anyio
+import anyio.to_thread
+import pydantic
+from pydantic import Field, ValidationError, validate_call
+
+from kode import define_tool
+
+# --- the function under test ---------------------------------------------------------------
+# Four parameters a model fills plus a flag: a plain str, a str with a default, an int with a
+# Field constraint, an optional list of Literals, a bool. Same body for every variant.
+
+
+def _body(pattern: str, path: str, max_results: int, kinds: list[str] | None, hidden: bool) -> str:
+    return f"{pattern} in {path}: up to {max_results} {'/'.join(kinds or ('any',))}{hidden:d}"
+
+
+def search_files(
+    pattern: str,
+    path: str = ".",
+    max_results: Annotated[int, Field(ge=1, le=500)] = 50,
+    kinds: list[Literal["file", "dir"]] | None = None,
+    include_hidden: bool = False,
+) -> str:
+    """Find files whose names match a glob pattern.
+
+    Args:
+        pattern: Glob pattern, e.g. "**/*.py".
+        path: Directory to search from.
+        max_results: Stop after this many matches.
+        kinds: Only return these kinds of entries.
+        include_hidden: Also match names starting with a dot.
+    """
+    return _body(pattern, path, max_results, kinds, include_hidden)
+
+
+async def search_files_async(
+    pattern: str,
+    path: str = ".",
+    max_results: Annotated[int, Field(ge=1, le=500)] = 50,
+    kinds: list[Literal["file", "dir"]] | None = None,
+    include_hidden: bool = False,
+) -> str:
+    """Find files whose names match a glob pattern.
+
+    Args:
+        pattern: Glob pattern, e.g. "**/*.py".
+        path: Directory to search from.
+        max_results: Stop after this many matches.
+        kinds: Only return these kinds of entries.
+        include_hidden: Also match names starting with a dot.
+    """
+    return _body(pattern, path, max_results, kinds, include_hidden)
+
+
+async def search_files_slow(
+    pattern: str,
+    path: str = ".",
+    max_results: Annotated[int, Field(ge=1, le=500)] = 50,
+    kinds: list[Literal["file", "dir"]] | None = None,
+    include_hidden: bool = False,
+) -> str:
+    """Find files whose names match a glob pattern (after a 10 ms pause).
+
+    Args:
+        pattern: Glob pattern, e.g. "**/*.py".
+        path: Directory to search from.
+        max_results: Stop after this many matches.
+        kinds: Only return these kinds of entries.
+        include_hidden: Also match names starting with a dot.
+    """
+    await anyio.sleep(0.01)
+    return _body(pattern, path, max_results, kinds, include_hidden)
+
+
+ARGS: dict[str, Any] = {
+    "pattern": "**/*.py",
+    "path": "src",
+    "max_results": 20,
+    "kinds": ["file"],
+    "include_hidden": False,
+}
+BAD_ARGS: dict[str, Any] = {**ARGS, "max_results": "twenty"}
+EXPECTED = _body("**/*.py", "src", 20, ["file"], False)
+FANOUT = 1000
+
+
+def fresh(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """A new function object with the same code, so no cache keyed on the function can help."""
+    new = types.FunctionType(
+        fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
+    )
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__annotations__ = dict(fn.__annotations__)
+    new.__doc__ = fn.__doc__
+    new.__qualname__ = fn.__qualname__
+    new.__module__ = fn.__module__
+    return new
+
+
+# --- measuring -----------------------------------------------------------------------------
+
+
+@dataclass
+class Row:
+    name: str
+    baseline: str
+    kode_ns: float
+    baseline_ns: float
+    ratio: float
+    target: str
+    passed: bool | None
+    rounds: int
+    per_round: int
+
+
+SyncBatch = Callable[[int], int]
+AsyncBatch = Callable[[int], Awaitable[int]]
+
+
+def _median_per_op(samples: list[int], n: int) -> float:
+    return statistics.median(samples) / n
+
+
+def pair_sync(kode: SyncBatch, base: SyncBatch, *, rounds: int, n: int) -> tuple[float, float]:
+    """Alternate kode and baseline batches of `n` operations; median ns per operation."""
+    ks: list[int] = []
+    bs: list[int] = []
+    for _ in range(2):  # warm-up
+        kode(n)
+        base(n)
+    for i in range(rounds):
+        gc.collect()
+        gc.disable()
+        try:
+            if i % 2:
+                ks.append(kode(n))
+                bs.append(base(n))
+            else:
+                bs.append(base(n))
+                ks.append(kode(n))
+        finally:
+            gc.enable()
+    return _median_per_op(ks, n), _median_per_op(bs, n)
+
+
+async def pair_async(
+    kode: AsyncBatch, base: AsyncBatch, *, rounds: int, n: int
+) -> tuple[float, float]:
+    """`pair_sync` for batches that run in the event loop."""
+    ks: list[int] = []
+    bs: list[int] = []
+    for _ in range(2):
+        await kode(n)
+        await base(n)
+    for i in range(rounds):
+        gc.collect()
+        gc.disable()
+        try:
+            if i % 2:
+                ks.append(await kode(n))
+                bs.append(await base(n))
+            else:
+                bs.append(await base(n))
+                ks.append(await kode(n))
+        finally:
+            gc.enable()
+    return _median_per_op(ks, n), _median_per_op(bs, n)
+
+
+def ratio_row(
+    name: str, baseline: str, k: float, b: float, limit: float, rounds: int, n: int
+) -> Row:
+    return Row(name, baseline, k, b, k / b, f"<= {limit:g}x", k / b <= limit, rounds, n)
+
+
+# --- the figures ---------------------------------------------------------------------------
+
+
+def bench_define(rounds: int) -> Row:
+    def kode(n: int) -> int:
+        fns = [fresh(search_files) for _ in range(n)]
+        t0 = time.perf_counter_ns()
+        for fn in fns:
+            define_tool(registry=None)(fn)
+        return time.perf_counter_ns() - t0
+
+    def base(n: int) -> int:
+        fns = [fresh(search_files) for _ in range(n)]
+        t0 = time.perf_counter_ns()
+        for fn in fns:
+            validate_call(fn)
+        return time.perf_counter_ns() - t0
+
+    made = define_tool(registry=None)(fresh(search_files))
+    assert "max_results" in made.input_schema["properties"], "schema not materialised"
+    n = 2
+    k, b = pair_sync(kode, base, rounds=rounds, n=n)
+    return ratio_row("define", "validate_call(fn)", k, b, 3.0, rounds, n)
+
+
+async def bench_calls(rounds: int) -> list[Row]:
+    rows: list[Row] = []
+    args = ARGS
+    bad = BAD_ARGS
+
+    # call_async
+    tool_async = define_tool(registry=None)(search_files_async)
+    vc_async = validate_call(search_files_async)
+    result = await tool_async.run(args)
+    assert not result.is_error and result.text == EXPECTED, result
+    assert await vc_async(**args) == EXPECTED
+
+    async def k_async(n: int) -> int:
+        run = tool_async.run
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            await run(args)
+        return time.perf_counter_ns() - t0
+
+    async def b_async(n: int) -> int:
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            await vc_async(**args)
+        return time.perf_counter_ns() - t0
+
+    n = 200
+    k, b = await pair_async(k_async, b_async, rounds=rounds, n=n)
+    rows.append(ratio_row("call_async", "await validate_call(fn)(**args)", k, b, 1.5, rounds, n))
+
+    # call_sync, default worker-thread mode, next to a raw thread round trip
+    tool_thread = define_tool(registry=None)(fresh(search_files))
+    assert tool_thread.run_in_thread
+    result = await tool_thread.run(args)
+    assert not result.is_error and result.text == EXPECTED, result
+    raw_call = functools.partial(search_files, **args)
+
+    async def k_thread(n: int) -> int:
+        run = tool_thread.run
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            await run(args)
+        return time.perf_counter_ns() - t0
+
+    async def b_thread(n: int) -> int:
+        run_sync = anyio.to_thread.run_sync
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            await run_sync(raw_call)
+        return time.perf_counter_ns() - t0
+
+    n = 50
+    k, b = await pair_async(k_thread, b_thread, rounds=rounds, n=n)
+    extra_us = (k - b) / 1000
+    rows.append(
+        Row(
+            "call_sync_thread",
+            "anyio.to_thread.run_sync(fn)",
+            k,
+            b,
+            k / b,
+            "<= raw + 20us",
+            extra_us <= 20.0,
+            rounds,
+            n,
+        )
+    )
+
+    # call_sync, inline mode
+    tool_inline = define_tool(registry=None, run_in_thread=False)(fresh(search_files))
+    vc_sync = validate_call(search_files)
+    result = await tool_inline.run(args)
+    assert not result.is_error and result.text == EXPECTED, result
+
+    async def k_inline(n: int) -> int:
+        run = tool_inline.run
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            await run(args)
+        return time.perf_counter_ns() - t0
+
+    async def b_inline(n: int) -> int:
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            vc_sync(**args)
+        return time.perf_counter_ns() - t0
+
+    n = 200
+    k, b = await pair_async(k_inline, b_inline, rounds=rounds, n=n)
+    rows.append(ratio_row("call_sync_inline", "validate_call(fn)(**args)", k, b, 2.0, rounds, n))
+
+    # invalid input, through to the error result
+    result = await tool_async.run(bad)
+    assert result.is_error and "max_results" in result.text, result
+    try:
+        await vc_async(**bad)
+    except ValidationError:
+        pass
+    else:
+        raise AssertionError("validate_call accepted invalid input")
+
+    async def k_invalid(n: int) -> int:
+        run = tool_async.run
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            await run(bad)
+        return time.perf_counter_ns() - t0
+
+    async def b_invalid(n: int) -> int:
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            try:
+                await vc_async(**bad)
+            except ValidationError:
+                pass
+        return time.perf_counter_ns() - t0
+
+    n = 200
+    k, b = await pair_async(k_invalid, b_invalid, rounds=rounds, n=n)
+    rows.append(ratio_row("invalid", "validate_call raising ValidationError", k, b, 3.0, rounds, n))
+    return rows
+
+
+async def bench_fanout(rounds: int) -> Row:
+    tool_slow = define_tool(registry=None)(search_files_slow)
+    vc_slow = validate_call(search_files_slow)
+    base_call = functools.partial(vc_slow, **ARGS)
+    results: list[Any] = []
+
+    async def collect(run: Callable[[], Awaitable[Any]]) -> None:
+        results.append(await run())
+
+    async def k_fan(n: int) -> int:
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            async with anyio.create_task_group() as tg:
+                for _ in range(FANOUT):
+                    tg.start_soon(tool_slow.run, ARGS)
+        return time.perf_counter_ns() - t0
+
+    async def b_fan(n: int) -> int:
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            async with anyio.create_task_group() as tg:
+                for _ in range(FANOUT):
+                    tg.start_soon(base_call)
+        return time.perf_counter_ns() - t0
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(collect, functools.partial(tool_slow.run, ARGS))
+    assert results[0].text == EXPECTED, results
+    k, b = await pair_async(k_fan, b_fan, rounds=rounds, n=1)
+    return ratio_row(f"fanout_{FANOUT}", "same with validate_call", k, b, 1.2, rounds, 1)
+
+
+def bench_import(rounds: int) -> list[Row]:
+    def runner(code: str) -> SyncBatch:
+        cmd = [sys.executable, "-c", code]
+
+        def batch(n: int) -> int:
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                subprocess.run(cmd, check=True)
+            return time.perf_counter_ns() - t0
+
+        return batch
+
+    k, b = pair_sync(runner("import kode"), runner("import pydantic"), rounds=rounds, n=1)
+    rows = [ratio_row("import", "import pydantic", k, b, 1.5, rounds, 1)]
+    k, b = pair_sync(
+        runner("import kode; kode.define_tool"),
+        runner("import pydantic; pydantic.validate_call"),
+        rounds=rounds,
+        n=1,
+    )
+    # Informational: `import kode` is lazy, this forces what defining a tool really loads.
+    rows.append(
+        Row(
+            "import_loaded",
+            "import pydantic; pydantic.validate_call",
+            k,
+            b,
+            k / b,
+            "(info)",
+            None,
+            rounds,
+            1,
+        )
+    )
+    return rows
+
+
+# --- output --------------------------------------------------------------------------------
+
+
+def _fmt_ns(ns: float) -> str:
+    if ns >= 1e6:
+        return f"{ns / 1e6:.2f} ms"
+    return f"{ns / 1e3:.1f} us"
+
+
+def print_table(rows: list[Row]) -> None:
+    header = ("figure", "kode", "baseline", "ratio", "target", "result", "baseline is")
+    lines = [
+        (
+            r.name,
+            _fmt_ns(r.kode_ns),
+            _fmt_ns(r.baseline_ns),
+            f"{r.ratio:.2f}x"
+            + (f" (+{(r.kode_ns - r.baseline_ns) / 1e3:.1f} us)" if "raw" in r.target else ""),
+            r.target,
+            "-" if r.passed is None else ("pass" if r.passed else "FAIL"),
+            r.baseline,
+        )
+        for r in rows
+    ]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *lines, strict=True)]
+    for line in (header, tuple("-" * w for w in widths), *lines):
+        print("  ".join(str(x).ljust(w) for x, w in zip(line, widths, strict=True)).rstrip())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
+    parser.add_argument(
+        "--only", action="append", help="run only these figures (define, call, fanout, import)"
+    )
+    opts = parser.parse_args(argv)
+    scale = 0.25 if opts.quick else 1.0
+    only = set(opts.only or ("define", "call", "fanout", "import"))
+
+    def rounds(full: int) -> int:
+        return max(5, int(full * scale))
+
+    rows: list[Row] = []
+    if "define" in only:
+        rows.append(bench_define(rounds(120)))
+    if "call" in only:
+        rows += anyio.run(bench_calls, rounds(60), backend="asyncio")
+    if "fanout" in only:
+        rows.append(anyio.run(bench_fanout, rounds(24), backend="asyncio"))
+    if "import" in only:
+        rows += bench_import(rounds(24))
+
+    if opts.json:
+        env = {
+            "python": platform.python_version(),
+            "pydantic": pydantic.VERSION,
+            "anyio_backend": "asyncio",
+            "quick": opts.quick,
+        }
+        print(json.dumps({"environment": env, "rows": [asdict(r) for r in rows]}, indent=2))
+    else:
+        print(
+            f"kode overhead vs pydantic {pydantic.VERSION} validate_call "
+            f"(Python {platform.python_version()}, anyio/asyncio; medians, lower is better)"
+        )
+        print_table(rows)
+    failed = [r.name for r in rows if r.passed is False]
+    return 1 if opts.check and failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
