@@ -10,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kode.registry import ToolRegistry, registry
+    from kode.registries import ToolRegistry, registry
     from kode.tools import (
         Image,
         ImageBlock,
@@ -49,13 +49,13 @@ _SOURCES: dict[str, str] = {
     "ToolErrorType": "kode.tools",
     "ToolEvent": "kode.tools",
     "ToolNotFoundError": "kode.tools",
-    "ToolRegistry": "kode.registry",
+    "ToolRegistry": "kode.registries",
     "ToolResult": "kode.tools",
     "define_tool": "kode.tools",
     "error_result": "kode.tools",
     "image_result": "kode.tools",
     "json_result": "kode.tools",
-    "registry": "kode.registry",
+    "registry": "kode.registries",
     "run_sync": "kode.tools",
     "text_result": "kode.tools",
     "tool": "kode.tools",

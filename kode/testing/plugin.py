@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kode.registry import ToolRegistry, registry
+from kode.registries import ToolRegistry, registry
 from kode.tools.context import ToolContext
 from kode.tools.results import ToolResult
 

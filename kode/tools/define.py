@@ -2,7 +2,7 @@
 
 This module owns the decorator, its options and the definition-time checks. Registration goes
 to the registry given with ``registry=`` or, by default, to the global registry in
-`kode.registry`, reached through `default_registry` (imported at first use, so `tools/` keeps
+`kode.registries`, reached through `default_registry` (imported at first use, so `tools/` keeps
 no import-time dependency on the layer above it).
 """
 
@@ -49,8 +49,8 @@ DEFAULT_REGISTRY = _Default.TOKEN
 
 
 def default_registry() -> ToolSink:
-    """The global registry (`kode.registry.registry`)."""
-    sink: ToolSink = importlib.import_module("kode.registry").registry
+    """The global registry (`kode.registries.registry`)."""
+    sink: ToolSink = importlib.import_module("kode.registries").registry
     return sink
 
 

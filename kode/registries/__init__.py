@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kode.registry.registry import (
+from kode.registries.registry import (
     RegisteredTool,
     ToolFactoryFunc,
     ToolRegistry,
