@@ -151,9 +151,58 @@ class ToolResult:
         }
 
 
+# ToolResult and TextBlock are frozen, so their generated __init__ sets each field through
+# object.__setattr__: about 1.8 us for one text result, as much as validating the arguments.
+# The constructors below fill the slots directly (same objects, same defaults); the check
+# under them fails at import if a field is added and they were not updated.
+_new = object.__new__
+_set_text = TextBlock.__dict__["text"].__set__
+_set_block_type = TextBlock.__dict__["type"].__set__
+_set_content = ToolResult.__dict__["content"].__set__
+_set_details = ToolResult.__dict__["details"].__set__
+_set_is_error = ToolResult.__dict__["is_error"].__set__
+_set_error_type = ToolResult.__dict__["error_type"].__set__
+_set_metadata = ToolResult.__dict__["metadata"].__set__
+if [f.name for f in dataclasses.fields(ToolResult)] != [
+    "content",
+    "details",
+    "is_error",
+    "error_type",
+    "metadata",
+] or [f.name for f in dataclasses.fields(TextBlock)] != ["text", "type"]:  # pragma: no cover
+    raise RuntimeError("kode.tools.results: update _result and _text_block to the new fields")
+
+
+def _text_block(text: str) -> TextBlock:
+    """`TextBlock(text=text)`, without the frozen dataclass's per-field setattr calls."""
+    block: TextBlock = _new(TextBlock)
+    _set_text(block, text)
+    _set_block_type(block, "text")
+    return block
+
+
+def _result(
+    content: tuple[ContentBlock, ...],
+    details: Any = None,
+    is_error: bool = False,
+    error_type: ToolErrorType | None = None,
+) -> ToolResult:
+    """`ToolResult(...)`, without the frozen dataclass's per-field setattr calls."""
+    result: ToolResult = _new(ToolResult)
+    _set_content(result, content)
+    _set_details(result, details)
+    _set_is_error(result, is_error)
+    _set_error_type(result, error_type)
+    _set_metadata(result, {})
+    return result
+
+
+_EMPTY_BLOCK = TextBlock(text=EMPTY_RESULT_TEXT)
+
+
 def text_result(text: str, *, details: Any = None) -> ToolResult:
     """A result holding one text block."""
-    return ToolResult(content=(TextBlock(text=text),), details=details)
+    return _result((_text_block(text),), details)
 
 
 def json_result(value: Any, *, indent: int | None = None) -> ToolResult:
@@ -163,7 +212,7 @@ def json_result(value: Any, *, indent: int | None = None) -> ToolResult:
     """
     jsonable = pydantic_core.to_jsonable_python(value)
     text = pydantic_core.to_json(jsonable, indent=indent).decode()
-    return ToolResult(content=(TextBlock(text=text),), details=jsonable)
+    return _result((_text_block(text),), jsonable)
 
 
 def image_result(
@@ -197,11 +246,11 @@ def error_result(
     details: Any = None,
 ) -> ToolResult:
     """An error result with one text block the model can act on."""
-    return ToolResult(
-        content=(TextBlock(text=message),),
-        details=details,
-        is_error=True,
-        error_type=ToolErrorType(type),
+    return _result(
+        (_text_block(message),),
+        details,
+        True,
+        type if isinstance(type, ToolErrorType) else ToolErrorType(type),
     )
 
 
@@ -214,13 +263,13 @@ def to_result(value: Any, *, tool_name: str) -> ToolResult:
     A value that cannot be serialised becomes an ``invalid_result`` error naming its type.
     """
     if type(value) is str:
-        return ToolResult(content=(TextBlock(text=value),))
+        return _result((_text_block(value),))
     if value is None:
-        return ToolResult(content=(TextBlock(text=EMPTY_RESULT_TEXT),))
+        return _result((_EMPTY_BLOCK,))
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, str):  # str subclasses (e.g. enums)
-        return ToolResult(content=(TextBlock(text=str.__str__(value)),))
+        return _result((_text_block(str.__str__(value)),))
     if isinstance(value, Image):
         return image_result(value)
     if isinstance(value, bytes | bytearray | memoryview):

@@ -9,6 +9,7 @@ dialects (`kode.tools.dialects`) and does not run anything.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import typing
 from collections.abc import Callable
@@ -92,6 +93,16 @@ def _annotated_description(annotation: Any) -> str | None:
     return None
 
 
+def _hint_target(fn: Callable[..., Any]) -> Any:
+    """What `typing.get_type_hints` can read for `fn`: itself, a partial's function, or __call__."""
+    if isinstance(fn, functools.partial):
+        return _hint_target(fn.func)
+    if inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn):
+        return fn
+    call = getattr(fn, "__call__", None)  # noqa: B004 - a callable object
+    return call if call is not None else fn
+
+
 def _parse_docstring(
     fn: Callable[..., Any], style: DocstringStyle
 ) -> tuple[str, dict[str, str], list[str]]:
@@ -151,10 +162,10 @@ def inspect_function(
     try:
         names = None
         if localns is not None and any(
-            isinstance(a, str) for a in getattr(fn, "__annotations__", {}).values()
+            isinstance(a, str) for a in getattr(_hint_target(fn), "__annotations__", {}).values()
         ):
             names = localns() or None
-        hints = typing.get_type_hints(fn, localns=names, include_extras=True)
+        hints = typing.get_type_hints(_hint_target(fn), localns=names, include_extras=True)
     except Exception as exc:  # a NameError from a forward reference, most often
         raise ToolDefinitionError(
             qualname,

@@ -8,6 +8,7 @@ short-lived worker thread, and this thread waits for it.
 from __future__ import annotations
 
 import asyncio
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -20,8 +21,18 @@ T = TypeVar("T")
 
 
 def _loop_running() -> bool:
+    """Whether this thread is inside a running asyncio or trio event loop."""
     try:
         asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        return True
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return False
+    try:
+        trio.lowlevel.current_trio_token()
     except RuntimeError:
         return False
     return True

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
+from pydantic_core import ErrorDetails, SchemaValidator
 
 from kode.tools.errors import ToolError, ToolErrorType
 
-__all__ = ["format_validation_error", "validate_arguments"]
+__all__ = ["ArgumentValidator", "format_validation_error", "validate_arguments"]
 
 _CONTAINER_ERRORS = frozenset(
     {
@@ -37,12 +37,17 @@ _CONTAINER_ERRORS = frozenset(
 _MAX_INPUT_REPR = 60
 
 
+# Built once: json.dumps with non-default options builds a new encoder on every call.
+_ENCODE = json.JSONEncoder(ensure_ascii=False, default=repr).encode
+
+
 def _short(value: Any) -> str:
-    text = (
-        json.dumps(value, default=repr, ensure_ascii=False)
-        if not isinstance(value, str)
-        else json.dumps(value, ensure_ascii=False)
-    )
+    if isinstance(value, str) and len(value) > _MAX_INPUT_REPR:
+        value = value[:_MAX_INPUT_REPR]  # no need to encode megabytes to show sixty characters
+    try:
+        text = _ENCODE(value)
+    except (TypeError, ValueError):  # non-string keys, a cycle: what a Python caller can pass
+        text = repr(value)
     if len(text) > _MAX_INPUT_REPR:
         text = text[: _MAX_INPUT_REPR - 1] + "…"
     return text
@@ -127,6 +132,88 @@ def _repair(data: dict[str, Any], errors: Sequence[ErrorDetails]) -> dict[str, A
     return fixed
 
 
+class ArgumentValidator:
+    """Validates a model's arguments for one tool: built once at definition, called per call.
+
+    Calling it never raises for bad input: it returns the keyword arguments for the function, or
+    the message telling the model what to fix. Not raising keeps the invalid path cheap, and the
+    bound validator (pydantic's public ``__pydantic_validator__``) skips ``model_validate``'s
+    per-call Python wrapper.
+    """
+
+    __slots__ = ("_field_to_param", "_params", "_tool_name", "_validate")
+
+    def __init__(
+        self,
+        model: type[BaseModel],
+        *,
+        tool_name: str,
+        params: Sequence[str],
+        field_to_param: Mapping[str, str] | None,
+    ) -> None:
+        validator = model.__pydantic_validator__
+        # A model still waiting for a forward reference holds a placeholder that rebuilds on
+        # use; model_validate handles that, so keep it for such a model.
+        self._validate: Callable[[Any], BaseModel] = (
+            validator.validate_python
+            if isinstance(validator, SchemaValidator)
+            else model.model_validate
+        )
+        self._tool_name = tool_name
+        self._params = tuple(params)
+        self._field_to_param = dict(field_to_param) if field_to_param else None
+
+    def __call__(self, raw: Any) -> dict[str, Any] | str:
+        """The keyword arguments for the function, or the error message for the model.
+
+        `raw` is what the model sent: a dict, a JSON string (or bytes), a mapping or `None`.
+        Exceptions other than validation failures (a user validator raising ``KeyError``, say)
+        propagate.
+        """
+        if type(raw) is not dict:
+            raw = self._as_dict(raw)
+            if type(raw) is str:
+                return raw
+        try:
+            values = self._validate(raw).__dict__
+        except ValidationError as first:
+            errors = first.errors(include_url=False)
+            repaired = _repair(raw, errors)
+            if repaired is None:
+                return format_validation_error(self._tool_name, errors, self._params)
+            try:
+                values = self._validate(repaired).__dict__
+            except ValidationError as second:
+                return format_validation_error(
+                    self._tool_name, second.errors(include_url=False), self._params
+                )
+        field_to_param = self._field_to_param
+        if field_to_param:
+            return {field_to_param.get(k, k): v for k, v in values.items()}
+        return values
+
+    def _as_dict(self, raw: Any) -> dict[str, Any] | str:
+        """`raw` as a dict, or the error message when it is not a JSON object."""
+        if raw is None:
+            return {}
+        if isinstance(raw, str | bytes | bytearray):
+            try:
+                raw = json.loads(raw) if raw.strip() else {}
+            except ValueError as exc:
+                return (
+                    f"Invalid arguments for tool '{self._tool_name}': the arguments are not "
+                    f"valid JSON ({exc}). Send a JSON object."
+                )
+        if isinstance(raw, Mapping) and type(raw) is not dict:
+            raw = dict(raw)
+        if type(raw) is not dict:
+            return (
+                f"Invalid arguments for tool '{self._tool_name}': expected a JSON object with "
+                f"the parameters by name, got {type(raw).__name__} {_short(raw)}."
+            )
+        return raw
+
+
 def validate_arguments(
     model: type[BaseModel],
     raw: Any,
@@ -140,43 +227,9 @@ def validate_arguments(
     Raises:
         ToolError: of type ``invalid_tool_params``, with a message for the model.
     """
-    if type(raw) is not dict:
-        if raw is None:
-            raw = {}
-        elif isinstance(raw, str | bytes | bytearray):
-            try:
-                raw = json.loads(raw) if raw.strip() else {}
-            except ValueError as exc:
-                raise ToolError(
-                    f"Invalid arguments for tool '{tool_name}': the arguments are not valid "
-                    f"JSON ({exc}). Send a JSON object.",
-                    type=ToolErrorType.INVALID_TOOL_PARAMS,
-                ) from None
-        if isinstance(raw, Mapping) and type(raw) is not dict:
-            raw = dict(raw)
-        if type(raw) is not dict:
-            raise ToolError(
-                f"Invalid arguments for tool '{tool_name}': expected a JSON object with the "
-                f"parameters by name, got {type(raw).__name__} {_short(raw)}.",
-                type=ToolErrorType.INVALID_TOOL_PARAMS,
-            )
-    try:
-        values = model.model_validate(raw).__dict__
-    except ValidationError as first:
-        errors = first.errors(include_url=False)
-        repaired = _repair(raw, errors)
-        if repaired is None:
-            raise ToolError(
-                format_validation_error(tool_name, errors, params),
-                type=ToolErrorType.INVALID_TOOL_PARAMS,
-            ) from None
-        try:
-            values = model.model_validate(repaired).__dict__
-        except ValidationError as second:
-            raise ToolError(
-                format_validation_error(tool_name, second.errors(include_url=False), params),
-                type=ToolErrorType.INVALID_TOOL_PARAMS,
-            ) from None
-    if field_to_param:
-        return {field_to_param.get(k, k): v for k, v in values.items()}
-    return values
+    out = ArgumentValidator(
+        model, tool_name=tool_name, params=params, field_to_param=field_to_param
+    )(raw)
+    if isinstance(out, str):
+        raise ToolError(out, type=ToolErrorType.INVALID_TOOL_PARAMS)
+    return out
