@@ -1,0 +1,41 @@
+"""The README's example and `examples/` run and print what they promise."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from kode import ToolRegistry
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_quickstart_runs_and_shows_schemas_and_results() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "quickstart.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    assert "Registered tools: ['convert_temperature', 'search_notes']" in out
+    for dialect in ("anthropic", "openai", "gemini"):
+        assert f"=== search_notes as {dialect} sees it" in out
+    assert '"strict": true' in out
+    assert out.count('"type": "tool_result"') == 5
+    assert out.count('"is_error": true') == 2
+    assert "'limit' should be less than or equal to 20, got 99" in out
+    assert "'unit' should be 'C' or 'F', got \"K\"" in out
+    assert "21.5 °C is 70.7 °F" in out
+
+
+def test_readme_example_runs(isolated_registry: ToolRegistry) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+    assert blocks, "the README has a Python example"
+    namespace: dict[str, object] = {"__name__": "readme_example"}
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), namespace)
+    assert "search_notes" in isolated_registry
