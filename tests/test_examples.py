@@ -27,7 +27,7 @@ def test_quickstart_runs_and_shows_schemas_and_results() -> None:
     assert out.count('"type": "tool_result"') == 5
     assert out.count('"is_error": true') == 2
     assert "'limit' should be less than or equal to 20, got 99" in out
-    assert "'unit' should be 'C' or 'F', got \"K\"" in out
+    assert "'unit' should be 'C' or 'F', got \\\"K\\\"" in out
     assert "21.5 °C is 70.7 °F" in out
 
 

@@ -1,13 +1,28 @@
-"""Tool registries: name → tool factory, and the global `registry` that `define_tool` fills."""
+"""Tool registries: sources, factories, plugins, groups, profiles, policy and resolution."""
 
 from __future__ import annotations
 
-from kode.registries.registry import (
-    RegisteredTool,
-    ToolFactoryFunc,
-    ToolRegistry,
-    normalize_name,
-    registry,
-)
+from kode.registries.factories import ToolFactoryContext, ToolFactoryFunc, tool_factory
+from kode.registries.meta import Diagnostic, ToolMeta, ToolSource
+from kode.registries.policy import BUILTIN_PROFILES, PolicyError, ToolPolicy
+from kode.registries.registry import RegisteredTool, ToolRegistry, normalize_name, registry
+from kode.registries.resolve import Exclusion, Resolution, UnmatchedEntry
 
-__all__ = ["RegisteredTool", "ToolFactoryFunc", "ToolRegistry", "normalize_name", "registry"]
+__all__ = [
+    "BUILTIN_PROFILES",
+    "Diagnostic",
+    "Exclusion",
+    "PolicyError",
+    "RegisteredTool",
+    "Resolution",
+    "ToolFactoryContext",
+    "ToolFactoryFunc",
+    "ToolMeta",
+    "ToolPolicy",
+    "ToolRegistry",
+    "ToolSource",
+    "UnmatchedEntry",
+    "normalize_name",
+    "registry",
+    "tool_factory",
+]

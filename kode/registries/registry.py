@@ -1,25 +1,44 @@
-"""`ToolRegistry`: names to tool factories, thread-safe; and the global `registry`.
+"""`ToolRegistry`: names to tools and tool factories, with sources, aliases, groups, profiles.
 
-This module owns registration and lookup by name. A tool defined with `define_tool` is stored
-as a factory that returns that tool; `create(name, ctx)` calls the factory, so tools that depend
-on their context can be registered the same way. It does not decide which tools an agent gets.
+This module owns registration, conflict decisions, lookup by (normalised or aliased) name and
+the diagnostics that explain every decision. Choosing an agent's tools is `resolve` (in
+`kode.registries.resolve`), reached through `ToolRegistry.resolve`. A registry is thread-safe.
+
+Conflicts are decided, never silent:
+
+- a different tool defined in application code under a taken name raises
+  `ToolDefinitionError` (unless ``replace=True``); re-running the same definition (same module
+  and qualname, as a notebook cell re-run does) replaces it quietly;
+- a core tool wins over a plugin tool, whichever came first;
+- any other duplicate from a later source (plugin, discovered, MCP, client) is skipped.
+
+Every skip or replacement is a `Diagnostic` in `diagnostics` and a log record.
 """
 
 from __future__ import annotations
 
 import difflib
+import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from dataclasses import replace as dc_replace
+from typing import TYPE_CHECKING, Any
 
+from kode.registries.factories import ToolFactoryContext, ToolFactoryFunc
+from kode.registries.meta import Diagnostic, DiagnosticLevel, ToolMeta, ToolSource
+from kode.registries.policy import BUILTIN_PROFILES, PolicyError, normalize_pattern
 from kode.tools.errors import ToolDefinitionError, ToolNotFoundError
+from kode.tools.kinds import Kind
 from kode.tools.tool import Tool
 
-__all__ = ["RegisteredTool", "ToolFactoryFunc", "ToolRegistry", "normalize_name", "registry"]
+if TYPE_CHECKING:
+    from kode.registries.policy import ToolPolicy
+    from kode.registries.resolve import Resolution
 
-ToolFactoryFunc = Callable[[Any], "Tool[..., Any]"]
-"""A callable that makes a tool for a context."""
+__all__ = ["RegisteredTool", "ToolRegistry", "normalize_name", "registry"]
+
+_log = logging.getLogger("kode.registry")
 
 
 def normalize_name(name: str) -> str:
@@ -29,16 +48,32 @@ def normalize_name(name: str) -> str:
 
 @dataclass(kw_only=True, frozen=True, slots=True)
 class RegisteredTool:
-    """One registry entry."""
+    """One registry entry: a tool, or a factory that makes it per context."""
 
-    name: str
-    """The tool's name as defined."""
-    factory: ToolFactoryFunc
-    """Makes the tool for a context."""
+    meta: ToolMeta
+    """Where it came from, its groups, kind and aliases."""
     tool: Tool[..., Any] | None
     """The tool itself, when it does not depend on a context."""
+    factory: ToolFactoryFunc | None
+    """Makes the tool for a context, when it does."""
     origin: tuple[str, str]
     """``(module, qualname)`` of the definition, to recognise a re-run of the same code."""
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.meta.name
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class _Factory:
+    factory: ToolFactoryFunc
+    names: tuple[str, ...] | None
+    optional: bool
+    groups: tuple[str, ...]
+    source: ToolSource
+    plugin_id: str | None
+    origin: tuple[str, str]
 
 
 def _origin(fn: Any) -> tuple[str, str]:
@@ -46,13 +81,16 @@ def _origin(fn: Any) -> tuple[str, str]:
     return (getattr(inner, "__module__", "") or "", getattr(inner, "__qualname__", "") or "")
 
 
-class ToolRegistry:
-    """A thread-safe map from tool names to tool factories.
+def _default_source(tool: Tool[..., Any]) -> ToolSource:
+    module = _origin(tool.fn)[0]
+    return ToolSource.CORE if module.startswith("kode.builtin") else ToolSource.USER
 
-    Lookups normalise names (trim, lower-case), so a model that sends ``" Search_Files "``
-    reaches ``search_files``. Registering a different tool under a taken name raises
-    `ToolDefinitionError` unless ``replace=True``; registering the same definition again (same
-    module and qualname, as when a notebook cell is re-run) replaces it quietly.
+
+class ToolRegistry:
+    """A thread-safe map from tool names to tools and tool factories.
+
+    Lookups normalise names (trim, lower-case) and follow aliases, so a model that sends
+    ``" Fs_Read "`` or an alias such as ``"read"`` reaches ``fs_read``.
 
     Example:
         ```python
@@ -60,12 +98,13 @@ class ToolRegistry:
 
         tools = ToolRegistry()
 
-        @define_tool(registry=tools)
+        @define_tool(registry=tools, aliases=["pong"])
         def ping() -> str:
             \"\"\"Answer pong.\"\"\"
             return "pong"
 
-        assert "PING" in tools and tools.names() == ["ping"]
+        assert "PING" in tools and "pong" in tools and tools.names() == ["ping"]
+        assert tools.meta("ping").source.value == "user"
         ```
     """
 
@@ -73,96 +112,379 @@ class ToolRegistry:
         self.name = name
         """A label for messages and reprs."""
         self._entries: dict[str, RegisteredTool] = {}
+        self._aliases: dict[str, str] = {}
+        self._factories: list[_Factory] = []
+        self._groups: dict[str, tuple[str, ...]] = {}
+        self._profiles: dict[str, tuple[str, ...]] = dict(BUILTIN_PROFILES)
+        self._diagnostics: list[Diagnostic] = []
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
         return f"<ToolRegistry {self.name!r} with {len(self._entries)} tools>"
 
-    def register(self, tool: Tool[..., Any], /, *, replace: bool = False) -> Tool[..., Any]:
+    # --- diagnostics -------------------------------------------------------------------------
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        """Every decision the registry made on its own, oldest first (a copy)."""
+        with self._lock:
+            return list(self._diagnostics)
+
+    def report(
+        self,
+        level: DiagnosticLevel,
+        message: str,
+        *,
+        source: ToolSource | None = None,
+        plugin_id: str | None = None,
+    ) -> Diagnostic:
+        """Record a diagnostic and log it (``kode.registry`` logger)."""
+        diagnostic = Diagnostic(level=level, source=source, plugin_id=plugin_id, message=message)
+        with self._lock:
+            self._diagnostics.append(diagnostic)
+        log_level = {"info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+        _log.log(log_level[level], "%s", diagnostic)
+        return diagnostic
+
+    # --- registration ------------------------------------------------------------------------
+
+    def register(
+        self,
+        tool: Tool[..., Any],
+        /,
+        *,
+        replace: bool = False,
+        source: ToolSource | str | None = None,
+        plugin_id: str | None = None,
+        server: str | None = None,
+        remote_name: str | None = None,
+        optional: bool | None = None,
+        groups: Iterable[str] = (),
+    ) -> Tool[..., Any]:
         """Register a tool; return it.
 
+        Args:
+            tool: The tool.
+            replace: Replace another tool registered under the same name.
+            source: Where it comes from (default: ``core`` for kode's built-ins, else ``user``).
+            plugin_id: The plugin registering it (sets the source to ``plugin``).
+            server: The MCP server it comes from.
+            remote_name: Its own name on its server or command, when kode renamed it.
+            optional: Override the tool's own `optional`.
+            groups: Extra groups, in addition to the tool's own.
+
         Raises:
-            ToolDefinitionError: another tool has this name and `replace` is false.
+            ToolDefinitionError: a ``user`` tool's name is taken by another tool and `replace`
+                is false. Other sources never raise: their conflicts become diagnostics.
         """
-        origin = _origin(tool.fn)
-        self._add(
-            RegisteredTool(name=tool.name, factory=lambda _ctx: tool, tool=tool, origin=origin),
-            replace=replace,
+        kind_source = (
+            ToolSource(source)
+            if source is not None
+            else ToolSource.PLUGIN
+            if plugin_id is not None
+            else _default_source(tool)
         )
+        all_groups = tuple(dict.fromkeys((*tool.groups, *(normalize_pattern(g) for g in groups))))
+        if kind_source is ToolSource.PLUGIN and "group:plugins" not in all_groups:
+            all_groups = (*all_groups, "group:plugins")
+        meta = ToolMeta(
+            name=tool.name,
+            source=kind_source,
+            plugin_id=plugin_id,
+            server=server,
+            remote_name=remote_name,
+            optional=tool.optional if optional is None else optional,
+            groups=all_groups,
+            kind=tool.kind,
+            aliases=tuple(normalize_name(a) for a in getattr(tool, "aliases", ())),
+        )
+        entry = RegisteredTool(meta=meta, tool=tool, factory=None, origin=_origin(tool.fn))
+        self._add(entry, replace=replace)
         return tool
 
     def register_factory(
         self,
-        name: str,
         factory: ToolFactoryFunc,
+        /,
         *,
+        names: Iterable[str] | None = None,
+        optional: bool = False,
+        groups: Iterable[str] = (),
+        kind: Kind | str = Kind.OTHER,
+        source: ToolSource | str = ToolSource.USER,
+        plugin_id: str | None = None,
         replace: bool = False,
     ) -> None:
-        """Register a factory that makes the tool `name` for a context (see `create`).
+        """Register a factory: a function of a `ToolFactoryContext` returning tools.
+
+        With `names`, each name is registered now (visible to `names`, `meta`, policy and
+        `create`); without, the factory's tools appear only when tools are resolved.
 
         Raises:
-            ToolDefinitionError: another tool has this name and `replace` is false.
+            ToolDefinitionError: a ``user`` factory's name is taken (see `register`).
+            TypeError: `factory` is not callable, or `names` is a bare string.
         """
-        self._add(
-            RegisteredTool(name=name, factory=factory, tool=None, origin=_origin(factory)),
-            replace=replace,
+        if not callable(factory):
+            raise TypeError(f"a tool factory must be callable, got {type(factory).__name__}")
+        if isinstance(names, str):
+            raise TypeError(f"names must be a list of tool names, got the string {names!r}")
+        tool_source = ToolSource.PLUGIN if plugin_id is not None else ToolSource(source)
+        group_names = tuple(normalize_pattern(g) for g in groups)
+        if tool_source is ToolSource.PLUGIN:
+            group_names = (*group_names, "group:plugins")
+        record = _Factory(
+            factory=factory,
+            names=tuple(names) if names is not None else None,
+            optional=optional,
+            groups=group_names,
+            source=tool_source,
+            plugin_id=plugin_id,
+            origin=_origin(factory),
         )
+        with self._lock:
+            self._factories = [f for f in self._factories if f.origin != record.origin]
+            self._factories.append(record)
+        for name in record.names or ():
+            meta = ToolMeta(
+                name=name,
+                source=tool_source,
+                plugin_id=plugin_id,
+                optional=optional,
+                groups=group_names,
+                kind=Kind(kind),
+                factory=True,
+            )
+            self._add(
+                RegisteredTool(meta=meta, tool=None, factory=factory, origin=record.origin),
+                replace=replace,
+            )
 
-    def _add(self, entry: RegisteredTool, *, replace: bool) -> None:
+    def _add(self, entry: RegisteredTool, *, replace: bool) -> bool:
+        """Add an entry, deciding conflicts; return whether it was added."""
         key = normalize_name(entry.name)
+        new = entry.meta
         with self._lock:
             existing = self._entries.get(key)
+            if existing is None and key in self._aliases:
+                target = self._aliases[key]
+                if not replace:
+                    return self._conflict(entry, f"an alias of {target!r}")
+                del self._aliases[key]
             if existing is not None and not replace and existing.origin != entry.origin:
-                where = ".".join(p for p in existing.origin if p) or "another definition"
-                raise ToolDefinitionError(
-                    entry.origin[1] or entry.name,
-                    [
-                        f"the tool name {entry.name!r} is already registered in {self.name!r} "
-                        f"by {where}; choose another name=, or pass replace=True to replace it"
-                    ],
-                )
+                old = existing.meta
+                if new.source is ToolSource.CORE and old.source is ToolSource.PLUGIN:
+                    self._drop_aliases(key)
+                    self.report(
+                        "warning",
+                        f"core tool {new.name!r} replaces the tool of the same name from plugin "
+                        f"{old.plugin_id!r}: core tools win over plugin tools",
+                        source=old.source,
+                        plugin_id=old.plugin_id,
+                    )
+                else:
+                    where = _describe(existing)
+                    return self._conflict(entry, where)
+            if existing is not None:
+                self._drop_aliases(key)
             self._entries[key] = entry
+            for alias in new.aliases:
+                self._add_alias(alias, key, source=new)
+            return True
+
+    def _conflict(self, entry: RegisteredTool, where: str) -> bool:
+        new = entry.meta
+        if new.source is ToolSource.USER:
+            raise ToolDefinitionError(
+                entry.origin[1] or new.name,
+                [
+                    f"the tool name {new.name!r} is already registered in {self.name!r} by "
+                    f"{where}; choose another name=, or pass replace=True to replace it"
+                ],
+            )
+        rule = (
+            "core tools win over plugin tools"
+            if "core" in where
+            else "the tool registered first is kept"
+        )
+        self.report(
+            "warning",
+            f"{new.source.value} tool {new.name!r} skipped: the name is taken by {where} ({rule})",
+            source=new.source,
+            plugin_id=new.plugin_id,
+        )
+        return False
+
+    def _drop_aliases(self, key: str) -> None:
+        for alias in [a for a, target in self._aliases.items() if target == key]:
+            del self._aliases[alias]
+
+    def _add_alias(self, alias: str, key: str, *, source: ToolMeta | None = None) -> bool:
+        if alias in self._entries or (alias in self._aliases and self._aliases[alias] != key):
+            taken = self._aliases.get(alias, alias)
+            self.report(
+                "warning",
+                f"alias {alias!r} of tool {self._entries[key].name!r} skipped: it already names "
+                f"{taken!r}",
+                source=source.source if source else None,
+                plugin_id=source.plugin_id if source else None,
+            )
+            return False
+        self._aliases[alias] = key
+        return True
+
+    def add_alias(self, alias: str, target: str) -> None:
+        """Let `alias` reach the tool `target` (e.g. ``add_alias("bash", "exec")``).
+
+        Raises:
+            ToolNotFoundError: `target` is not registered.
+            ValueError: `alias` already names another tool or alias.
+        """
+        with self._lock:
+            key = self._key(target)
+            if key is None:
+                raise self._not_found(target)
+            alias_key = normalize_name(alias)
+            if alias_key in self._entries or self._aliases.get(alias_key, key) != key:
+                raise ValueError(f"{alias!r} already names a tool or an alias; choose another")
+            self._aliases[alias_key] = key
 
     def unregister(self, name: str) -> None:
-        """Remove a tool.
+        """Remove a tool (by name or alias) and its aliases.
 
         Raises:
             ToolNotFoundError: no tool has this name.
         """
         with self._lock:
-            if self._entries.pop(normalize_name(name), None) is None:
+            key = self._key(name)
+            if key is None:
                 raise self._not_found(name)
+            del self._entries[key]
+            self._drop_aliases(key)
+
+    def clear(self) -> None:
+        """Remove every tool, factory, alias, custom group and diagnostic."""
+        with self._lock:
+            self._entries.clear()
+            self._aliases.clear()
+            self._factories.clear()
+            self._groups.clear()
+            self._profiles = dict(BUILTIN_PROFILES)
+            self._diagnostics.clear()
+
+    def _swap_state(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Replace the whole state at once; return the old one (for test isolation)."""
+        fresh: dict[str, Any] = state or {
+            "_entries": {},
+            "_aliases": {},
+            "_factories": [],
+            "_groups": {},
+            "_profiles": dict(BUILTIN_PROFILES),
+            "_diagnostics": [],
+        }
+        with self._lock:
+            old = {k: getattr(self, k) for k in fresh}
+            for k, v in fresh.items():
+                setattr(self, k, v)
+        return old
+
+    # --- groups and profiles -----------------------------------------------------------------
+
+    def define_group(self, name: str, members: Sequence[str]) -> None:
+        """Define a custom group: ``group:<name>`` matches every tool matching `members`.
+
+        Args:
+            name: The group's name, with or without the ``group:`` prefix.
+            members: Tool names and patterns (``fs_*``, other groups, plugin ids).
+        """
+        if isinstance(members, str):
+            raise TypeError(f"members must be a list of patterns, got the string {members!r}")
+        key = normalize_pattern(name)
+        key = key if key.startswith("group:") else f"group:{key}"
+        with self._lock:
+            self._groups[key] = tuple(normalize_pattern(m) for m in members)
+
+    def groups(self) -> dict[str, tuple[str, ...]]:
+        """Custom groups and their member patterns."""
+        with self._lock:
+            return dict(self._groups)
+
+    def define_profile(self, name: str, allow: Sequence[str]) -> None:
+        """Define (or redefine) a named allow-list for `ToolPolicy(profile=...)`."""
+        if isinstance(allow, str):
+            raise PolicyError(f"a profile is a list of patterns, got the string {allow!r}")
+        with self._lock:
+            self._profiles[normalize_pattern(name)] = tuple(allow)
+
+    def profiles(self) -> dict[str, tuple[str, ...]]:
+        """Every profile (built-in and custom) and its allow-list."""
+        with self._lock:
+            return dict(self._profiles)
+
+    # --- lookup ------------------------------------------------------------------------------
+
+    def _key(self, name: str) -> str | None:
+        key = normalize_name(name)
+        if key in self._entries:
+            return key
+        return self._aliases.get(key)
+
+    def meta(self, name: str) -> ToolMeta:
+        """What the registry knows about a tool: source, plugin, server, groups, kind, aliases.
+
+        Raises:
+            ToolNotFoundError: no tool has this name or alias.
+        """
+        with self._lock:
+            key = self._key(name)
+            if key is None:
+                raise self._not_found(name)
+            meta = self._entries[key].meta
+            aliases = tuple(a for a, k in self._aliases.items() if k == key)
+        return dc_replace(meta, aliases=aliases) if aliases != meta.aliases else meta
 
     def get(self, name: str) -> Tool[..., Any]:
-        """The tool registered under `name` (normalised).
+        """The tool registered under `name` (normalised, or an alias).
+
+        A factory-made tool is made with an empty `ToolFactoryContext`.
 
         Raises:
-            ToolNotFoundError: no tool has this name (with close matches), or the name belongs
-                to a factory that needs a context (use `create`).
+            ToolNotFoundError: no tool has this name (the message suggests close names).
         """
-        entry = self._entries.get(normalize_name(name))
+        with self._lock:
+            key = self._key(name)
+            entry = self._entries.get(key) if key is not None else None
         if entry is None:
             raise self._not_found(name)
-        if entry.tool is None:
-            return self.create(name, None)
-        return entry.tool
+        if entry.tool is not None:
+            return entry.tool
+        return self.create(name, None)
 
-    def create(self, name: str, ctx: Any = None) -> Tool[..., Any]:
-        """Make the tool `name` for `ctx` by calling its factory.
+    def create(self, name: str, ctx: ToolFactoryContext | None = None) -> Tool[..., Any]:
+        """Make the tool `name` for `ctx`: the tool itself, or what its factory makes.
 
         Raises:
-            ToolNotFoundError: no tool has this name.
-            TypeError: the factory returned something other than a `Tool`.
+            ToolNotFoundError: no tool has this name, or its factory makes no tool of that
+                name for this context.
+            TypeError: the factory returned something other than tools.
         """
-        entry = self._entries.get(normalize_name(name))
+        with self._lock:
+            key = self._key(name)
+            entry = self._entries.get(key) if key is not None else None
         if entry is None:
             raise self._not_found(name)
-        made = entry.factory(ctx)
-        if not isinstance(made, Tool):
-            raise TypeError(
-                f"the factory of tool {entry.name!r} returned {type(made).__name__}, not a Tool"
-            )
-        return made
+        if entry.tool is not None:
+            return entry.tool
+        assert entry.factory is not None
+        produced = entry.factory(ctx if ctx is not None else ToolFactoryContext())
+        from kode.registries.resolve import factory_tools
+
+        tools, problem = factory_tools(produced)
+        if problem is not None:
+            raise TypeError(f"the factory of tool {entry.name!r} returned {problem}")
+        for made in tools:
+            if normalize_name(made.name) == normalize_name(entry.name):
+                return made
+        raise ToolNotFoundError(entry.name, self.names(), [])
 
     def names(self) -> list[str]:
         """Every registered tool name, sorted."""
@@ -174,21 +496,16 @@ class ToolRegistry:
         with self._lock:
             return sorted(self._entries.values(), key=lambda e: e.name)
 
-    def _swap_entries(self, entries: dict[str, RegisteredTool]) -> dict[str, RegisteredTool]:
-        """Replace every entry at once; return the old ones (for test isolation)."""
+    def aliases(self) -> dict[str, str]:
+        """Every alias and the tool name it reaches."""
         with self._lock:
-            old, self._entries = self._entries, dict(entries)
-        return old
-
-    def clear(self) -> None:
-        """Remove every tool."""
-        with self._lock:
-            self._entries.clear()
+            return {a: self._entries[k].name for a, k in self._aliases.items()}
 
     def suggest(self, name: str, limit: int = 3) -> list[str]:
-        """Registered names close to `name`, best first."""
+        """Registered names and aliases close to `name`, best first."""
         with self._lock:
             keys = {normalize_name(e.name): e.name for e in self._entries.values()}
+            keys.update({a: a for a in self._aliases})
         close = difflib.get_close_matches(normalize_name(name), list(keys), n=limit, cutoff=0.6)
         return [keys[k] for k in close]
 
@@ -196,13 +513,56 @@ class ToolRegistry:
         return ToolNotFoundError(name, self.names(), self.suggest(name))
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and normalize_name(name) in self._entries
+        return isinstance(name, str) and self._key(name) is not None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names())
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    # --- resolution --------------------------------------------------------------------------
+
+    def resolve(
+        self,
+        names_or_patterns: Sequence[str] | None = None,
+        policy: ToolPolicy | Sequence[ToolPolicy] | None = None,
+        ctx: ToolFactoryContext | None = None,
+    ) -> Resolution:
+        """Choose an agent's tools: see `kode.registries.resolve.resolve`."""
+        from kode.registries.resolve import resolve
+
+        return resolve(self, names_or_patterns, policy, ctx)
+
+    def _snapshot(
+        self,
+    ) -> tuple[
+        list[RegisteredTool],
+        list[_Factory],
+        dict[str, str],
+        dict[str, tuple[str, ...]],
+        dict[str, tuple[str, ...]],
+    ]:
+        with self._lock:
+            return (
+                list(self._entries.values()),
+                list(self._factories),
+                dict(self._aliases),
+                dict(self._groups),
+                dict(self._profiles),
+            )
+
+
+def _describe(entry: RegisteredTool) -> str:
+    meta = entry.meta
+    if meta.source is ToolSource.PLUGIN:
+        return f"plugin {meta.plugin_id!r}"
+    if meta.source is ToolSource.MCP:
+        return f"MCP server {meta.server!r}"
+    if meta.source is ToolSource.CORE:
+        return "a core tool"
+    where = ".".join(p for p in entry.origin if p)
+    return where or f"a {meta.source.value} tool"
 
 
 registry = ToolRegistry("global")

@@ -21,16 +21,16 @@ __all__ = ["call_tool", "isolated_registry"]
 @pytest.fixture
 def isolated_registry() -> Iterator[ToolRegistry]:
     """The global registry, emptied for this test and restored after it."""
-    saved = registry._swap_entries({})
+    saved = registry._swap_state()
     try:
         yield registry
     finally:
-        registry._swap_entries(saved)
+        registry._swap_state(saved)
 
 
 async def call_tool(
     name: str,
-    input: Mapping[str, Any] | str | None = None,  # noqa: A002 - the model's "input"
+    input: Mapping[str, Any] | str | None = None,
     *,
     ctx: ToolContext[Any] | None = None,
     tools: ToolRegistry | None = None,

@@ -118,6 +118,7 @@ def _build(
     docstring_style: DocstringStyle,
     require_descriptions: bool,
     run_in_thread: bool,
+    aliases: Iterable[str],
     localns: Callable[[], dict[str, Any]] | None,
 ) -> Tool[P, R]:
     qualname = getattr(fn, "__qualname__", None) or repr(fn)
@@ -147,6 +148,17 @@ def _build(
         group_names = tuple(dict.fromkeys(str(g).strip().lower() for g in groups))
         if any(not g for g in group_names):
             problems.append("groups contains an empty name")
+    if isinstance(aliases, str):
+        problems.append(f"aliases must be a list of names, got the string {aliases!r}")
+        alias_names: tuple[str, ...] = ()
+    else:
+        alias_names = tuple(dict.fromkeys(str(a).strip().lower() for a in aliases))
+        bad = [a for a in alias_names if not NAME_PATTERN.match(a)]
+        if bad:
+            problems.append(
+                f"aliases {', '.join(map(repr, bad))} are invalid: use 1-64 letters, digits, "
+                "'_' or '-'"
+            )
     if timeout is not None and (
         isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
     ):
@@ -177,6 +189,8 @@ def _build(
         requires_approval=requires_approval,
         run_in_thread=run_in_thread,
     )
+    if alias_names:
+        made.aliases = alias_names
     if registry is DEFAULT_REGISTRY:
         registry = default_registry()
     if registry is not None:
@@ -206,6 +220,7 @@ def define_tool(
     docstring_style: DocstringStyle = "auto",
     require_descriptions: bool = False,
     run_in_thread: bool = True,
+    aliases: Iterable[str] = (),
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -225,6 +240,7 @@ def define_tool(
     docstring_style: DocstringStyle = "auto",
     require_descriptions: bool = False,
     run_in_thread: bool = True,
+    aliases: Iterable[str] = (),
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a typed, documented function into a `Tool` and register it.
 
@@ -253,6 +269,7 @@ def define_tool(
         require_descriptions: Refuse a tool or a parameter without a description.
         run_in_thread: Run a sync function in a worker thread (default) or inline in the
             event loop (for fast, non-blocking pure functions).
+        aliases: Other names that reach the tool in a registry (``["read", "Read"]``).
 
     Raises:
         ToolDefinitionError: every problem of the function, in one message.
@@ -288,6 +305,7 @@ def define_tool(
         docstring_style=docstring_style,
         require_descriptions=require_descriptions,
         run_in_thread=run_in_thread,
+        aliases=aliases,
     )
     if fn is not None:
         return _build(fn, localns=_caller_locals(fn), **options)

@@ -90,11 +90,20 @@ _STRICT_FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )
 # Structures strict mode cannot express: a schema using them is sent with strict off.
-_STRICT_BLOCKERS = ("prefixItems", "patternProperties", "propertyNames", "dependentSchemas")
+_STRICT_BLOCKERS = {
+    "prefixItems": "a tuple",
+    "patternProperties": "pattern properties",
+    "propertyNames": "constrained property names",
+    "dependentSchemas": "dependent schemas",
+    "not": "a 'not' schema",
+    "if": "a conditional schema",
+}
+# A strict-mode schema node must say what it is with one of these.
+_STRICT_TYPED = ("type", "anyOf", "$ref")
 
 
 class _NotStrict(Exception):
-    pass
+    """Why a schema cannot be sent in strict mode (the message is a noun phrase)."""
 
 
 def _note(node: JsonSchema, text: str) -> None:
@@ -104,12 +113,52 @@ def _note(node: JsonSchema, text: str) -> None:
 
 def _resolve_ref(root: JsonSchema, ref: str) -> JsonSchema:
     if not ref.startswith("#/"):
-        raise _NotStrict(ref)
+        raise _NotStrict(f"a reference {ref!r} outside the schema")
     node: Any = root
-    for part in ref[2:].split("/"):
-        node = node[part]
+    try:
+        for part in ref[2:].split("/"):
+            node = node[part]
+    except (KeyError, IndexError, TypeError):
+        node = None
     if not isinstance(node, dict):
-        raise _NotStrict(ref)
+        raise _NotStrict(f"a reference {ref!r} that does not resolve")
+    return node
+
+
+def _json_type(value: Any) -> str | None:
+    """The JSON-schema type of an enum value (bool before int: True is an int in Python)."""
+    for python_type, name in (
+        (bool, "boolean"),
+        (int, "integer"),
+        (float, "number"),
+        (str, "string"),
+        (type(None), "null"),
+    ):
+        if isinstance(value, python_type):
+            return name
+    return None
+
+
+def _type_enum(node: JsonSchema) -> JsonSchema:
+    """Give an ``enum``/``const`` without ``type`` one; split a mixed enum into typed branches."""
+    if "type" in node:
+        return node
+    if "const" in node:
+        values = [node["const"]]
+    elif isinstance(node.get("enum"), list):
+        values = list(node["enum"])
+    else:
+        return node
+    by_type: dict[str | None, list[Any]] = {}
+    for value in values:
+        by_type.setdefault(_json_type(value), []).append(value)
+    if None in by_type:
+        raise _NotStrict("an enum whose values are not all strings, numbers or booleans")
+    if len(by_type) == 1:
+        node["type"] = next(iter(by_type))
+        return node
+    node.pop("enum", None)
+    node["anyOf"] = [{"type": t, "enum": v} for t, v in by_type.items()]
     return node
 
 
@@ -130,19 +179,42 @@ def _nullable(node: JsonSchema) -> JsonSchema:
     return wrapped
 
 
-def _strict_node(node: JsonSchema, root: JsonSchema) -> JsonSchema:
-    for key in _STRICT_BLOCKERS:
+def _where(path: str) -> str:
+    return f" at '{path}'" if path else ""
+
+
+def _strict_node(
+    node: JsonSchema, root: JsonSchema, path: str = "", unravelling: tuple[str, ...] = ()
+) -> JsonSchema:
+    for key, what in _STRICT_BLOCKERS.items():
         if key in node:
-            raise _NotStrict(key)
-    if "$ref" in node and len(node) > 1:
-        # Strict mode takes a $ref only on its own: unravel it one level.
-        target = copy.deepcopy(_resolve_ref(root, node["$ref"]))
-        rest = {k: v for k, v in node.items() if k != "$ref"}
-        node = {**target, **rest}
+            raise _NotStrict(what + _where(path))
+    ref = node.get("$ref")
+    if isinstance(ref, str) and len(node) > 1:
+        if ref in unravelling:
+            # A recursive model refers to itself with a description: unravelling it again
+            # would never end, so this inner reference goes bare.
+            node = {"$ref": ref}
+        else:
+            # Strict mode takes a $ref only on its own: unravel it one level.
+            target = copy.deepcopy(_resolve_ref(root, ref))
+            rest = {k: v for k, v in node.items() if k != "$ref"}
+            node = {**target, **rest}
+            unravelling = (*unravelling, ref)
     if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
         only = node.pop("allOf")[0]
         node = {**only, **node}
+    if "oneOf" in node:
+        # Strict mode refuses oneOf; pydantic writes it for discriminated unions, whose
+        # branches exclude each other anyway, so anyOf says the same.
+        if "anyOf" in node:
+            raise _NotStrict("both anyOf and oneOf" + _where(path))
+        node["anyOf"] = node.pop("oneOf")
+    node.pop("discriminator", None)
     node.pop("default", None)
+    node = _type_enum(node)
+    if not any(key in node for key in _STRICT_TYPED):
+        raise _NotStrict("a value of any type (Any)" + _where(path))
     for key in _STRICT_UNSUPPORTED:
         if key in node:
             _note(node, f"{key}: {node.pop(key)}")
@@ -153,22 +225,32 @@ def _strict_node(node: JsonSchema, root: JsonSchema) -> JsonSchema:
     if is_object:
         extra = node.get("additionalProperties", False)
         if extra is not False or "properties" not in node:
-            raise _NotStrict("open object")
+            raise _NotStrict(
+                "a free-form object (a dict, or a model allowing extra keys)" + _where(path)
+            )
         required = set(node.get("required", ()))
         props = node["properties"]
         for key, sub in list(props.items()):
-            sub = _strict_node(sub, root)
+            sub = _strict_node(sub, root, f"{path}.{key}" if path else key, unravelling)
             props[key] = sub if key in required else _nullable(sub)
         node["required"] = list(props)
         node["additionalProperties"] = False
-    for key in ("anyOf", "oneOf", "allOf"):
+    for key in ("anyOf", "allOf"):
         if isinstance(node.get(key), list):
-            node[key] = [_strict_node(v, root) for v in node[key]]
+            node[key] = [_strict_node(v, root, path, unravelling) for v in node[key]]
     if isinstance(node.get("items"), dict):
-        node["items"] = _strict_node(node["items"], root)
+        node["items"] = _strict_node(node["items"], root, f"{path}[]", unravelling)
     if isinstance(node.get("$defs"), dict):
-        node["$defs"] = {k: _strict_node(v, root) for k, v in node["$defs"].items()}
+        node["$defs"] = {k: _strict_node(v, root, f"$defs.{k}") for k, v in node["$defs"].items()}
     return node
+
+
+def _strict_or_reason(schema: JsonSchema) -> tuple[JsonSchema | None, str]:
+    root = copy.deepcopy(schema)
+    try:
+        return _strict_node(root, root), ""
+    except _NotStrict as exc:
+        return None, str(exc)
 
 
 def openai_strict_schema(schema: JsonSchema) -> JsonSchema | None:
@@ -176,14 +258,12 @@ def openai_strict_schema(schema: JsonSchema) -> JsonSchema | None:
 
     Every object gets ``additionalProperties: false`` and lists all its properties as required;
     a property that was optional becomes nullable (kode treats a ``null`` it receives for such a
-    property as "use the default"). Free-form dicts, tuples and pattern properties make strict
+    property as "use the default"); ``default`` is removed, a ``$ref`` with siblings is
+    unravelled, ``oneOf`` becomes ``anyOf`` and keywords strict mode lacks move into the
+    description. Free-form dicts, tuples, pattern properties and values of any type make strict
     mode impossible.
     """
-    root = copy.deepcopy(schema)
-    try:
-        return _strict_node(root, root)
-    except (_NotStrict, KeyError):
-        return None
+    return _strict_or_reason(schema)[0]
 
 
 def openai_declaration(
@@ -200,11 +280,10 @@ def openai_declaration(
     """
     parameters: JsonSchema | None = None
     if strict is not False:
-        parameters = openai_strict_schema(schema)
+        parameters, reason = _strict_or_reason(schema)
         if parameters is None and strict:
             raise ValueError(
-                f"tool {name!r} cannot use OpenAI strict mode: its schema has a free-form "
-                "object (dict), a tuple or pattern properties"
+                f"tool {name!r} cannot use OpenAI strict mode: its schema has {reason}"
             )
     use_strict = parameters is not None
     function: JsonSchema = {
@@ -259,7 +338,10 @@ def _gemini_node(node: JsonSchema, root: JsonSchema, seen: tuple[str, ...]) -> J
             if "description" in node:
                 stub["description"] = f"{node['description']} {stub['description']}"
             return stub
-        target = _resolve_ref(root, ref)
+        try:
+            target = _resolve_ref(root, ref)
+        except _NotStrict:
+            target = {}  # pydantic writes no such reference; describe it as "anything"
         node = {**target, **node}
         seen = (*seen, ref)
     if isinstance(node.get("allOf"), list) and len(node["allOf"]) == 1:
@@ -287,15 +369,18 @@ def _gemini_node(node: JsonSchema, root: JsonSchema, seen: tuple[str, ...]) -> J
         ]
         if len(options) < len(node["anyOf"]):
             nullable = True
-        if len(options) == 1:
-            del node["anyOf"]
-            merged = _gemini_node(options[0], root, seen)
-            desc = node.get("description") or merged.get("description")
-            node = {**merged, **{k: v for k, v in node.items() if k != "description"}}
-            if desc:
-                node["description"] = desc
-        else:
+        if len(options) == 1 and isinstance(options[0], dict):
+            # `X | None`: describe X itself, with this node's description and default on top
+            # of X's own, before any rule runs, so notes the rules add about X are kept.
+            rest = {k: v for k, v in node.items() if k != "anyOf"}
+            merged = _gemini_node({**options[0], **rest}, root, seen)
+            if nullable:
+                merged["nullable"] = True
+            return merged
+        if options:
             node["anyOf"] = [_gemini_node(o, root, seen) for o in options]
+        else:
+            del node["anyOf"]
     if "prefixItems" in node:
         items = [_gemini_node(o, root, seen) for o in node.pop("prefixItems")]
         node["items"] = items[0] if all(i == items[0] for i in items) else {"anyOf": items}
@@ -304,7 +389,23 @@ def _gemini_node(node: JsonSchema, root: JsonSchema, seen: tuple[str, ...]) -> J
     if isinstance(node.get("properties"), dict):
         node["properties"] = {k: _gemini_node(v, root, seen) for k, v in node["properties"].items()}
         if not node["properties"]:
-            del node["properties"]
+            del node["properties"]  # Gemini refuses an empty `properties`
+    extra = node.get("additionalProperties")
+    if "properties" not in node and (extra is True or (isinstance(extra, dict) and extra)):
+        # A dict: Gemini cannot describe its values, so say what they are in words.
+        value = _gemini_node(extra, root, seen) if isinstance(extra, dict) else {}
+        kind = value.get("type") or ("one of several types" if "anyOf" in value else None)
+        _note(node, f"an object with any keys; each value: {kind}" if kind else "any keys")
+    required = node.get("required")
+    if isinstance(required, list):
+        # Gemini refuses a required name that is not among the properties (and an empty list
+        # says nothing).
+        props = node.get("properties", {})
+        kept = [r for r in required if r in props]
+        if kept:
+            node["required"] = kept
+        else:
+            del node["required"]
     enum = node.get("enum")
     if isinstance(enum, list) and any(not isinstance(v, str) for v in enum):
         # Gemini's enum holds strings only: say the allowed values in words instead.

@@ -8,16 +8,17 @@ dialects (`kode.tools.dialects`) and does not run anything.
 
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
+import re
+import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 from typing_extensions import Doc
 
@@ -39,6 +40,8 @@ _STYLES: dict[str, docstring_parser.DocstringStyle] = {
 }
 
 _BASEMODEL_ATTRS = frozenset(dir(BaseModel))
+# What the providers accept as a property name (Anthropic's rule, the strictest of the three).
+_PARAM_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
 _ARGS_CONFIG = ConfigDict(
     extra="forbid",
     protected_namespaces=(),
@@ -70,9 +73,19 @@ class FunctionSpec:
 
 
 def is_context_annotation(annotation: Any) -> bool:
-    """Whether `annotation` is `ToolContext`, `ToolContext[...]` or an Annotated form of them."""
+    """Whether `annotation` asks for the `ToolContext`.
+
+    True for `ToolContext`, `ToolContext[...]`, their `Annotated` forms, and the optional forms
+    ``ToolContext | None`` / ``Optional[ToolContext]`` (so the function can still be called
+    without a context, as a plain function).
+    """
     if get_origin(annotation) is typing.Annotated:
         annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        options = [a for a in get_args(annotation) if a is not type(None)]
+        if len(options) != 1:
+            return False
+        return is_context_annotation(options[0])
     return annotation is ToolContext or get_origin(annotation) is ToolContext
 
 
@@ -103,6 +116,11 @@ def _hint_target(fn: Callable[..., Any]) -> Any:
     return call if call is not None else fn
 
 
+def _annotate(annotation: Any, *metadata: Any) -> Any:
+    """``Annotated[annotation, *metadata]``, built at run time."""
+    return typing.Annotated[(annotation, *metadata)]
+
+
 def _parse_docstring(
     fn: Callable[..., Any], style: DocstringStyle
 ) -> tuple[str, dict[str, str], list[str]]:
@@ -117,11 +135,17 @@ def _parse_docstring(
     description = "\n\n".join(parts)
     params: dict[str, str] = {}
     for p in parsed.params:
-        name = p.arg_name.lstrip("*").split(" ")[-1]
-        if p.description:
-            params[name] = " ".join(p.description.split())
-        else:
-            params.setdefault(name, "")
+        text = " ".join((p.description or "").split())
+        # NumPy documents several parameters on one line ("x, y : int"); reST and Epydoc may
+        # put a type before the name (":param int x:").
+        for part in p.arg_name.split(","):
+            name = part.strip().lstrip("*").split(" ")[-1]
+            if not name:
+                continue
+            if text:
+                params[name] = text
+            else:
+                params.setdefault(name, "")
     return description, params, []
 
 
@@ -214,6 +238,12 @@ def inspect_function(
                 "validate; rename it"
             )
             continue
+        if not _PARAM_NAME.match(pname):
+            problems.append(
+                f"parameter '{pname}' cannot be shown to a model: provider APIs accept "
+                "parameter names of 1-64 ASCII letters, digits and '_'; rename it"
+            )
+            continue
         text = _annotated_description(annotation)
         default = param.default
         if isinstance(default, FieldInfo) and default.description:
@@ -225,25 +255,25 @@ def inspect_function(
         elif require_descriptions:
             problems.append(f"parameter '{pname}' has no description")
         fname = pname
+        override: dict[str, Any] = {}
+        if text:
+            override["description"] = text
         if pname in _BASEMODEL_ATTRS:
+            # A field cannot be named like a BaseModel attribute: rename it, alias it back.
             fname = f"kode_arg_{pname}"
             field_to_param[fname] = pname
+            override["alias"] = pname
+        # Metadata is merged left to right, so `override` (made with `Field()`, which sets
+        # the validation and serialization aliases too) wins over the user's own `Field`.
         if isinstance(default, FieldInfo):
-            info = copy.copy(default)
-            if text and not info.description:
-                info.description = text
-            if fname != pname:
-                info.alias = pname
-            fields[fname] = (annotation, info)
-        else:
+            fields[fname] = _annotate(annotation, default, Field(**override))
+        elif override:
             fields[fname] = (
-                annotation,
-                FieldInfo(
-                    default=... if default is param.empty else default,
-                    description=text,
-                    alias=pname if fname != pname else None,
-                ),
+                _annotate(annotation, Field(**override)),
+                ... if default is param.empty else default,
             )
+        else:
+            fields[fname] = (annotation, ... if default is param.empty else default)
         param_names.append(pname)
 
     seen = set(signature.parameters)
@@ -262,12 +292,13 @@ def inspect_function(
         raise ToolDefinitionError(qualname, problems)
 
     try:
-        model = create_model(
-            f"{name}_arguments", __config__=_ARGS_CONFIG, **fields
-        )
+        model = create_model(f"{name}_arguments", __config__=_ARGS_CONFIG, **fields)
     except Exception as exc:  # pydantic's PydanticSchemaGenerationError, TypeError, ...
+        # pydantic's messages run to several paragraphs of advice; the first line says what.
+        first_line = str(exc).strip().split("\n", 1)[0]
         raise ToolDefinitionError(
-            qualname, [f"its parameters cannot be validated ({type(exc).__name__}: {exc})"]
+            qualname,
+            [f"its parameters cannot be validated ({type(exc).__name__}: {first_line})"],
         ) from exc
     return FunctionSpec(
         description=description,

@@ -10,12 +10,14 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import math
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Generic, ParamSpec, TypeVar, cast
 
 import anyio
 import anyio.to_thread
+from pydantic.json_schema import GenerateJsonSchema
 
 from kode.tools.context import ToolContext
 from kode.tools.dialects import (
@@ -27,10 +29,10 @@ from kode.tools.dialects import (
 )
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.kinds import Kind
-from kode.tools.results import ToolResult, error_result, to_result
+from kode.tools.results import ToolResult, error_result, text_result, to_result
 from kode.tools.schema import FunctionSpec
 from kode.tools.sync import run_sync
-from kode.tools.validation import validate_arguments
+from kode.tools.validation import ArgumentValidator
 
 __all__ = ["Tool"]
 
@@ -39,6 +41,23 @@ R = TypeVar("R")
 
 _logger = logging.getLogger("kode.tools")
 _NO_OUTPUT_SCHEMA = frozenset({str, type(None), inspect.Signature.empty, bytes, Any, object})
+
+
+class _JsonSchemaGenerator(GenerateJsonSchema):
+    """pydantic's generator, with plain JSON defaults written as they are.
+
+    pydantic builds a `TypeAdapter` to encode every default, which is a fifth of the time it
+    takes to define a tool; a str, int, bool, None or finite float is its own JSON form.
+    """
+
+    def encode_default(self, dft: Any) -> Any:
+        kind = type(dft)
+        if kind in _PLAIN_DEFAULTS and (kind is not float or math.isfinite(dft)):
+            return dft
+        return super().encode_default(dft)
+
+
+_PLAIN_DEFAULTS = frozenset({str, int, float, bool, type(None)})
 
 
 class Tool(Generic[P, R]):
@@ -70,6 +89,8 @@ class Tool(Generic[P, R]):
     """Whether a sync function runs in a worker thread (the default) or inline in the loop."""
     input_schema: dict[str, Any]
     """The JSON Schema of the arguments (computed once, at definition)."""
+    aliases: tuple[str, ...] = ()
+    """Other names that reach the tool in a registry (e.g. ``("read",)`` for ``fs_read``)."""
 
     def __init__(
         self,
@@ -97,7 +118,9 @@ class Tool(Generic[P, R]):
         self.run_in_thread = run_in_thread
         self.spec = spec
         """What schema inference learned about the function."""
-        self.input_schema = clean_schema(spec.args_model.model_json_schema())
+        self.input_schema = clean_schema(
+            spec.args_model.model_json_schema(schema_generator=_JsonSchemaGenerator)
+        )
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
         )
@@ -106,6 +129,12 @@ class Tool(Generic[P, R]):
         self._output_schema: dict[str, Any] | bool | None = False
         self._ctx_param = spec.context_param
         self._ctx_positional = spec.context_positional
+        self._validator = ArgumentValidator(
+            spec.args_model,
+            tool_name=name,
+            params=spec.param_names,
+            field_to_param=spec.field_to_param,
+        )
 
     # --- being a function ------------------------------------------------------------------
 
@@ -190,13 +219,10 @@ class Tool(Generic[P, R]):
         Raises:
             ToolError: of type ``invalid_tool_params``, with the message the model would see.
         """
-        return validate_arguments(
-            self.spec.args_model,
-            input,
-            tool_name=self.name,
-            params=self.spec.param_names,
-            field_to_param=self.spec.field_to_param,
-        )
+        kwargs = self._validator(input)
+        if isinstance(kwargs, str):
+            raise ToolError(kwargs, type=ToolErrorType.INVALID_TOOL_PARAMS)
+        return kwargs
 
     async def run(
         self,
@@ -215,17 +241,11 @@ class Tool(Generic[P, R]):
                 one and none is given.
         """
         try:
-            kwargs = validate_arguments(
-                self.spec.args_model,
-                input,
-                tool_name=self.name,
-                params=self.spec.param_names,
-                field_to_param=self.spec.field_to_param,
-            )
-        except ToolError as exc:
-            return error_result(exc.message, type=exc.type, details=exc.details)
+            kwargs = self._validator(input)
         except Exception as exc:  # a user validator that raised something odd
             return self._failure(exc)
+        if isinstance(kwargs, str):
+            return error_result(kwargs, type=ToolErrorType.INVALID_TOOL_PARAMS)
         args: tuple[Any, ...] = ()
         if self._ctx_param is not None:
             if ctx is None:
@@ -263,6 +283,8 @@ class Tool(Generic[P, R]):
             if ctx is not None:
                 ctx.cancel()  # a worker thread may still be running: let it see it
             raise
+        if type(out) is str:  # the common case, without the checks to_result makes
+            return text_result(out)
         return to_result(out, tool_name=self.name)
 
     def run_sync(

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kode import ToolDefinitionError, ToolNotFoundError, ToolRegistry, define_tool, registry
+from kode.registries import ToolFactoryContext
 from kode.testing import call_tool
 
 
@@ -134,14 +135,16 @@ def test_factories_make_tools_for_a_context() -> None:
 
         return whoami
 
-    tools.register_factory("whoami", factory)
-    assert tools.create("whoami", "agent-7").run_sync().text == "agent-7"
-    assert tools.get("whoami").run_sync().text == "None"
+    tools.register_factory(factory, names=["whoami"])
+    made = tools.create("whoami", ToolFactoryContext(agent_id="agent-7"))
+    assert "agent_id='agent-7'" in made.run_sync().text
+    assert "agent_id=None" in tools.get("whoami").run_sync().text
+    assert tools.meta("whoami").factory
 
 
 def test_a_factory_returning_garbage_is_a_clear_error() -> None:
     tools = ToolRegistry()
-    tools.register_factory("bad", lambda ctx: 42)
+    tools.register_factory(lambda ctx: 42, names=["bad"])
     with pytest.raises(TypeError, match="the factory of tool 'bad' returned int, not a Tool"):
         tools.create("bad")
 

@@ -1,0 +1,158 @@
+"""Tool policy: profiles, allow / also-allow / deny patterns, layered.
+
+This module owns matching a tool against patterns (``*``, ``fs_*``, ``group:web``, a plugin
+id, ``mcp__github__*``) and the rules that combine them. It does not know where tools come
+from; `kode.registries.resolve` feeds it `ToolMeta` records.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from kode.registries.meta import ToolMeta, ToolSource
+from kode.tools.errors import KodeError
+
+__all__ = [
+    "BUILTIN_PROFILES",
+    "PolicyError",
+    "ToolPolicy",
+    "entry_matches",
+    "is_explicit_for_optional",
+    "normalize_pattern",
+]
+
+BUILTIN_PROFILES: dict[str, tuple[str, ...]] = {
+    "minimal": ("group:think",),
+    "coding": ("group:fs", "group:runtime", "group:web", "group:think"),
+    "messaging": ("group:sessions", "group:messaging", "group:think"),
+    "full": ("*",),
+}
+"""The profiles every registry knows: named allow-lists."""
+
+
+class PolicyError(KodeError, ValueError):
+    """A policy names a profile that does not exist, or is malformed."""
+
+
+def normalize_pattern(pattern: str) -> str:
+    """A pattern as it is compared: trimmed and lower-cased."""
+    return pattern.strip().lower()
+
+
+@lru_cache(maxsize=1024)
+def _glob(pattern: str) -> re.Pattern[str]:
+    return re.compile(fnmatch.translate(pattern))
+
+
+def entry_matches(entry: str, meta: ToolMeta, aliases: Iterable[str] = ()) -> bool:
+    """Whether one normalised pattern selects the tool described by `meta`.
+
+    A pattern matches a tool's name or one of its aliases (exactly or as a glob), a
+    ``group:...`` it belongs to, or the id of the plugin that registered it.
+    """
+    name = meta.name.lower()
+    if entry.startswith("group:"):
+        return entry in meta.groups
+    if entry == name or entry in aliases:
+        return True
+    if meta.plugin_id is not None and entry == meta.plugin_id.lower():
+        return True
+    if any(ch in entry for ch in "*?["):
+        glob = _glob(entry)
+        return bool(glob.fullmatch(name)) or any(glob.fullmatch(a) for a in aliases)
+    return False
+
+
+def is_explicit_for_optional(entry: str, meta: ToolMeta, aliases: Iterable[str] = ()) -> bool:
+    """Whether `entry` names an optional tool explicitly enough to include it.
+
+    Only the tool's name or alias, its plugin's id, or ``group:plugins`` (for plugin tools)
+    count; wildcards and other groups do not.
+    """
+    if entry == meta.name.lower() or entry in aliases:
+        return True
+    if meta.plugin_id is not None and entry == meta.plugin_id.lower():
+        return True
+    return entry == "group:plugins" and meta.source is ToolSource.PLUGIN
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ToolPolicy:
+    """Which tools one layer of configuration lets through.
+
+    A tool passes when it is not denied, and it matches the profile's allow-list (if a profile
+    is set) and the `allow` patterns (if any), or it matches `also_allow`. Deny always wins;
+    an empty allow allows everything. Patterns are case-insensitive.
+
+    Layers (global → agent → sandbox → sub-agent) are combined by passing a list of policies
+    to `ToolRegistry.resolve`: a tool must pass every layer.
+
+    Example:
+        ```python
+        from kode.registries import ToolPolicy
+
+        policy = ToolPolicy(profile="coding", also_allow=["web_search"], deny=["bash_*"])
+        ```
+    """
+
+    profile: str | None = None
+    """A named allow-list (``minimal``, ``coding``, ``messaging``, ``full`` or a custom one)."""
+    allow: Sequence[str] = ()
+    """Patterns a tool must match (empty: everything)."""
+    also_allow: Sequence[str] = ()
+    """Patterns let through in addition to the profile and `allow`."""
+    deny: Sequence[str] = ()
+    """Patterns that are never let through."""
+    name: str = "policy"
+    """A label used in explanations, e.g. ``"agent"`` or ``"sandbox"``."""
+    _norm: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for attr in ("allow", "also_allow", "deny"):
+            value = getattr(self, attr)
+            if isinstance(value, str):
+                raise PolicyError(
+                    f"ToolPolicy.{attr} must be a list of patterns, got the string {value!r}; "
+                    f"write {attr}=[{value!r}]"
+                )
+            self._norm[attr] = tuple(normalize_pattern(p) for p in value if p.strip())
+
+    def patterns(self, profiles: Mapping[str, Sequence[str]]) -> dict[str, tuple[str, ...]]:
+        """The normalised pattern lists of this layer, with the profile expanded.
+
+        Raises:
+            PolicyError: the profile does not exist (the message lists those that do).
+        """
+        out = dict(self._norm)
+        if self.profile is not None:
+            key = normalize_pattern(self.profile)
+            if key not in profiles:
+                known = ", ".join(sorted(profiles))
+                raise PolicyError(
+                    f"{self.name}: unknown tool profile {self.profile!r}; known profiles: {known}"
+                )
+            out["profile"] = tuple(normalize_pattern(p) for p in profiles[key])
+        return out
+
+    @staticmethod
+    def decide(
+        patterns: Mapping[str, tuple[str, ...]], meta: ToolMeta, aliases: tuple[str, ...]
+    ) -> str | None:
+        """`None` if the tool passes this layer, else why not (a short phrase)."""
+        for entry in patterns.get("deny", ()):
+            if entry_matches(entry, meta, aliases):
+                return f"denied by {entry!r}"
+        for entry in patterns.get("also_allow", ()):
+            if entry_matches(entry, meta, aliases):
+                return None
+        profile = patterns.get("profile")
+        if profile is not None and not any(entry_matches(e, meta, aliases) for e in profile):
+            return "not in the profile"
+        allow = patterns.get("allow", ())
+        if allow and not any(entry_matches(e, meta, aliases) for e in allow):
+            return "not in allow"
+        return None
