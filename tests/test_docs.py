@@ -67,7 +67,12 @@ class Block:
 
     @property
     def runs(self) -> bool:
-        return self.language in ("python", "py") and "no-run" not in self.info
+        return self.language in ("python", "py") and not self.is_pytest and "no-run" not in self.info
+
+    @property
+    def is_pytest(self) -> bool:
+        """A test module, run by pytest rather than in the page's namespace."""
+        return self.language in ("python", "py") and ".pytest" in self.info
 
     @property
     def is_output(self) -> bool:

@@ -135,6 +135,9 @@ class ToolResult:
     """Why the call failed, when `is_error` is true."""
     metadata: dict[str, Any] = field(default_factory=dict)
     """Free-form data a pipeline attaches (timings, the tool name, ...)."""
+    pending: bool = False
+    """Whether the call is waiting for the caller to run it (a client tool): the content then
+    says so, and the real result comes from the caller."""
 
     @property
     def text(self) -> str:
@@ -163,12 +166,14 @@ _set_details = ToolResult.__dict__["details"].__set__
 _set_is_error = ToolResult.__dict__["is_error"].__set__
 _set_error_type = ToolResult.__dict__["error_type"].__set__
 _set_metadata = ToolResult.__dict__["metadata"].__set__
+_set_pending = ToolResult.__dict__["pending"].__set__
 if [f.name for f in dataclasses.fields(ToolResult)] != [
     "content",
     "details",
     "is_error",
     "error_type",
     "metadata",
+    "pending",
 ] or [f.name for f in dataclasses.fields(TextBlock)] != ["text", "type"]:  # pragma: no cover
     raise RuntimeError("kode.tools.results: update _result and _text_block to the new fields")
 
@@ -194,6 +199,7 @@ def _result(
     _set_is_error(result, is_error)
     _set_error_type(result, error_type)
     _set_metadata(result, {})
+    _set_pending(result, False)
     return result
 
 

@@ -110,6 +110,8 @@ def _hint_target(fn: Callable[..., Any]) -> Any:
     """What `typing.get_type_hints` can read for `fn`: itself, a partial's function, or __call__."""
     if isinstance(fn, functools.partial):
         return _hint_target(fn.func)
+    if isinstance(fn, staticmethod | classmethod):  # @define_tool above @staticmethod
+        return _hint_target(fn.__func__)
     if inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn):
         return fn
     call = getattr(fn, "__call__", None)  # noqa: B004 - a callable object

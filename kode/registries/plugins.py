@@ -1,0 +1,229 @@
+"""Plugins: packages that add tools through the ``kode.plugins`` entry-point group.
+
+This module owns `PluginApi` (what a plugin receives), `load_plugin` (one plugin, from a module
+or a callable) and `load_plugins` (every installed one). A plugin's registrations are staged
+and committed only when the plugin returns: a plugin that raises adds nothing, and never stops
+the others. Every decision is a `Diagnostic` on the registry.
+
+A plugin is a callable taking a `PluginApi`::
+
+    # my_plugin/__init__.py
+    def register(api):
+        api.register_tool(weather)
+
+    # pyproject.toml
+    [project.entry-points."kode.plugins"]
+    weather = "my_plugin:register"
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from types import ModuleType
+from typing import Any
+
+from kode.registries.factories import ToolFactoryFunc
+from kode.registries.meta import ToolSource
+from kode.registries.registry import ToolRegistry, normalize_name
+from kode.registries.registry import registry as global_registry
+from kode.tools.tool import Tool
+
+__all__ = ["ENTRY_POINT_GROUP", "PluginApi", "PluginFunc", "PluginReport", "load_plugin",
+           "load_plugins"]
+
+ENTRY_POINT_GROUP = "kode.plugins"
+"""The entry-point group kode reads plugins from."""
+
+PluginFunc = Callable[["PluginApi"], object]
+"""A plugin: a callable that registers tools through the `PluginApi` it is given."""
+
+_PLUGIN_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
+
+
+@dataclass(kw_only=True, slots=True)
+class _Staged:
+    item: Tool[..., Any] | ToolFactoryFunc
+    optional: bool
+    names: tuple[str, ...] | None
+
+
+class PluginApi:
+    """What a plugin receives: its id and a way to register tools."""
+
+    def __init__(self, plugin_id: str, registry: ToolRegistry) -> None:
+        self.plugin_id = plugin_id
+        """The plugin's id (its entry-point name, or the id given to `load_plugin`)."""
+        self.registry = registry
+        """The registry the plugin's tools go to."""
+        self._staged: list[_Staged] = []
+
+    def register_tool(
+        self,
+        tool_or_factory: Tool[..., Any] | ToolFactoryFunc,
+        *,
+        optional: bool = False,
+        names: Iterable[str] | None = None,
+    ) -> None:
+        """Register a tool, or a factory of tools, as this plugin's.
+
+        Args:
+            tool_or_factory: A `Tool` (define it with ``registry=None``, or let it register as a
+                user tool: it becomes the plugin's) or a factory (see `tool_factory`).
+            optional: Leave it out unless a template or policy names it, its plugin, or
+                ``group:plugins``.
+            names: For a factory, the names of the tools it makes.
+
+        Raises:
+            TypeError: neither a tool nor a callable.
+        """
+        if not isinstance(tool_or_factory, Tool) and not callable(tool_or_factory):
+            raise TypeError(
+                f"plugin {self.plugin_id!r}: register_tool needs a Tool or a factory, got "
+                f"{type(tool_or_factory).__name__}"
+            )
+        if isinstance(names, str):
+            raise TypeError(f"plugin {self.plugin_id!r}: names must be a list, got {names!r}")
+        self._staged.append(
+            _Staged(
+                item=tool_or_factory,
+                optional=optional,
+                names=tuple(names) if names is not None else None,
+            )
+        )
+
+
+@dataclass(kw_only=True, slots=True)
+class PluginReport:
+    """What loading one plugin did."""
+
+    plugin_id: str
+    """The plugin's id."""
+    registered: list[str] = field(default_factory=list)
+    """The tool names it registered (factories without names are listed by nothing)."""
+    loaded: bool = False
+    """Whether the plugin ran and its registrations were committed."""
+
+
+def _resolve_callable(target: ModuleType | PluginFunc | str) -> PluginFunc:
+    if isinstance(target, str):
+        module_name, _, attr = target.partition(":")
+        module = importlib.import_module(module_name)
+        return _resolve_callable(getattr(module, attr) if attr else module)
+    if isinstance(target, ModuleType):
+        for attr in ("register", "kode_plugin", "plugin"):
+            func = getattr(target, attr, None)
+            if callable(func):
+                return func  # type: ignore[no-any-return]
+        raise TypeError(
+            f"module {target.__name__!r} has no plugin function: define register(api)"
+        )
+    if not callable(target):
+        raise TypeError(f"a plugin must be a module or a callable, got {type(target).__name__}")
+    return target
+
+
+def load_plugin(
+    target: ModuleType | PluginFunc | str,
+    *,
+    plugin_id: str | None = None,
+    registry: ToolRegistry | None = None,
+) -> PluginReport:
+    """Run one plugin and register its tools.
+
+    Args:
+        target: A module (its ``register`` function is called), a callable taking a
+            `PluginApi`, or ``"module:function"``.
+        plugin_id: The plugin's id (default: the module's or function's name).
+        registry: Where its tools go (default: the global registry).
+
+    Never raises for what the plugin does: an invalid id, a plugin that cannot be imported,
+    raises, registers nothing, or collides with core tools is reported as a diagnostic on the
+    registry, and `PluginReport.loaded` says whether it was committed.
+    """
+    reg = registry if registry is not None else global_registry
+    guess = plugin_id or (
+        target if isinstance(target, str) else getattr(target, "__name__", "plugin")
+    )
+    pid = normalize_name(str(guess).split(":")[0].rsplit(".", 1)[-1] if plugin_id is None
+                         else str(guess))
+    report = PluginReport(plugin_id=pid)
+
+    def fail(level: Any, message: str) -> PluginReport:
+        reg.report(level, message, source=ToolSource.PLUGIN, plugin_id=pid)
+        return report
+
+    if not _PLUGIN_ID.match(pid):
+        return fail(
+            "error",
+            f"plugin id {pid!r} is invalid: use lower-case letters, digits, '_', '.' or '-'",
+        )
+    if pid in reg and reg.meta(pid).source is ToolSource.CORE:
+        return fail(
+            "error",
+            f"plugin {pid!r} blocked: its id is the name of a core tool, so its patterns "
+            "would be ambiguous; rename the plugin",
+        )
+    try:
+        func = _resolve_callable(target)
+    except Exception as exc:
+        return fail("error", f"plugin {pid!r} could not be loaded: {type(exc).__name__}: {exc}")
+    api = PluginApi(pid, reg)
+    try:
+        func(api)
+    except Exception as exc:
+        return fail(
+            "error",
+            f"plugin {pid!r} raised {type(exc).__name__}: {exc}; none of its tools were "
+            "registered",
+        )
+    if not api._staged:
+        return fail("warning", f"plugin {pid!r} registered no tools")
+    for staged in api._staged:
+        if isinstance(staged.item, Tool):
+            reg.register(
+                staged.item,
+                plugin_id=pid,
+                optional=staged.optional or staged.item.optional,
+            )
+            if reg.meta(staged.item.name).plugin_id == pid:
+                report.registered.append(staged.item.name)
+        else:
+            reg.register_factory(
+                staged.item, names=staged.names, optional=staged.optional, plugin_id=pid
+            )
+            for name in staged.names or ():
+                if name in reg and reg.meta(name).plugin_id == pid:
+                    report.registered.append(name)
+    report.loaded = True
+    return report
+
+
+def load_plugins(
+    *, registry: ToolRegistry | None = None, group: str = ENTRY_POINT_GROUP
+) -> list[PluginReport]:
+    """Load every plugin installed under the entry-point group (``kode.plugins``).
+
+    Each entry point's name is its plugin id. Plugins load in name order; one that fails is
+    reported and skipped.
+    """
+    reports = []
+    for ep in sorted(entry_points(group=group), key=lambda e: e.name):
+        reg = registry if registry is not None else global_registry
+        try:
+            func = ep.load()
+        except Exception as exc:
+            reg.report(
+                "error",
+                f"plugin {ep.name!r} ({ep.value}) could not be imported: "
+                f"{type(exc).__name__}: {exc}",
+                source=ToolSource.PLUGIN,
+                plugin_id=ep.name,
+            )
+            reports.append(PluginReport(plugin_id=ep.name))
+            continue
+        reports.append(load_plugin(func, plugin_id=ep.name, registry=registry))
+    return reports

@@ -1,0 +1,737 @@
+"""Provider dialects: the same inferred schema declared for Anthropic, OpenAI and Gemini."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime
+import decimal
+import enum
+import pathlib
+import uuid
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal, NotRequired
+
+import pytest
+from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import Doc, TypedDict
+
+from kode import Tool, ToolContext, define_tool
+from kode.tools.dialects import clean_schema, gemini_schema, openai_strict_schema
+
+
+def make(fn: Any, **options: Any) -> Tool[..., Any]:
+    return define_tool(registry=None, **options)(fn)
+
+
+def schema_nodes(node: dict[str, Any], path: str = "#") -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every schema node below `node` (property names and $defs names are not nodes)."""
+    yield path, node
+    for key in ("properties", "$defs", "definitions", "patternProperties"):
+        for name, sub in node.get(key, {}).items():
+            yield from schema_nodes(sub, f"{path}/{key}/{name}")
+    for key in ("anyOf", "oneOf", "allOf", "prefixItems"):
+        for i, sub in enumerate(node.get(key, [])):
+            yield from schema_nodes(sub, f"{path}/{key}/{i}")
+    for key in ("items", "additionalProperties", "not"):
+        if isinstance(node.get(key), dict):
+            yield from schema_nodes(node[key], f"{path}/{key}")
+
+
+# --- the types --------------------------------------------------------------------------------
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Level(enum.IntEnum):
+    """How loud."""
+
+    LOW = 1
+    HIGH = 2
+
+
+class Point(BaseModel):
+    """A point."""
+
+    x: int
+    y: int = 0
+
+
+@dataclasses.dataclass
+class Box:
+    width: float
+    height: float = 1.0
+
+
+class Options(TypedDict):
+    depth: int
+    label: NotRequired[str]
+
+
+class Node(BaseModel):
+    """A tree node."""
+
+    value: int
+    children: list[Node] = []
+    parent: Node | None = None
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    lives: int = 9
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    good: bool = True
+
+
+Pet = Annotated[Cat | Dog, Field(discriminator="kind")]
+
+
+def everything(
+    text: str,
+    count: int,
+    ratio: float,
+    flag: bool,
+    nothing: None,
+    maybe: int | None,
+    either: int | str,
+    choice: Literal["a", "b"],
+    mixed: Literal[1, "one", True],
+    color: Color,
+    level: Level,
+    numbers: list[int],
+    pair: tuple[int, str],
+    unique: set[str],
+    mapping: dict[str, int],
+    point: Point,
+    box: Box,
+    options: Options,
+    when: datetime.datetime,
+    day: datetime.date,
+    ident: uuid.UUID,
+    path: pathlib.Path,
+    amount: decimal.Decimal,
+    tree: Node,
+    pet: Pet,
+    anything: Any,
+    title: Annotated[str, Doc("A property named like a keyword.")],
+    bounded: Annotated[int, Field(ge=1, le=10)] = 5,
+    word: Annotated[str, Field(min_length=2, pattern="^[a-z]+$")] = "ab",
+    optional_point: Point | None = None,
+    optional_level: Annotated[Level | None, "Loudness."] = None,
+    default: int = 0,
+    listed: list[str] = Field(default_factory=list),  # noqa: B008
+    *,
+    ctx: ToolContext,
+) -> str:
+    """Take one of everything.
+
+    Args:
+        text: Some text.
+        point: Where.
+        color: Which color.
+    """
+    return "ok"
+
+
+EVERYTHING = make(everything)
+
+
+# --- Anthropic --------------------------------------------------------------------------------
+
+
+def test_anthropic_declaration_is_the_schema_as_is() -> None:
+    def add(a: int, b: int = 1) -> int:
+        """Add two numbers.
+
+        Args:
+            a: The first.
+            b: The second.
+        """
+        return a + b
+
+    assert make(add).schema("anthropic") == {
+        "name": "add",
+        "description": "Add two numbers.",
+        "input_schema": {
+            "additionalProperties": False,
+            "properties": {
+                "a": {"description": "The first.", "type": "integer"},
+                "b": {"default": 1, "description": "The second.", "type": "integer"},
+            },
+            "required": ["a"],
+            "type": "object",
+        },
+    }
+    assert make(add).schema() == make(add).schema("anthropic")
+
+
+def test_anthropic_without_description_or_parameters() -> None:
+    def ping() -> str:
+        return "pong"
+
+    assert make(ping).schema("anthropic") == {
+        "name": "ping",
+        "input_schema": {
+            "additionalProperties": False,
+            "properties": {},
+            "required": [],
+            "type": "object",
+        },
+    }
+
+
+def test_no_titles_anywhere_but_property_names_survive() -> None:
+    assert "title" in EVERYTHING.input_schema["properties"]
+    for path, node in schema_nodes(EVERYTHING.input_schema):
+        assert "title" not in node, path
+    raw = {"properties": {"title": {"title": "Title", "type": "string"}}, "title": "M"}
+    assert clean_schema(raw) == {
+        "properties": {"title": {"type": "string"}},
+        "required": [],
+        "type": "object",
+    }
+    assert raw["title"] == "M"  # the input is not changed
+
+
+def test_unknown_dialect() -> None:
+    with pytest.raises(ValueError, match="unknown dialect 'claude'"):
+        EVERYTHING.schema("claude")  # type: ignore[arg-type]
+
+
+def test_declarations_never_change_the_input_schema() -> None:
+    before = copy.deepcopy(EVERYTHING.input_schema)
+    tool = make(everything)
+    for dialect in ("anthropic", "openai", "gemini"):
+        tool.schema(dialect)
+    assert tool.input_schema == before
+    assert gemini_schema(before) == gemini_schema(copy.deepcopy(before))
+
+
+# --- OpenAI -----------------------------------------------------------------------------------
+
+
+def draw(
+    at: Point,
+    color: Color = Color.RED,
+    label: str | None = None,
+    size: Annotated[int, Field(ge=1, le=10)] = 3,
+    tags: list[str] = Field(default_factory=list),  # noqa: B008
+    mode: Literal["fill", "stroke"] = "fill",
+) -> Any:
+    """Draw a dot.
+
+    Args:
+        at: Where.
+        color: Which color.
+        label: A label.
+        size: How big.
+        tags: Tags.
+        mode: How.
+    """
+    return [at.model_dump(), color.value, label, size, tags, mode]
+
+
+DRAW = make(draw)
+NULLABLE_INT = {"anyOf": [{"type": "integer"}, {"type": "null"}]}
+STRICT_POINT = {
+    "properties": {"x": {"type": "integer"}, "y": NULLABLE_INT},
+    "required": ["x", "y"],
+    "type": "object",
+    "additionalProperties": False,
+}
+
+
+def test_openai_strict_declaration() -> None:
+    assert DRAW.schema("openai") == {
+        "type": "function",
+        "function": {
+            "name": "draw",
+            "description": "Draw a dot.",
+            "strict": True,
+            "parameters": {
+                "$defs": {
+                    "Color": {"enum": ["red", "blue"], "type": "string"},
+                    "Point": {"description": "A point.", **STRICT_POINT},
+                },
+                "additionalProperties": False,
+                "properties": {
+                    # a $ref with a sibling (the description) is unravelled
+                    "at": {"description": "Where.", **STRICT_POINT},
+                    # optional: nullable, no default
+                    "color": {
+                        "anyOf": [{"enum": ["red", "blue"], "type": "string"}, {"type": "null"}],
+                        "description": "Which color.",
+                    },
+                    "label": {
+                        "anyOf": [{"type": "string"}, {"type": "null"}],
+                        "description": "A label.",
+                    },
+                    "size": {
+                        "anyOf": [
+                            {"maximum": 10, "minimum": 1, "type": "integer"},
+                            {"type": "null"},
+                        ],
+                        "description": "How big.",
+                    },
+                    "tags": {
+                        "anyOf": [{"items": {"type": "string"}, "type": "array"}, {"type": "null"}],
+                        "description": "Tags.",
+                    },
+                    "mode": {
+                        "anyOf": [{"enum": ["fill", "stroke"], "type": "string"}, {"type": "null"}],
+                        "description": "How.",
+                    },
+                },
+                "required": ["at", "color", "label", "size", "tags", "mode"],
+                "type": "object",
+            },
+        },
+    }
+
+
+def test_openai_strict_round_trip_null_means_the_default() -> None:
+    # What a model following the strict schema sends when it wants the defaults.
+    result = DRAW.run_sync(
+        {
+            "at": {"x": 1, "y": None},
+            "color": None,
+            "label": None,
+            "size": None,
+            "tags": None,
+            "mode": None,
+        }
+    )
+    assert not result.is_error, result.text
+    assert result.details == [{"x": 1, "y": 0}, "red", None, 3, [], "fill"]
+    assert not DRAW.run_sync({"at": {"x": 1}}).is_error  # and a lax model may still omit them
+
+
+def strict_capable(
+    point: Point,
+    level: Level,
+    tree: Node,
+    options: Options,
+    box: Box,
+    pet: Pet,
+    when: datetime.datetime | None = None,
+    path: pathlib.Path = pathlib.Path("."),
+    unique: set[str] = Field(default_factory=set),  # noqa: B008
+    word: Annotated[str, Field(min_length=2)] = "ab",
+    mixed: Literal[1, "one"] = 1,
+    optional_point: Point | None = None,
+    title: str = "t",
+    default: int = 0,
+) -> Any:
+    """Strict mode can take all of these."""
+    return [
+        point.model_dump(),
+        level,
+        tree.model_dump(),
+        options,
+        dataclasses.asdict(box),
+        pet.model_dump(),
+        when,
+        str(path),
+        sorted(unique),
+        word,
+        mixed,
+        optional_point,
+        title,
+        default,
+    ]
+
+
+STRICT = make(strict_capable)
+
+
+def test_openai_strict_holds_at_every_level() -> None:
+    decl = STRICT.schema("openai")["function"]
+    assert decl["strict"] is True
+    params = decl["parameters"]
+    assert set(params["$defs"]) == {"Box", "Cat", "Dog", "Level", "Node", "Options", "Point"}
+    objects = 0
+    for path, node in schema_nodes(params):
+        assert "default" not in node, path
+        assert "oneOf" not in node and "discriminator" not in node, path
+        assert "type" in node or "anyOf" in node or "$ref" in node, path
+        if "$ref" in node:
+            assert set(node) == {"$ref"}, path
+        if node.get("type") == "object" or "properties" in node:
+            objects += 1
+            assert node["additionalProperties"] is False, path
+            assert node["required"] == list(node["properties"]), path
+        for key in ("minLength", "maxLength", "uniqueItems"):
+            assert key not in node, path
+        assert node.get("format") in (None, "date-time", "date", "uuid"), path
+    assert objects == 7  # the arguments and six models
+    props = params["properties"]
+    assert props["pet"] == {"anyOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}]}
+    assert props["mixed"] == {
+        "anyOf": [
+            {"anyOf": [{"type": "integer", "enum": [1]}, {"type": "string", "enum": ["one"]}]},
+            {"type": "null"},
+        ]
+    }
+    assert props["word"] == {
+        "anyOf": [{"type": "string"}, {"type": "null"}],
+        "description": "(minLength: 2)",
+    }
+    assert props["path"] == {
+        "anyOf": [{"type": "string"}, {"type": "null"}],
+        "description": "(format: path)",
+    }
+    assert props["unique"]["description"] == "(uniqueItems: True)"
+    assert params["$defs"]["Options"]["properties"]["label"] == {
+        "anyOf": [{"type": "string"}, {"type": "null"}]
+    }
+    assert params["$defs"]["Node"]["properties"]["children"] == {
+        "anyOf": [{"items": {"$ref": "#/$defs/Node"}, "type": "array"}, {"type": "null"}]
+    }
+
+
+def test_openai_strict_round_trip_for_nested_and_typed_dict_values() -> None:
+    result = STRICT.run_sync(
+        {
+            "point": {"x": 1, "y": None},
+            "level": 2,
+            "tree": {"value": 1, "children": [{"value": 2, "children": None, "parent": None}]},
+            "options": {"depth": 3, "label": None},
+            "box": {"width": 2, "height": None},
+            "pet": {"kind": "dog", "good": True},
+            "when": None,
+            "path": None,
+            "unique": None,
+            "word": None,
+            "mixed": None,
+            "optional_point": None,
+            "title": None,
+            "default": None,
+        }
+    )
+    assert not result.is_error, result.text
+    assert result.details == [
+        {"x": 1, "y": 0},
+        2,
+        {
+            "value": 1,
+            "children": [{"value": 2, "children": [], "parent": None}],
+            "parent": None,
+        },
+        {"depth": 3},
+        {"width": 2.0, "height": 1.0},
+        {"kind": "dog", "good": True},
+        None,
+        ".",
+        [],
+        "ab",
+        1,
+        None,
+        "t",
+        0,
+    ]
+
+
+@pytest.mark.xfail(
+    reason="kode/tools/validation.py _repair follows the error loc literally, but pydantic puts "
+    "the union member's tag ('dog') into it, so a null inside a union member is not dropped",
+)
+def test_openai_strict_round_trip_inside_a_discriminated_union() -> None:
+    result = STRICT.run_sync(
+        {
+            "point": {"x": 1, "y": None},
+            "level": 1,
+            "tree": {"value": 1, "children": None, "parent": None},
+            "options": {"depth": 3, "label": None},
+            "box": {"width": 2, "height": None},
+            "pet": {"kind": "dog", "good": None},
+        }
+    )
+    assert not result.is_error, result.text
+    assert result.details[5] == {"kind": "dog", "good": True}
+
+
+def _dict(x: dict[str, int]) -> None: ...
+def _tuple(x: tuple[int, str]) -> None: ...
+def _any(x: Any) -> None: ...
+def _any_items(x: list[Any]) -> None: ...
+
+
+class Loose(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    a: int
+
+
+def _loose(x: Loose) -> None: ...
+
+
+@pytest.mark.parametrize(
+    ("fn", "reason"),
+    [
+        (_dict, "a free-form object (a dict, or a model allowing extra keys) at 'x'"),
+        (_tuple, "a tuple at 'x'"),
+        (_any, "a value of any type (Any) at 'x'"),
+        (_any_items, "a value of any type (Any) at 'x[]'"),
+        (_loose, "a free-form object (a dict, or a model allowing extra keys) at '$defs.Loose'"),
+    ],
+)
+def test_openai_strict_off_when_impossible(fn: Any, reason: str) -> None:
+    fn.__doc__ = "F."
+    tool = make(fn, name="f")
+    assert openai_strict_schema(tool.input_schema) is None
+    decl = tool.schema("openai")["function"]
+    assert decl["strict"] is False
+    assert decl["parameters"] == tool.input_schema
+    assert tool.schema("openai", strict=False) == tool.schema("openai")
+    with pytest.raises(ValueError) as info:
+        tool.schema("openai", strict=True)
+    assert str(info.value) == f"tool 'f' cannot use OpenAI strict mode: its schema has {reason}"
+
+
+def test_openai_strict_can_be_required_or_turned_off() -> None:
+    assert DRAW.schema("openai", strict=True) == DRAW.schema("openai")
+    off = DRAW.schema("openai", strict=False)["function"]
+    assert off["strict"] is False
+    assert off["parameters"] == DRAW.input_schema
+    assert EVERYTHING.schema("openai")["function"]["strict"] is False
+
+
+def test_openai_strict_with_a_self_reference_that_has_a_description() -> None:
+    class Chain(BaseModel):
+        value: int = 0
+        next: Chain = Field(default_factory=lambda: Chain(), description="The next link.")
+
+    def walk(chain: Chain = Field(default_factory=Chain, description="The first.")) -> None:  # noqa: B008
+        """Walk."""
+
+    params = make(walk).schema("openai")["function"]["parameters"]
+    link = params["$defs"]["Chain"]["properties"]["next"]
+    assert link["description"] == "The next link."
+    assert link["anyOf"][0]["properties"]["next"] == {
+        "anyOf": [{"$ref": "#/$defs/Chain"}, {"type": "null"}]
+    }
+    assert params["properties"]["chain"]["description"] == "The first."
+
+
+def test_openai_no_parameters() -> None:
+    def ping(ctx: ToolContext) -> str:
+        """Ping."""
+        return "pong"
+
+    assert make(ping).schema("openai") == {
+        "type": "function",
+        "function": {
+            "name": "ping",
+            "description": "Ping.",
+            "parameters": {
+                "additionalProperties": False,
+                "properties": {},
+                "required": [],
+                "type": "object",
+            },
+            "strict": True,
+        },
+    }
+
+
+# --- Gemini -----------------------------------------------------------------------------------
+
+GEMINI_KEYS = {
+    "type",
+    "format",
+    "description",
+    "nullable",
+    "enum",
+    "items",
+    "properties",
+    "required",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "anyOf",
+}
+GEMINI_TYPES = {"string", "integer", "number", "boolean", "array", "object"}
+
+
+def test_gemini_uses_only_its_subset_everywhere() -> None:
+    decl = EVERYTHING.schema("gemini")
+    assert set(decl) == {"name", "description", "parameters"}
+    params = decl["parameters"]
+    nodes = list(schema_nodes(params))
+    assert len(nodes) > 60
+    for path, node in nodes:
+        assert set(node) <= GEMINI_KEYS, (path, set(node) - GEMINI_KEYS)
+        for forbidden in ("$ref", "$defs", "additionalProperties", "default", "title", "const"):
+            assert forbidden not in node, path
+        if "type" in node:
+            assert node["type"] in GEMINI_TYPES, path
+        if "enum" in node:
+            assert node["type"] == "string", path
+            assert all(isinstance(v, str) for v in node["enum"]), path
+        if "nullable" in node:
+            assert node["nullable"] is True, path
+        if "properties" in node:
+            assert node["properties"], path
+            assert node["type"] == "object", path
+        if "required" in node:
+            assert node["required"], path
+            assert set(node["required"]) <= set(node["properties"]), path
+        if "anyOf" in node:
+            assert all(option.get("type") != "null" for option in node["anyOf"]), path
+        if "format" in node:
+            assert (node["type"], node["format"]) == ("string", "date-time"), path
+    assert "ctx" not in params["properties"]
+    assert "title" in params["properties"] and "default" in params["properties"]
+
+
+def test_gemini_rules_one_by_one() -> None:
+    props = EVERYTHING.schema("gemini")["parameters"]["properties"]
+    assert props["text"] == {"type": "string", "description": "Some text."}
+    assert props["nothing"] == {"nullable": True}
+    assert props["maybe"] == {"type": "integer", "nullable": True}
+    assert props["either"] == {"anyOf": [{"type": "integer"}, {"type": "string"}]}
+    assert props["choice"] == {"enum": ["a", "b"], "type": "string"}
+    assert props["mixed"] == {"description": "(one of: 1, 'one', True)"}
+    assert props["color"] == {
+        "enum": ["red", "blue"],
+        "type": "string",
+        "description": "Which color.",
+    }
+    assert props["level"] == {"type": "integer", "description": "How loud. (one of: 1, 2)"}
+    assert props["optional_level"] == {
+        "type": "integer",
+        "description": "Loudness. (one of: 1, 2)",
+        "nullable": True,
+    }
+    assert props["pair"] == {
+        "maxItems": 2,
+        "minItems": 2,
+        "type": "array",
+        "items": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+    }
+    assert props["unique"] == {
+        "items": {"type": "string"},
+        "type": "array",
+        "description": "(items must be unique)",
+    }
+    assert props["mapping"] == {
+        "type": "object",
+        "description": "(an object with any keys; each value: integer)",
+    }
+    assert props["point"] == {
+        "description": "Where.",
+        "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+        "required": ["x"],
+        "type": "object",
+    }
+    assert props["optional_point"] == {
+        "description": "A point.",
+        "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+        "required": ["x"],
+        "type": "object",
+        "nullable": True,
+    }
+    assert props["when"] == {"format": "date-time", "type": "string"}
+    assert props["day"] == {"type": "string", "description": "(format: date)"}
+    assert props["ident"] == {"type": "string", "description": "(format: uuid)"}
+    assert props["bounded"] == {"maximum": 10, "minimum": 1, "type": "integer"}
+    assert props["word"] == {"minLength": 2, "pattern": "^[a-z]+$", "type": "string"}
+    assert props["anything"] == {}
+    assert props["listed"] == {"items": {"type": "string"}, "type": "array"}
+
+
+def test_gemini_inlines_definitions_and_cuts_recursion() -> None:
+    props = EVERYTHING.schema("gemini")["parameters"]["properties"]
+    stub = "(a nested Node; deeper nesting is not described)"
+    assert props["tree"] == {
+        "description": "A tree node.",
+        "properties": {
+            "value": {"type": "integer"},
+            "children": {"items": {"type": "object", "description": stub}, "type": "array"},
+            "parent": {"type": "object", "description": stub, "nullable": True},
+        },
+        "required": ["value"],
+        "type": "object",
+    }
+    assert props["pet"] == {
+        "anyOf": [
+            {
+                "properties": {
+                    "kind": {"type": "string", "enum": ["cat"]},
+                    "lives": {"type": "integer"},
+                },
+                "required": ["kind"],
+                "type": "object",
+            },
+            {
+                "properties": {
+                    "kind": {"type": "string", "enum": ["dog"]},
+                    "good": {"type": "boolean"},
+                },
+                "required": ["kind"],
+                "type": "object",
+            },
+        ]
+    }
+
+
+def test_gemini_mutual_recursion_is_cut_too() -> None:
+    schema = {
+        "$defs": {
+            "A": {"properties": {"b": {"$ref": "#/$defs/B"}}, "type": "object"},
+            "B": {"properties": {"a": {"$ref": "#/$defs/A", "description": "Back."}}},
+        },
+        "properties": {"a": {"$ref": "#/$defs/A"}},
+        "type": "object",
+    }
+    assert gemini_schema(schema) == {
+        "properties": {
+            "a": {
+                "properties": {
+                    "b": {
+                        "properties": {
+                            "a": {
+                                "type": "object",
+                                "description": "Back. (a nested A; deeper nesting is not "
+                                "described)",
+                            }
+                        }
+                    }
+                },
+                "type": "object",
+            }
+        },
+        "type": "object",
+    }
+
+
+def test_gemini_without_parameters() -> None:
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    def with_context(ctx: ToolContext) -> str:
+        """Ping."""
+        return "pong"
+
+    assert make(ping).schema("gemini") == {"name": "ping", "description": "Ping."}
+    assert make(with_context).schema("gemini") == {"name": "with_context", "description": "Ping."}
+
+
+def test_gemini_all_optional_has_no_required_list() -> None:
+    def f(a: int = 1, b: str | None = None) -> None:
+        """F."""
+
+    assert make(f).schema("gemini")["parameters"] == {
+        "properties": {"a": {"type": "integer"}, "b": {"type": "string", "nullable": True}},
+        "type": "object",
+    }
