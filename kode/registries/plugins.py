@@ -32,8 +32,14 @@ from kode.registries.registry import ToolRegistry, normalize_name
 from kode.registries.registry import registry as global_registry
 from kode.tools.tool import Tool
 
-__all__ = ["ENTRY_POINT_GROUP", "PluginApi", "PluginFunc", "PluginReport", "load_plugin",
-           "load_plugins"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PluginApi",
+    "PluginFunc",
+    "PluginReport",
+    "load_plugin",
+    "load_plugins",
+]
 
 ENTRY_POINT_GROUP = "kode.plugins"
 """The entry-point group kode reads plugins from."""
@@ -118,9 +124,7 @@ def _resolve_callable(target: ModuleType | PluginFunc | str) -> PluginFunc:
             func = getattr(target, attr, None)
             if callable(func):
                 return func  # type: ignore[no-any-return]
-        raise TypeError(
-            f"module {target.__name__!r} has no plugin function: define register(api)"
-        )
+        raise TypeError(f"module {target.__name__!r} has no plugin function: define register(api)")
     if not callable(target):
         raise TypeError(f"a plugin must be a module or a callable, got {type(target).__name__}")
     return target
@@ -148,8 +152,9 @@ def load_plugin(
     guess = plugin_id or (
         target if isinstance(target, str) else getattr(target, "__name__", "plugin")
     )
-    pid = normalize_name(str(guess).split(":")[0].rsplit(".", 1)[-1] if plugin_id is None
-                         else str(guess))
+    pid = normalize_name(
+        str(guess).split(":")[0].rsplit(".", 1)[-1] if plugin_id is None else str(guess)
+    )
     report = PluginReport(plugin_id=pid)
 
     def fail(level: Any, message: str) -> PluginReport:
@@ -177,8 +182,7 @@ def load_plugin(
     except Exception as exc:
         return fail(
             "error",
-            f"plugin {pid!r} raised {type(exc).__name__}: {exc}; none of its tools were "
-            "registered",
+            f"plugin {pid!r} raised {type(exc).__name__}: {exc}; none of its tools were registered",
         )
     if not api._staged:
         return fail("warning", f"plugin {pid!r} registered no tools")

@@ -22,7 +22,9 @@ __all__ = [
     "ToolPolicy",
     "entry_matches",
     "is_explicit_for_optional",
+    "normalize_group",
     "normalize_pattern",
+    "pattern_list",
 ]
 
 BUILTIN_PROFILES: dict[str, tuple[str, ...]] = {
@@ -41,6 +43,45 @@ class PolicyError(KodeError, ValueError):
 def normalize_pattern(pattern: str) -> str:
     """A pattern as it is compared: trimmed and lower-cased."""
     return pattern.strip().lower()
+
+
+def normalize_group(group: str) -> str:
+    """A group name as a registry stores it: ``"Web"`` and ``"group:web"`` are ``"group:web"``.
+
+    Without this a tool declared with ``groups=["web"]`` would silently never match the
+    pattern ``group:web``.
+    """
+    key = normalize_pattern(group)
+    return key if key.startswith("group:") else f"group:{key}"
+
+
+def pattern_list(value: object, what: str) -> tuple[str, ...]:
+    """`value` as a tuple of normalised patterns, empty ones dropped.
+
+    Raises:
+        PolicyError: `value` is a bare string, not iterable, or holds something not a string
+            (the message names `what` and the offending entry).
+    """
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        keyword = f"{what.rsplit('.', 1)[-1]}=" if "." in what else ""
+        raise PolicyError(
+            f"{what} must be a list of patterns, got the string {value!r}; "
+            f"write {keyword}[{value!r}]"
+        )
+    if not isinstance(value, Iterable):
+        raise PolicyError(f"{what} must be a list of patterns, got {type(value).__name__}")
+    out: list[str] = []
+    for item in value:
+        if not isinstance(item, str):
+            raise PolicyError(
+                f"{what} must hold strings (tool names or patterns), got {item!r} "
+                f"({type(item).__name__})"
+            )
+        if item.strip():
+            out.append(normalize_pattern(item))
+    return tuple(out)
 
 
 @lru_cache(maxsize=1024)
@@ -112,14 +153,12 @@ class ToolPolicy:
     _norm: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if self.profile is not None and not isinstance(self.profile, str):
+            raise PolicyError(
+                f"ToolPolicy.profile must be a profile name, got {type(self.profile).__name__}"
+            )
         for attr in ("allow", "also_allow", "deny"):
-            value = getattr(self, attr)
-            if isinstance(value, str):
-                raise PolicyError(
-                    f"ToolPolicy.{attr} must be a list of patterns, got the string {value!r}; "
-                    f"write {attr}=[{value!r}]"
-                )
-            self._norm[attr] = tuple(normalize_pattern(p) for p in value if p.strip())
+            self._norm[attr] = pattern_list(getattr(self, attr), f"ToolPolicy.{attr}")
 
     def patterns(self, profiles: Mapping[str, Sequence[str]]) -> dict[str, tuple[str, ...]]:
         """The normalised pattern lists of this layer, with the profile expanded.

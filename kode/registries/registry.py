@@ -8,7 +8,9 @@ Conflicts are decided, never silent:
 
 - a different tool defined in application code under a taken name raises
   `ToolDefinitionError` (unless ``replace=True``); re-running the same definition (same module
-  and qualname, as a notebook cell re-run does) replaces it quietly;
+  and qualname, as a notebook cell re-run does) by the same owner replaces it quietly, and so
+  does registering a user tool again with another source (a plugin adopting a tool its module
+  defined with a bare ``@define_tool``);
 - a core tool wins over a plugin tool, whichever came first;
 - any other duplicate from a later source (plugin, discovered, MCP, client) is skipped.
 
@@ -27,7 +29,13 @@ from typing import TYPE_CHECKING, Any
 
 from kode.registries.factories import ToolFactoryContext, ToolFactoryFunc
 from kode.registries.meta import Diagnostic, DiagnosticLevel, ToolMeta, ToolSource
-from kode.registries.policy import BUILTIN_PROFILES, PolicyError, normalize_pattern
+from kode.registries.policy import (
+    BUILTIN_PROFILES,
+    PolicyError,
+    normalize_group,
+    normalize_pattern,
+    pattern_list,
+)
 from kode.tools.errors import ToolDefinitionError, ToolNotFoundError
 from kode.tools.kinds import Kind
 from kode.tools.tool import Tool
@@ -74,6 +82,8 @@ class _Factory:
     source: ToolSource
     plugin_id: str | None
     origin: tuple[str, str]
+    removed: frozenset[str] = frozenset()
+    """Normalised names unregistered since: the factory's tools of these names are dropped."""
 
 
 def _origin(fn: Any) -> tuple[str, str]:
@@ -184,7 +194,11 @@ class ToolRegistry:
             if plugin_id is not None
             else _default_source(tool)
         )
-        all_groups = tuple(dict.fromkeys((*tool.groups, *(normalize_pattern(g) for g in groups))))
+        if isinstance(groups, str):
+            raise TypeError(f"groups must be a list of group names, got the string {groups!r}")
+        all_groups = tuple(
+            dict.fromkeys(normalize_group(g) for g in (*tool.groups, *groups) if g.strip())
+        )
         if kind_source is ToolSource.PLUGIN and "group:plugins" not in all_groups:
             all_groups = (*all_groups, "group:plugins")
         meta = ToolMeta(
@@ -228,9 +242,11 @@ class ToolRegistry:
             raise TypeError(f"a tool factory must be callable, got {type(factory).__name__}")
         if isinstance(names, str):
             raise TypeError(f"names must be a list of tool names, got the string {names!r}")
+        if isinstance(groups, str):
+            raise TypeError(f"groups must be a list of group names, got the string {groups!r}")
         tool_source = ToolSource.PLUGIN if plugin_id is not None else ToolSource(source)
-        group_names = tuple(normalize_pattern(g) for g in groups)
-        if tool_source is ToolSource.PLUGIN:
+        group_names = tuple(dict.fromkeys(normalize_group(g) for g in groups if g.strip()))
+        if tool_source is ToolSource.PLUGIN and "group:plugins" not in group_names:
             group_names = (*group_names, "group:plugins")
         record = _Factory(
             factory=factory,
@@ -242,7 +258,9 @@ class ToolRegistry:
             origin=_origin(factory),
         )
         with self._lock:
-            self._factories = [f for f in self._factories if f.origin != record.origin]
+            # The same definition run again (a notebook cell) replaces its record; two factories
+            # sharing a qualname (lambdas, closures made in a loop) for other names are both kept.
+            self._factories = [f for f in self._factories if not _same_factory(f, record)]
             self._factories.append(record)
         for name in record.names or ():
             meta = ToolMeta(
@@ -270,7 +288,7 @@ class ToolRegistry:
                 if not replace:
                     return self._conflict(entry, f"an alias of {target!r}")
                 del self._aliases[key]
-            if existing is not None and not replace and existing.origin != entry.origin:
+            if existing is not None and not replace and not _rerun(existing, entry):
                 old = existing.meta
                 if new.source is ToolSource.CORE and old.source is ToolSource.PLUGIN:
                     self._drop_aliases(key)
@@ -301,9 +319,13 @@ class ToolRegistry:
                     f"{where}; choose another name=, or pass replace=True to replace it"
                 ],
             )
+        with self._lock:
+            existing = self._entries.get(normalize_name(new.name))
         rule = (
             "core tools win over plugin tools"
-            if "core" in where
+            if existing is not None
+            and existing.meta.source is ToolSource.CORE
+            and new.source is ToolSource.PLUGIN
             else "the tool registered first is kept"
         )
         self.report(
@@ -358,8 +380,18 @@ class ToolRegistry:
             key = self._key(name)
             if key is None:
                 raise self._not_found(name)
-            del self._entries[key]
+            entry = self._entries.pop(key)
             self._drop_aliases(key)
+            if entry.factory is not None:
+                kept: list[_Factory] = []
+                for record in self._factories:
+                    if record.factory is entry.factory:
+                        record = dc_replace(record, removed=record.removed | {key})
+                        left = {normalize_name(n) for n in record.names or ()} - record.removed
+                        if record.names is not None and not left:
+                            continue  # none of its names is registered any more
+                    kept.append(record)
+                self._factories = kept
 
     def clear(self) -> None:
         """Remove every tool, factory, alias, custom group and diagnostic."""
@@ -396,12 +428,12 @@ class ToolRegistry:
             name: The group's name, with or without the ``group:`` prefix.
             members: Tool names and patterns (``fs_*``, other groups, plugin ids).
         """
-        if isinstance(members, str):
-            raise TypeError(f"members must be a list of patterns, got the string {members!r}")
-        key = normalize_pattern(name)
-        key = key if key.startswith("group:") else f"group:{key}"
+        patterns = pattern_list(members, f"group {name!r}: members")
+        key = normalize_group(name)
+        if key == "group:":
+            raise PolicyError("a group needs a name")
         with self._lock:
-            self._groups[key] = tuple(normalize_pattern(m) for m in members)
+            self._groups[key] = patterns
 
     def groups(self) -> dict[str, tuple[str, ...]]:
         """Custom groups and their member patterns."""
@@ -410,10 +442,12 @@ class ToolRegistry:
 
     def define_profile(self, name: str, allow: Sequence[str]) -> None:
         """Define (or redefine) a named allow-list for `ToolPolicy(profile=...)`."""
-        if isinstance(allow, str):
-            raise PolicyError(f"a profile is a list of patterns, got the string {allow!r}")
+        patterns = pattern_list(allow, f"profile {name!r}")
+        key = normalize_pattern(name)
+        if not key:
+            raise PolicyError("a profile needs a name")
         with self._lock:
-            self._profiles[normalize_pattern(name)] = tuple(allow)
+            self._profiles[key] = patterns
 
     def profiles(self) -> dict[str, tuple[str, ...]]:
         """Every profile (built-in and custom) and its allow-list."""
@@ -551,6 +585,34 @@ class ToolRegistry:
                 dict(self._groups),
                 dict(self._profiles),
             )
+
+
+def _owner(meta: ToolMeta) -> tuple[ToolSource, str | None, str | None]:
+    return (meta.source, meta.plugin_id, meta.server)
+
+
+def _rerun(existing: RegisteredTool, entry: RegisteredTool) -> bool:
+    """Whether `entry` is `existing`'s own definition again, so it may replace it quietly.
+
+    The same code (module and qualname) registered by the same owner is a re-run; registering
+    a user tool again with another source re-labels it (a plugin adopting a tool its module
+    defined with a bare ``@define_tool``). The same code from two owners (two plugins
+    registering one shared tool, two MCP servers) is a conflict.
+    """
+    if existing.origin != entry.origin:
+        return False
+    old, new = existing.meta, entry.meta
+    return _owner(old) == _owner(new) or (
+        old.source is ToolSource.USER and new.source is not ToolSource.USER
+    )
+
+
+def _same_factory(old: _Factory, new: _Factory) -> bool:
+    return (
+        old.origin == new.origin
+        and old.names == new.names
+        and (old.source, old.plugin_id) == (new.source, new.plugin_id)
+    )
 
 
 def _describe(entry: RegisteredTool) -> str:

@@ -10,22 +10,26 @@ client. Everything left out is listed with the reason.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from kode.registries.factories import ToolFactoryContext
 from kode.registries.meta import SOURCE_ORDER, Diagnostic, ToolMeta
 from kode.registries.policy import (
+    BUILTIN_PROFILES,
+    PolicyError,
     ToolPolicy,
     entry_matches,
     is_explicit_for_optional,
+    normalize_group,
     normalize_pattern,
+    pattern_list,
 )
 from kode.tools.tool import Tool
 
 if TYPE_CHECKING:
-    from kode.registries.registry import ToolRegistry
+    from kode.registries.registry import RegisteredTool, ToolRegistry, _Factory
 
 __all__ = ["Exclusion", "Resolution", "UnmatchedEntry", "factory_tools", "resolve"]
 
@@ -124,108 +128,74 @@ def resolve(
         ctx: Passed to factories (an empty `ToolFactoryContext` when omitted).
 
     Raises:
-        PolicyError: a layer names an unknown profile, or an entry is not a list.
+        PolicyError: a layer names an unknown profile, or an entry is not a list of strings.
     """
-    if isinstance(names_or_patterns, str):
-        from kode.registries.policy import PolicyError
-
-        raise PolicyError(
-            f"tools must be a list of names or patterns, got the string {names_or_patterns!r}"
-        )
-    layers: list[ToolPolicy] = (
-        [] if policy is None else [policy] if isinstance(policy, ToolPolicy) else list(policy)
+    wanted = (
+        ("*",)
+        if names_or_patterns is None
+        else pattern_list(names_or_patterns, "the template's tools")
     )
+    if policy is None:
+        layers: list[ToolPolicy] = []
+    elif isinstance(policy, ToolPolicy):
+        layers = [policy]
+    else:
+        layers = list(policy)
+        for layer in layers:
+            if not isinstance(layer, ToolPolicy):
+                raise PolicyError(
+                    f"policy layers must be ToolPolicy objects, got {type(layer).__name__}"
+                )
     entries, factories, aliases, groups, profiles = registry._snapshot()
     layer_patterns = [layer.patterns(profiles) for layer in layers]
     factory_ctx = ctx if ctx is not None else ToolFactoryContext()
     out = Resolution()
 
-    def diag(level: Any, message: str, meta: ToolMeta | None = None) -> None:
+    def diag(
+        level: Any, message: str, meta: ToolMeta | None = None, plugin_id: str | None = None
+    ) -> None:
         out.diagnostics.append(
             registry.report(
                 level,
                 message,
                 source=meta.source if meta else None,
-                plugin_id=meta.plugin_id if meta else None,
+                plugin_id=plugin_id or (meta.plugin_id if meta else None),
             )
         )
 
     # 1. every candidate tool, static or made by a factory for this context
-    candidates: list[tuple[ToolMeta, Tool[..., Any]]] = []
-    taken: set[str] = set()
-    for registered in entries:
-        if registered.tool is not None:
-            candidates.append((registered.meta, registered.tool))
-            taken.add(registered.meta.name.lower())
-    for record in factories:
-        label = record.plugin_id or ".".join(p for p in record.origin if p)
-        try:
-            produced = record.factory(factory_ctx)
-        except Exception as exc:
-            diag(
-                "error",
-                f"tool factory {label} raised {type(exc).__name__}: {exc}; its tools were skipped",
-                ToolMeta(name=label, source=record.source, plugin_id=record.plugin_id),
-            )
-            continue
-        tools, problem = factory_tools(produced)
-        if problem is not None:
-            diag(
-                "error",
-                f"tool factory {label} returned {problem}; its tools were skipped",
-                ToolMeta(name=label, source=record.source, plugin_id=record.plugin_id),
-            )
-            continue
-        for made in tools:
-            key = made.name.lower()
-            declared = record.names is not None and key in {n.lower() for n in record.names}
-            if key in taken and not declared:
-                diag(
-                    "warning",
-                    f"tool {made.name!r} from factory {label} skipped: the name is taken",
-                )
-                continue
-            made_groups = tuple(dict.fromkeys((*made.groups, *record.groups)))
-            meta = ToolMeta(
-                name=made.name,
-                source=record.source,
-                plugin_id=record.plugin_id,
-                optional=record.optional or made.optional,
-                groups=made_groups,
-                kind=made.kind,
-                factory=True,
-            )
-            candidates = [c for c in candidates if c[0].name.lower() != key]
-            candidates.append((meta, made))
-            taken.add(key)
+    candidates, missing = _candidates(entries, factories, factory_ctx, diag)
 
-    # custom groups: a tool is in group:x when it matches one of its member patterns
+    # custom groups: a tool is in group:x when it matches one of its member patterns (members
+    # may name other custom groups, so repeat until nothing changes)
     def with_groups(meta: ToolMeta, tool_aliases: tuple[str, ...]) -> ToolMeta:
-        extra = tuple(
-            g
-            for g, members in groups.items()
-            if g not in meta.groups and any(entry_matches(m, meta, tool_aliases) for m in members)
-        )
-        if not extra:
-            return meta
-        from dataclasses import replace
-
-        return replace(meta, groups=(*meta.groups, *extra))
+        current = meta
+        changed = True
+        while changed:
+            extra = tuple(
+                g
+                for g, members in groups.items()
+                if g not in current.groups
+                and any(entry_matches(m, current, tool_aliases) for m in members)
+            )
+            changed = bool(extra)
+            if extra:
+                current = replace(current, groups=(*current.groups, *extra))
+        return current
 
     alias_of: dict[str, list[str]] = {}
     for alias, target in aliases.items():
         alias_of.setdefault(target, []).append(alias)
-    prepared = []
-    for meta, made in candidates:
-        tool_aliases = tuple(alias_of.get(meta.name.lower(), ()))
-        prepared.append((with_groups(meta, tool_aliases), made, tool_aliases))
+
+    def aliases_of(meta: ToolMeta) -> tuple[str, ...]:
+        return tuple(alias_of.get(normalize_pattern(meta.name), ()))
+
+    prepared = [
+        (with_groups(meta, aliases_of(meta)), made, aliases_of(meta)) for meta, made in candidates
+    ]
+    absent = [(with_groups(meta, aliases_of(meta)), why, aliases_of(meta)) for meta, why in missing]
 
     # 2. selection by the template's entries
-    wanted = (
-        ["*"]
-        if names_or_patterns is None
-        else [normalize_pattern(e) for e in names_or_patterns if e.strip()]
-    )
     explicit_allow = [
         e for layer in layer_patterns for key in ("allow", "also_allow") for e in layer.get(key, ())
     ]
@@ -249,31 +219,44 @@ def resolve(
             )
             continue
         selected.append((meta, made, tool_aliases))
+    # a factory's declared tool it did not make here: a known name, not a typo
+    for meta, why, tool_aliases in absent:
+        hits = [e for e in wanted if entry_matches(e, meta, tool_aliases)]
+        if hits:
+            matched_entries.update(hits)
+            out.excluded.append(Exclusion(name=meta.name, reason=why))
+    known = [(m, a) for m, _, a in prepared] + [(m, a) for m, _, a in absent]
     for entry in wanted:
         if entry not in matched_entries and entry != "*":
-            pool = {m.name.lower() for m, _, _ in prepared} | set(aliases) | set(groups)
-            pool |= {g for m, _, _ in prepared for g in m.groups}
-            pool |= {m.plugin_id.lower() for m, _, _ in prepared if m.plugin_id}
+            pool = {normalize_pattern(m.name) for m, _ in known} | set(aliases) | set(groups)
+            pool |= {g for m, _ in known for g in m.groups}
+            pool |= {normalize_pattern(m.plugin_id) for m, _ in known if m.plugin_id}
             close = difflib.get_close_matches(entry, sorted(pool), n=3, cutoff=0.6)
             out.unmatched.append(UnmatchedEntry(entry=entry, suggestions=tuple(close)))
 
-    # 3. policy layers: a tool must pass every one
+    # 3. policy layers: a tool must pass every one; a pattern that matches nothing is reported
     for layer, patterns in zip(layers, layer_patterns, strict=True):
+        profile_key = normalize_pattern(layer.profile) if layer.profile is not None else None
+        builtin_profile = (
+            profile_key in BUILTIN_PROFILES
+            and tuple(profiles[profile_key]) == BUILTIN_PROFILES[profile_key]
+        )
         for key in ("allow", "also_allow", "deny", "profile"):
+            if key == "profile" and builtin_profile:
+                continue  # kode's own profiles name groups an application may not use
             for pattern in patterns.get(key, ()):
-                if pattern == "*":
+                if pattern == "*" or any(entry_matches(pattern, m, a) for m, a in known):
                     continue
-                if not any(entry_matches(pattern, m, a) for m, _, a in prepared):
-                    label = f"profile {layer.profile!r}" if key == "profile" else key
-                    diag(
-                        "warning",
-                        f"{layer.name}: {label} entry {pattern!r} matches no registered tool"
-                        + (
-                            " — a typo here can leave an agent without tools"
-                            if key != "deny"
-                            else ""
-                        ),
-                    )
+                label = f"profile {layer.profile!r}" if key == "profile" else key
+                tail = (
+                    " — a typo here would let the tool through"
+                    if key == "deny"
+                    else " — a typo here can leave an agent without tools"
+                )
+                diag(
+                    "warning",
+                    f"{layer.name}: {label} entry {pattern!r} matches no registered tool{tail}",
+                )
     chosen: list[tuple[ToolMeta, Tool[..., Any]]] = []
     for meta, made, tool_aliases in selected:
         for layer, patterns in zip(layers, layer_patterns, strict=True):
@@ -288,3 +271,89 @@ def resolve(
     out.tools = [t for _, t in chosen]
     out.metas = {m.name: m for m, _ in chosen}
     return out
+
+
+def _candidates(
+    entries: list[RegisteredTool],
+    factories: list[_Factory],
+    ctx: ToolFactoryContext,
+    diag: Callable[..., None],
+) -> tuple[list[tuple[ToolMeta, Tool[..., Any]]], list[tuple[ToolMeta, str]]]:
+    """Every tool available in `ctx`, and the factory-declared names not made there (and why).
+
+    A factory's tool takes a name only if the registry gave that name to this factory (its
+    ``names=``) or nobody else has it: a plugin factory never overrides a core tool by making a
+    tool of the same name.
+    """
+    candidates: dict[str, tuple[ToolMeta, Tool[..., Any]]] = {}
+    owners: dict[str, RegisteredTool] = {}
+    for registered in entries:
+        key = normalize_pattern(registered.meta.name)
+        if registered.tool is not None:
+            candidates[key] = (registered.meta, registered.tool)
+        else:
+            owners[key] = registered
+    failed: set[int] = set()
+    for record in factories:
+        label = record.plugin_id or ".".join(p for p in record.origin if p)
+        who = ToolMeta(name=label, source=record.source, plugin_id=record.plugin_id)
+        try:
+            produced = record.factory(ctx)
+        except Exception as exc:
+            failed.add(id(record.factory))
+            diag(
+                "error",
+                f"tool factory {label} raised {type(exc).__name__}: {exc}; its tools were skipped",
+                who,
+            )
+            continue
+        tools, problem = factory_tools(produced)
+        if problem is not None:
+            failed.add(id(record.factory))
+            diag("error", f"tool factory {label} returned {problem}; its tools were skipped", who)
+            continue
+        for made in tools:
+            key = normalize_pattern(made.name)
+            if key in record.removed:
+                continue
+            owner = owners.get(key)
+            if owner is not None and owner.factory is not record.factory:
+                diag(
+                    "warning",
+                    f"tool {made.name!r} from factory {label} skipped: the name belongs to "
+                    f"another factory",
+                    who,
+                )
+                continue
+            if owner is None and key in candidates:
+                diag(
+                    "warning",
+                    f"tool {made.name!r} from factory {label} skipped: the name is taken by "
+                    f"another tool",
+                    who,
+                )
+                continue
+            made_groups = tuple(
+                dict.fromkeys(normalize_group(g) for g in (*made.groups, *record.groups))
+            )
+            meta = ToolMeta(
+                name=made.name,
+                source=record.source,
+                plugin_id=record.plugin_id,
+                optional=record.optional or made.optional,
+                groups=made_groups,
+                kind=made.kind,
+                factory=True,
+            )
+            candidates[key] = (meta, made)
+    missing = [
+        (
+            owner.meta,
+            "its factory failed (see the diagnostics)"
+            if id(owner.factory) in failed
+            else "its factory made no tool of this name in this context",
+        )
+        for key, owner in owners.items()
+        if key not in candidates
+    ]
+    return list(candidates.values()), missing

@@ -211,7 +211,7 @@ class DeclaredTool(Tool[..., Any]):
             raise TypeError(f"tool {self.name!r} takes its arguments by keyword only")
         return self.fn(ToolContext(tool_name=self.name), **kwargs)
 
-    def validate(self, input: Mapping[str, Any] | str | None) -> dict[str, Any]:  # noqa: A002
+    def validate(self, input: Mapping[str, Any] | str | None) -> dict[str, Any]:
         """Check arguments against the schema; return them (nulls for optional keys dropped).
 
         Raises:

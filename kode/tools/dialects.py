@@ -158,7 +158,9 @@ def _type_enum(node: JsonSchema) -> JsonSchema:
         node["type"] = next(iter(by_type))
         return node
     node.pop("enum", None)
-    node["anyOf"] = [{"type": t, "enum": v} for t, v in by_type.items()]
+    node["anyOf"] = [
+        {"type": t} if t == "null" else {"type": t, "enum": v} for t, v in by_type.items()
+    ]
     return node
 
 
@@ -407,13 +409,20 @@ def _gemini_node(node: JsonSchema, root: JsonSchema, seen: tuple[str, ...]) -> J
         else:
             del node["required"]
     enum = node.get("enum")
-    if isinstance(enum, list) and any(not isinstance(v, str) for v in enum):
+    if isinstance(enum, list) and None in enum:
+        # Literal["a", None]: Gemini says "or null" with `nullable`, not inside the enum.
+        nullable = True
+        enum = [v for v in enum if v is not None]
+        node["enum"] = enum
+        if not enum:
+            del node["enum"]
+    if isinstance(enum, list) and enum and any(not isinstance(v, str) for v in enum):
         # Gemini's enum holds strings only: say the allowed values in words instead.
         del node["enum"]
         if all(isinstance(v, bool) for v in enum):
             node.setdefault("type", "boolean")
         _note(node, "one of: " + ", ".join(repr(v) for v in enum))
-    elif isinstance(enum, list):
+    elif isinstance(enum, list) and enum:
         node.setdefault("type", "string")
     for key, words in (("exclusiveMinimum", ">"), ("exclusiveMaximum", "<")):
         if key in node:
@@ -434,9 +443,10 @@ def gemini_schema(schema: JsonSchema) -> JsonSchema:
     """The schema rewritten in Gemini's OpenAPI subset.
 
     ``$ref``/``$defs`` are inlined (a recursive reference is cut at its second visit and
-    described in words), ``null`` unions become ``nullable``, ``const`` becomes ``enum``,
-    non-string enums and unsupported keywords move into the description, and
-    ``additionalProperties``, ``default`` and ``title`` are dropped.
+    described in words), ``null`` unions and ``None`` in an enum become ``nullable``,
+    ``const`` becomes ``enum``, non-string enums, unsupported keywords and a dict's value type
+    move into the description, ``additionalProperties``, ``default`` and ``title`` are
+    dropped, and an empty ``properties`` or ``required`` is left out (Gemini refuses them).
     """
     return _gemini_node(schema, schema, ())
 

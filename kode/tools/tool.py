@@ -7,6 +7,7 @@ run (inline, in a worker thread, or awaited; with a timeout), and turn the outco
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 import logging
@@ -183,7 +184,7 @@ class Tool(Generic[P, R]):
                     f"unknown dialect {dialect!r}: use 'anthropic', 'openai' or 'gemini'"
                 )
             self._declarations[key] = cached
-        return cached
+        return copy.deepcopy(cached)  # the caller may add to it (cache_control, ...)
 
     @property
     def output_schema(self) -> dict[str, Any] | None:
@@ -246,6 +247,29 @@ class Tool(Generic[P, R]):
             return self._failure(exc)
         if isinstance(kwargs, str):
             return error_result(kwargs, type=ToolErrorType.INVALID_TOOL_PARAMS)
+        return await self.execute(kwargs, ctx)
+
+    async def execute(
+        self,
+        arguments: dict[str, Any],
+        ctx: ToolContext[Any] | None = None,
+        *,
+        default_timeout: float | None = None,
+    ) -> ToolResult:
+        """Run the function with arguments `validate` returned; return its `ToolResult`.
+
+        This is `run` without the validation, for pipelines that validate first (an agent
+        checks permissions and runs hooks in between). Passing unvalidated arguments skips
+        every guarantee of the schema.
+
+        Args:
+            arguments: The keyword arguments, as `validate` returned them (this dict is used
+                for the call and may be changed by it).
+            ctx: The context to inject (a standalone one is made when needed).
+            default_timeout: The limit for this call when the tool has no `timeout` of its own.
+        """
+        kwargs = arguments
+        limit = self.timeout if self.timeout is not None else default_timeout
         args: tuple[Any, ...] = ()
         if self._ctx_param is not None:
             if ctx is None:
@@ -257,24 +281,24 @@ class Tool(Generic[P, R]):
         fn: Callable[..., Any] = self.fn
         try:
             if self.is_async:
-                if self.timeout is None:
+                if limit is None:
                     out = await fn(*args, **kwargs)
                 else:
-                    with anyio.move_on_after(self.timeout) as scope:
+                    with anyio.move_on_after(limit) as scope:
                         out = await fn(*args, **kwargs)
                     if scope.cancelled_caught:
-                        return self._timed_out(ctx)
+                        return self._timed_out(ctx, limit)
             elif not self.run_in_thread:
                 out = fn(*args, **kwargs)
             else:
                 call = functools.partial(fn, *args, **kwargs)
-                if self.timeout is None:
+                if limit is None:
                     out = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
                 else:
-                    with anyio.move_on_after(self.timeout) as scope:
+                    with anyio.move_on_after(limit) as scope:
                         out = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
                     if scope.cancelled_caught:
-                        return self._timed_out(ctx)
+                        return self._timed_out(ctx, limit)
         except ToolError as exc:
             return error_result(exc.message, type=exc.type, details=exc.details)
         except Exception as exc:
@@ -295,7 +319,7 @@ class Tool(Generic[P, R]):
         """`run` from sync code: in a script, and inside a running event loop (Jupyter)."""
         return run_sync(self.run, input, ctx)
 
-    def _timed_out(self, ctx: ToolContext[Any] | None) -> ToolResult:
+    def _timed_out(self, ctx: ToolContext[Any] | None, limit: float) -> ToolResult:
         if ctx is not None:
             ctx.cancel()
         extra = (
@@ -304,7 +328,7 @@ class Tool(Generic[P, R]):
             else ""
         )
         return error_result(
-            f"Tool '{self.name}' timed out after {self.timeout:g} s.{extra}",
+            f"Tool '{self.name}' timed out after {limit:g} s.{extra}",
             type=ToolErrorType.TIMEOUT,
         )
 

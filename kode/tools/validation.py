@@ -63,8 +63,36 @@ def _loc(loc: Sequence[int | str]) -> str:
     return out or "(arguments)"
 
 
-def _describe(err: ErrorDetails, params: Sequence[str]) -> str:
-    where = _loc(err["loc"])
+def _data_path(loc: Sequence[int | str], data: Any) -> tuple[int | str, ...]:
+    """The part of an error location that is a path into the data.
+
+    pydantic puts the tag of the union member it tried into the location (``('pet', 'dog',
+    'name')``, ``('x', 'list[int]', 0)``). Walking the data tells them apart: a part is kept
+    when it is a key or index of the value reached so far, or the last part at an object (a
+    missing key); anything else is a tag.
+    """
+    path: list[int | str] = []
+    node = data
+    last = len(loc) - 1
+    for i, part in enumerate(loc):
+        if isinstance(node, dict):
+            if part in node:
+                path.append(part)
+                node = node[part]
+            elif i == last:
+                path.append(part)
+        elif isinstance(node, list) and isinstance(part, int):
+            if 0 <= part < len(node):
+                path.append(part)
+                node = node[part]
+            elif i == last:
+                path.append(part)  # a missing item of a tuple
+    return tuple(path)
+
+
+def _describe(err: ErrorDetails, params: Sequence[str], data: Any = None) -> str:
+    loc = _data_path(err["loc"], data) if data is not None else err["loc"]
+    where = _loc(loc)
     kind = err["type"]
     if kind == "missing":
         return f"'{where}' is required but missing"
@@ -77,18 +105,25 @@ def _describe(err: ErrorDetails, params: Sequence[str]) -> str:
     if msg.startswith("Input should be"):
         msg = "should be" + msg[len("Input should be") :]
     elif msg.startswith("Value error, "):
-        msg = msg[len("Value error, ") :]
+        msg = "is invalid: " + msg[len("Value error, ") :]
+    elif msg.startswith("Assertion failed, "):
+        msg = "is invalid: " + msg[len("Assertion failed, ") :]
+    elif kind == "unexpected_keyword_argument":
+        return f"'{where}' is not an accepted field"
+    else:
+        msg = "is invalid: " + msg[:1].lower() + msg[1:]
     return f"'{where}' {msg}, got {_short(err['input'])}" if "input" in err else f"'{where}' {msg}"
 
 
 def format_validation_error(
-    tool_name: str, errors: Sequence[ErrorDetails], params: Sequence[str]
+    tool_name: str, errors: Sequence[ErrorDetails], params: Sequence[str], data: Any = None
 ) -> str:
-    """One message naming each bad field, what it got and what was expected."""
-    parts = [_describe(e, params) for e in errors[:8]]
-    more = len(errors) - len(parts)
-    if more > 0:
-        parts.append(f"and {more} more")
+    """One message naming each bad field, what it got and what was expected.
+
+    With `data` (the input), union-member tags are left out of the field paths.
+    """
+    parts = list(dict.fromkeys(_describe(e, params, data) for e in errors))
+    parts = parts[:8] + ([f"and {len(parts) - 8} more"] if len(parts) > 8 else [])
     return (
         f"Invalid arguments for tool '{tool_name}': {'; '.join(parts)}. "
         "Fix the arguments and call the tool again."
@@ -119,6 +154,10 @@ def _repair(data: dict[str, Any], errors: Sequence[ErrorDetails]) -> dict[str, A
             continue
         if fixed is None:
             fixed = copy.deepcopy(data)
+        path = _data_path(loc, data)
+        if not path:
+            continue
+        loc = path
         parent: Any = fixed
         try:
             for part in loc[:-1]:
@@ -180,12 +219,12 @@ class ArgumentValidator:
             errors = first.errors(include_url=False)
             repaired = _repair(raw, errors)
             if repaired is None:
-                return format_validation_error(self._tool_name, errors, self._params)
+                return format_validation_error(self._tool_name, errors, self._params, raw)
             try:
                 values = self._validate(repaired).__dict__
             except ValidationError as second:
                 return format_validation_error(
-                    self._tool_name, second.errors(include_url=False), self._params
+                    self._tool_name, second.errors(include_url=False), self._params, repaired
                 )
         field_to_param = self._field_to_param
         if field_to_param:

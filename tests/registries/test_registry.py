@@ -65,7 +65,9 @@ def test_unknown_name_suggests_close_matches() -> None:
 
     with pytest.raises(ToolNotFoundError) as info:
         tools.get("search_file")
-    assert str(info.value) == "No tool named 'search_file' is registered. Did you mean 'search_files'?"
+    assert (
+        str(info.value) == "No tool named 'search_file' is registered. Did you mean 'search_files'?"
+    )
     assert info.value.suggestions == ["search_files"]
     assert isinstance(info.value, KeyError)
     with pytest.raises(ToolNotFoundError, match="No tool named 'zzz' is registered.$"):
@@ -158,6 +160,7 @@ def test_registry_is_thread_safe() -> None:
         try:
             barrier.wait()
             for j in range(25):
+
                 def fn(x: int) -> int:
                     """F."""
                     return x

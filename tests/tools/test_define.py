@@ -6,6 +6,7 @@ import inspect
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from pydantic import BaseModel
 
@@ -45,7 +46,12 @@ def test_defaults() -> None:
         """Plain."""
         return x
 
-    assert (plain.kind, plain.groups, plain.optional, plain.timeout) == (Kind.OTHER, (), False, None)
+    assert (plain.kind, plain.groups, plain.optional, plain.timeout) == (
+        Kind.OTHER,
+        (),
+        False,
+        None,
+    )
     assert plain.requires_approval is None and plain.run_in_thread is True
     assert not Kind.READ.is_mutating and Kind.EXECUTE.is_mutating
 
@@ -131,7 +137,9 @@ def test_methods_in_a_class_body_are_refused_with_advice() -> None:
                 return x
 
     message = str(info.value)
-    assert message.startswith("test_methods_in_a_class_body_are_refused_with_advice.<locals>.Bad.method:")
+    assert message.startswith(
+        "test_methods_in_a_class_body_are_refused_with_advice.<locals>.Bad.method:"
+    )
     assert "define_tool(instance.method)" in message
 
 
@@ -139,7 +147,7 @@ def test_async_bound_method() -> None:
     class Service:
         async def ping(self, n: int) -> str:
             """Ping."""
-            await anyio.sleep(0)
+            await anyio.lowlevel.checkpoint()
             return "pong" * n
 
     ping = define_tool(Service().ping, registry=None)
@@ -221,7 +229,7 @@ async def test_run_sync_inside_a_running_event_loop() -> None:
     @define_tool(registry=None)
     async def inc(n: int) -> int:
         """Inc."""
-        await anyio.sleep(0)
+        await anyio.lowlevel.checkpoint()
         return n + 1
 
     assert inc.run_sync({"n": 1}).text == "2"

@@ -1,4 +1,4 @@
-"""Schema inference: descriptions from docstrings and annotations, every type, definition errors."""
+"""Schema inference: descriptions, definition-time errors, the context, BaseModel-like names."""
 
 from __future__ import annotations
 

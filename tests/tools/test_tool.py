@@ -304,7 +304,12 @@ def test_for_call_shares_ids_deps_and_sink() -> None:
         agent_id="a", session_id="s", deps=Deps("x"), event_sink=sink.append
     )
     call = base.for_call(tool_name="t", tool_call_id="c")
-    assert (call.agent_id, call.session_id, call.deps, call.tool_call_id) == ("a", "s", base.deps, "c")
+    assert (call.agent_id, call.session_id, call.deps, call.tool_call_id) == (
+        "a",
+        "s",
+        base.deps,
+        "c",
+    )
     call.emit("e")
     assert len(sink) == 1 and base.events == []
 
@@ -330,8 +335,11 @@ class Point:
         (None, EMPTY_RESULT_TEXT, None),
         ({"a": [1, 2]}, '{"a":[1,2]}', {"a": [1, 2]}),
         ([1, "b"], '[1,"b"]', [1, "b"]),
-        (Weather(city="Oslo", celsius=-3.5), '{"city":"Oslo","celsius":-3.5}',
-         {"city": "Oslo", "celsius": -3.5}),
+        (
+            Weather(city="Oslo", celsius=-3.5),
+            '{"city":"Oslo","celsius":-3.5}',
+            {"city": "Oslo", "celsius": -3.5},
+        ),
         (Point(1, 2), '{"x":1,"y":2}', {"x": 1, "y": 2}),
         (3, "3", 3),
         (True, "true", True),
@@ -414,8 +422,11 @@ def test_to_block_shape() -> None:
 async def test_tool_error_becomes_its_message() -> None:
     def f(path: str) -> str:
         """F."""
-        raise ToolError(f"{path} does not exist; list the folder first.",
-                        type=ToolErrorType.FILE_NOT_FOUND, details={"path": path})
+        raise ToolError(
+            f"{path} does not exist; list the folder first.",
+            type=ToolErrorType.FILE_NOT_FOUND,
+            details={"path": path},
+        )
 
     result = await make(f).run({"path": "a.txt"})
     assert result.is_error and result.error_type is ToolErrorType.FILE_NOT_FOUND
@@ -433,7 +444,9 @@ async def test_other_exceptions_name_type_and_message_and_log_traceback(
     with caplog.at_level(logging.ERROR, logger="kode.tools"):
         result = await make(boom).run({"n": 0})
     assert result.is_error and result.error_type is ToolErrorType.EXECUTION_FAILED
-    assert result.text == "Tool 'boom' failed: ZeroDivisionError: integer division or modulo by zero"
+    assert (
+        result.text == "Tool 'boom' failed: ZeroDivisionError: integer division or modulo by zero"
+    )
     assert "Traceback" not in result.text
     assert caplog.records and caplog.records[0].exc_info is not None
 

@@ -1,0 +1,76 @@
+"""Models: the `Model` protocol, messages, provider dialects and offline models.
+
+`AnthropicModel` and `OpenAIModel` load their SDKs on first use (extras ``kode[anthropic]``
+and ``kode[openai]``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kode.models.base import (
+    Model,
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    ModelSettings,
+    StopReason,
+    TextDelta,
+    ThinkingDelta,
+)
+from kode.models.messages import (
+    ContentBlock,
+    ImageContent,
+    ImageSource,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolResultContent,
+    ToolUseContent,
+    Usage,
+)
+from kode.models.scripted import FunctionModel, ScriptedModel, ScriptedTurn, tool_use
+
+if TYPE_CHECKING:
+    from kode.models.anthropic import AnthropicModel
+    from kode.models.openai import OpenAIModel
+
+__all__ = [
+    "AnthropicModel",
+    "ContentBlock",
+    "FunctionModel",
+    "ImageContent",
+    "ImageSource",
+    "Message",
+    "Model",
+    "ModelError",
+    "ModelEvent",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "OpenAIModel",
+    "ScriptedModel",
+    "ScriptedTurn",
+    "StopReason",
+    "TextContent",
+    "TextDelta",
+    "ThinkingContent",
+    "ThinkingDelta",
+    "ToolResultContent",
+    "ToolUseContent",
+    "Usage",
+    "tool_use",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "AnthropicModel":
+        from kode.models.anthropic import AnthropicModel
+
+        return AnthropicModel
+    if name == "OpenAIModel":
+        from kode.models.openai import OpenAIModel
+
+        return OpenAIModel
+    raise AttributeError(f"module 'kode.models' has no attribute {name!r}")

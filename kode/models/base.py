@@ -1,0 +1,110 @@
+"""The `Model` protocol: what kode needs from an LLM provider, and the stream it yields.
+
+This module owns the seam between the agent loop and providers. A model streams one response
+for a request (system prompt, messages, tools); it yields `TextDelta` and `ThinkingDelta`
+events as they come and ends with exactly one `ModelResponse`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from kode.models.messages import Message, Usage
+from kode.tools.tool import Tool
+
+__all__ = [
+    "Model",
+    "ModelError",
+    "ModelEvent",
+    "ModelRequest",
+    "ModelResponse",
+    "ModelSettings",
+    "StopReason",
+    "TextDelta",
+    "ThinkingDelta",
+]
+
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "error"]
+"""Why a response ended."""
+
+
+class ModelError(Exception):
+    """A provider failed (HTTP error, malformed stream); the agent reports it as an error event."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ModelSettings:
+    """Generation settings passed to a provider."""
+
+    max_tokens: int = 4096
+    """The most tokens one response may have."""
+    temperature: float | None = None
+    """Sampling temperature, if set."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Provider-specific request fields, passed through."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ModelRequest:
+    """One request: everything a model needs for one response."""
+
+    system: str
+    """The system prompt."""
+    messages: Sequence[Message]
+    """The conversation so far."""
+    tools: Sequence[Tool[..., Any]]
+    """The tools the model may call (each model renders them in its dialect)."""
+    settings: ModelSettings = field(default_factory=ModelSettings)
+    """Generation settings."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class TextDelta:
+    """A piece of text as it streams."""
+
+    text: str
+    """The new text."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ThinkingDelta:
+    """A piece of reasoning as it streams."""
+
+    thinking: str
+    """The new reasoning text."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ModelResponse:
+    """The complete response: the assistant message, why it stopped, and usage."""
+
+    message: Message
+    """The assistant message (text, thinking and tool_use blocks)."""
+    stop_reason: StopReason
+    """Why it ended."""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens used."""
+    model: str = ""
+    """The model that answered."""
+
+
+ModelEvent = TextDelta | ThinkingDelta | ModelResponse
+"""What `Model.stream` yields: deltas, then one `ModelResponse`."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """An LLM provider: streams one response per request."""
+
+    name: str
+    """The model's name, for logs and state."""
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream the response: deltas as they come, then exactly one `ModelResponse`.
+
+        Raises:
+            ModelError: the provider failed.
+        """
+        ...

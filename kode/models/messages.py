@@ -1,0 +1,146 @@
+"""Messages and content blocks: the conversation, Anthropic-style, as pydantic models.
+
+This module owns the internal form of a conversation. Providers translate it at the edge
+(`kode.models.anthropic`, `kode.models.openai`); everything inside kode speaks this form.
+A message is a role and a list of blocks: ``text``, ``image``, ``thinking``, ``tool_use`` and
+``tool_result``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "ContentBlock",
+    "ImageContent",
+    "ImageSource",
+    "Message",
+    "TextContent",
+    "ThinkingContent",
+    "ToolResultContent",
+    "ToolUseContent",
+    "Usage",
+]
+
+_CONFIG = ConfigDict(extra="forbid")
+
+
+class TextContent(BaseModel):
+    """Text."""
+
+    model_config = _CONFIG
+    type: Literal["text"] = "text"
+    text: str
+    """The text."""
+
+
+class ImageSource(BaseModel):
+    """Base64 image data."""
+
+    model_config = _CONFIG
+    type: Literal["base64"] = "base64"
+    media_type: str
+    """The MIME type, e.g. ``image/png``."""
+    data: str
+    """The image, base64-encoded."""
+
+
+class ImageContent(BaseModel):
+    """An image."""
+
+    model_config = _CONFIG
+    type: Literal["image"] = "image"
+    source: ImageSource
+    """The image data."""
+
+
+class ThinkingContent(BaseModel):
+    """A model's visible reasoning (kept so it can be sent back unchanged)."""
+
+    model_config = _CONFIG
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    """The reasoning text."""
+    signature: str | None = None
+    """The provider's signature over it, when it gives one."""
+
+
+class ToolUseContent(BaseModel):
+    """The model asks for a tool call."""
+
+    model_config = _CONFIG
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    """The call's id; the `ToolResultContent` answering it carries the same id."""
+    name: str
+    """The tool's name, as the model wrote it."""
+    input: dict[str, Any] | str = Field(default_factory=dict)
+    """The arguments; a string when the model sent text that is not a JSON object."""
+
+
+class ToolResultContent(BaseModel):
+    """The answer to one `ToolUseContent`."""
+
+    model_config = _CONFIG
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    """The id of the call it answers."""
+    content: list[TextContent | ImageContent] = Field(default_factory=list)
+    """What the model sees."""
+    is_error: bool = False
+    """Whether the call failed."""
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined with newlines."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
+
+
+ContentBlock = Annotated[
+    TextContent | ImageContent | ThinkingContent | ToolUseContent | ToolResultContent,
+    Field(discriminator="type"),
+]
+"""Any block of a message."""
+
+
+class Message(BaseModel):
+    """One message of a conversation."""
+
+    model_config = _CONFIG
+    role: Literal["user", "assistant"]
+    """Who speaks."""
+    content: list[ContentBlock]
+    """The blocks, in order."""
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        """A user message with one text block."""
+        return cls(role="user", content=[TextContent(text=text)])
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined (thinking, tools and images left out)."""
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+    @property
+    def tool_uses(self) -> list[ToolUseContent]:
+        """The tool calls in this message, in order."""
+        return [b for b in self.content if isinstance(b, ToolUseContent)]
+
+
+class Usage(BaseModel):
+    """Tokens used, as the provider reports them."""
+
+    model_config = _CONFIG
+    input_tokens: int = 0
+    """Tokens read."""
+    output_tokens: int = 0
+    """Tokens written."""
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+        )

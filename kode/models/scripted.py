@@ -1,0 +1,149 @@
+"""Offline models: `ScriptedModel` plays a list of turns, `FunctionModel` asks a function.
+
+This module owns the models used by tests, examples and demos: no network, deterministic, and
+streaming text word by word like a real provider. It records every request it receives in
+`requests`, so a test can check what the model was shown.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+from kode.models.base import (
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    StopReason,
+    TextDelta,
+)
+from kode.models.messages import (
+    ContentBlock,
+    Message,
+    TextContent,
+    ToolUseContent,
+    Usage,
+)
+
+__all__ = ["FunctionModel", "ScriptedModel", "ScriptedTurn", "tool_use"]
+
+_ids = itertools.count(1)
+
+ScriptedTurn = str | Message | ContentBlock | Sequence[str | ContentBlock]
+"""One scripted reply: text, a message, a block, or a list of texts and blocks."""
+
+
+def tool_use(
+    name: str, input: dict[str, Any] | str | None = None, *, id: str | None = None
+) -> ToolUseContent:
+    """A ``tool_use`` block for a scripted turn (the id is generated when not given)."""
+    return ToolUseContent(
+        id=id or f"toolu_{next(_ids):04d}", name=name, input={} if input is None else input
+    )
+
+
+def _message(turn: ScriptedTurn) -> Message:
+    if isinstance(turn, Message):
+        return turn
+    items: list[Any] = [turn] if isinstance(turn, str | BaseModel) else list(turn)
+    blocks = [TextContent(text=item) if isinstance(item, str) else item for item in items]
+    return Message(role="assistant", content=blocks)
+
+
+async def _play(message: Message, name: str, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+    for block in message.content:
+        if isinstance(block, TextContent):
+            for piece in re.findall(r"\S+\s*|\s+", block.text):
+                yield TextDelta(text=piece)
+    stop: StopReason = "tool_use" if message.tool_uses else "end_turn"
+    words_in = sum(len(m.text.split()) for m in request.messages)
+    yield ModelResponse(
+        message=message,
+        stop_reason=stop,
+        usage=Usage(input_tokens=words_in, output_tokens=len(message.text.split())),
+        model=name,
+    )
+
+
+class ScriptedModel:
+    """Replies with the scripted turns, one per request, in order.
+
+    Example:
+        ```python
+        from kode.models import ScriptedModel, tool_use
+
+        model = ScriptedModel([
+            [tool_use("search_files", {"pattern": "*.toml"})],
+            "I found pyproject.toml.",
+        ])
+        ```
+    """
+
+    def __init__(self, turns: Sequence[ScriptedTurn], *, name: str = "scripted") -> None:
+        self.name = name
+        """The model's name."""
+        self.turns = [_message(t) for t in turns]
+        """The replies still to come."""
+        self.requests: list[ModelRequest] = []
+        """Every request received, in order."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Yield the next scripted turn.
+
+        Raises:
+            ModelError: the script has no turns left.
+        """
+        self.requests.append(request)
+        if not self.turns:
+            raise ModelError(
+                f"ScriptedModel {self.name!r} has no turns left (request {len(self.requests)}); "
+                "add a turn for every model reply the test expects"
+            )
+        message = self.turns.pop(0)
+        async for event in _play(message, self.name, request):
+            yield event
+
+
+FunctionModelFunc = Callable[[ModelRequest], "ScriptedTurn | Awaitable[ScriptedTurn]"]
+"""A function of the request (sync or async) returning the reply."""
+
+
+class FunctionModel:
+    """Replies with whatever a function of the request returns (sync or async).
+
+    Example:
+        ```python
+        from kode.models import FunctionModel, tool_use
+
+        def reply(request):
+            last = request.messages[-1]
+            if last.content[0].type == "tool_result":
+                return "Done."
+            return [tool_use("ping")]
+
+        model = FunctionModel(reply)
+        ```
+    """
+
+    def __init__(self, function: FunctionModelFunc, *, name: str = "function") -> None:
+        self.name = name
+        """The model's name."""
+        self.function = function
+        """The function that decides each reply."""
+        self.requests: list[ModelRequest] = []
+        """Every request received, in order."""
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Yield the function's reply."""
+        self.requests.append(request)
+        turn = self.function(request)
+        if inspect.isawaitable(turn):
+            turn = await turn
+        async for event in _play(_message(turn), self.name, request):
+            yield event
