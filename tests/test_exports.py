@@ -43,6 +43,9 @@ def test_import_kode_is_lazy() -> None:
 
 
 def test_tools_layer_does_not_import_the_layers_above_at_import_time() -> None:
-    code = "import sys, kode.tools; print(sorted(m for m in sys.modules if m.startswith('kode.registries')))"
+    code = (
+        "import sys, kode.tools; "
+        "print(sorted(m for m in sys.modules if m.startswith('kode.registries')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

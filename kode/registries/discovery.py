@@ -117,6 +117,9 @@ def _make_handler(
             )
         return out
 
+    # The call command is part of the tool's identity: the same name discovered through two
+    # commands is a conflict, discovering again through one command a refresh.
+    handler.__qualname__ = f"call[{shlex.join(call_argv)}]"
     return handler
 
 

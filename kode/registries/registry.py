@@ -623,8 +623,10 @@ def _describe(entry: RegisteredTool) -> str:
         return f"MCP server {meta.server!r}"
     if meta.source is ToolSource.CORE:
         return "a core tool"
+    if meta.source is not ToolSource.USER:
+        return f"a {meta.source.value} tool"
     where = ".".join(p for p in entry.origin if p)
-    return where or f"a {meta.source.value} tool"
+    return where or "a user tool"
 
 
 registry = ToolRegistry("global")

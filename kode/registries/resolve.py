@@ -193,7 +193,9 @@ def resolve(
     prepared = [
         (with_groups(meta, aliases_of(meta)), made, aliases_of(meta)) for meta, made in candidates
     ]
-    absent = [(with_groups(meta, aliases_of(meta)), why, aliases_of(meta)) for meta, why in missing]
+    absent = [
+        (with_groups(meta, aliases_of(meta)), reason, aliases_of(meta)) for meta, reason in missing
+    ]
 
     # 2. selection by the template's entries
     explicit_allow = [
@@ -220,11 +222,11 @@ def resolve(
             continue
         selected.append((meta, made, tool_aliases))
     # a factory's declared tool it did not make here: a known name, not a typo
-    for meta, why, tool_aliases in absent:
+    for meta, reason, tool_aliases in absent:
         hits = [e for e in wanted if entry_matches(e, meta, tool_aliases)]
         if hits:
             matched_entries.update(hits)
-            out.excluded.append(Exclusion(name=meta.name, reason=why))
+            out.excluded.append(Exclusion(name=meta.name, reason=reason))
     known = [(m, a) for m, _, a in prepared] + [(m, a) for m, _, a in absent]
     for entry in wanted:
         if entry not in matched_entries and entry != "*":
@@ -326,10 +328,15 @@ def _candidates(
                 )
                 continue
             if owner is None and key in candidates:
+                taken = candidates[key][0]
+                by = (
+                    f"plugin {taken.plugin_id!r}"
+                    if taken.plugin_id
+                    else f"a {taken.source.value} tool"
+                )
                 diag(
                     "warning",
-                    f"tool {made.name!r} from factory {label} skipped: the name is taken by "
-                    f"another tool",
+                    f"tool {made.name!r} from factory {label} skipped: the name is taken by {by}",
                     who,
                 )
                 continue

@@ -178,13 +178,21 @@ class DeclaredTool(Tool[..., Any]):
                 )
             return await handler(arguments, ctx)
 
-        call.__name__ = call.__qualname__ = name
+        # The registry recognises a re-run of the same declaration by module and qualname:
+        # name the handler in them, so two handlers declaring one name are two definitions.
+        call.__name__ = name
+        call.__qualname__ = (
+            f"{getattr(handler, '__qualname__', type(handler).__name__)}:{name}"
+            if handler is not None
+            else name
+        )
+        call.__module__ = getattr(handler, "__module__", None) or __name__
         call.__doc__ = description
         self.fn = call
         self.__wrapped__ = call
         self.__name__ = self.__qualname__ = name
         self.__doc__ = description
-        self.__module__ = getattr(handler, "__module__", __name__)
+        self.__module__ = call.__module__
         self.name = name
         self.description = description
         self.kind = kind

@@ -70,7 +70,7 @@ def test_unknown_name_suggests_close_matches() -> None:
     )
     assert info.value.suggestions == ["search_files"]
     assert isinstance(info.value, KeyError)
-    with pytest.raises(ToolNotFoundError, match="No tool named 'zzz' is registered.$"):
+    with pytest.raises(ToolNotFoundError, match=r"No tool named 'zzz' is registered\.$"):
         tools.create("zzz")
 
 

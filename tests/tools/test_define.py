@@ -85,7 +85,7 @@ def test_all_option_problems_are_reported_together() -> None:
 
 
 def test_lambda_needs_a_name() -> None:
-    with pytest.raises(ToolDefinitionError, match="tool name '<lambda>' is invalid.*pass name="):
+    with pytest.raises(ToolDefinitionError, match=r"tool name '<lambda>' is invalid.*pass name="):
         define_tool(lambda x: x, registry=None)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from datetime import date
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated, Any, Literal, NotRequired
 
 import anyio
@@ -36,7 +36,7 @@ json_values = st.recursive(
 CALLS: list[tuple[str, dict[str, Any]]] = []
 
 
-class Color(str, Enum):
+class Color(StrEnum):
     RED = "red"
     BLUE = "blue"
 

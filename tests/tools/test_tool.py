@@ -294,7 +294,7 @@ async def test_events_reach_the_sink_from_a_worker_thread() -> None:
 
 def test_progress_fraction_is_checked() -> None:
     ctx: ToolContext[None] = ToolContext()
-    with pytest.raises(ValueError, match="between 0.0 and 1.0"):
+    with pytest.raises(ValueError, match=r"between 0\.0 and 1\.0"):
         ctx.progress("x", fraction=1.5)
 
 
