@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from kode.models.messages import Message, Usage
+from kode.tools.errors import KodeError
 from kode.tools.tool import Tool
 
 __all__ = [
@@ -30,8 +31,17 @@ StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "ref
 """Why a response ended."""
 
 
-class ModelError(Exception):
+class ModelError(KodeError):
     """A provider failed (HTTP error, malformed stream); the agent reports it as an error event."""
+
+    def __init__(
+        self, message: str, *, provider: str | None = None, status_code: int | None = None
+    ) -> None:
+        super().__init__(message)
+        self.provider = provider
+        """The provider that failed (``"anthropic"``, ``"openai"``), when known."""
+        self.status_code = status_code
+        """The HTTP status of the failed request, when there was one (e.g. 401, 429, 500)."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)

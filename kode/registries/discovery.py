@@ -32,6 +32,7 @@ from kode.tools.errors import KodeError, ToolDefinitionError, ToolError, ToolErr
 __all__ = ["DiscoveryError", "discover_tools"]
 
 _MAX_OUTPUT = 200_000
+_JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 
 
 class DiscoveryError(KodeError):
@@ -57,6 +58,23 @@ def _declarations(payload: Any) -> list[Mapping[str, Any]]:
             else:
                 out.append(item)
     return out
+
+
+def _lower_types(schema: Any) -> Any:
+    """Gemini's declarations spell types in capitals (``"OBJECT"``); JSON Schema does not."""
+    if isinstance(schema, Mapping):
+        out = {k: _lower_types(v) for k, v in schema.items()}
+        kind = schema.get("type")
+        if isinstance(kind, str) and kind.lower() in _JSON_TYPES:
+            out["type"] = kind.lower()
+        elif isinstance(kind, list):
+            out["type"] = [
+                k.lower() if isinstance(k, str) and k.lower() in _JSON_TYPES else k for k in kind
+            ]
+        return out
+    if isinstance(schema, list):
+        return [_lower_types(item) for item in schema]
+    return schema
 
 
 async def _kill_group(process: Process) -> None:
@@ -100,8 +118,11 @@ def _make_handler(
                 tg.start_soon(drain, "out", process.stdout)
                 tg.start_soon(drain, "err", process.stderr)
                 assert process.stdin is not None
-                await process.stdin.send(payload)
-                await process.stdin.aclose()
+                try:
+                    await process.stdin.send(payload)
+                    await process.stdin.aclose()
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    pass  # it exited (or closed stdin) without reading its arguments
                 await process.wait()
         except BaseException:
             await _kill_group(process)
@@ -185,11 +206,22 @@ def discover_tools(
     names: list[str] = []
     for decl in _declarations(payload):
         name = decl.get("name")
+        if not isinstance(name, str):
+            reg.report(
+                "warning",
+                f"discovered declaration skipped: it has no string 'name' "
+                f"(got {json.dumps(name)}): {json.dumps(decl)[:120]}",
+                source=ToolSource.DISCOVERED,
+            )
+            continue
+        parameters = decl.get("parameters")
+        if parameters is None:
+            parameters = decl.get("parametersJsonSchema")
         try:
             made = declare_tool(
-                str(name),
+                name,
                 description=str(decl.get("description") or ""),
-                input_schema=decl.get("parameters") or decl.get("parametersJsonSchema") or None,
+                input_schema=_lower_types(parameters),
                 handler=_make_handler(str(name), call_argv, where, env),
                 timeout=timeout,
                 groups=groups,

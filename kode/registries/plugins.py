@@ -114,13 +114,18 @@ class PluginReport:
     """Whether the plugin ran and its registrations were committed."""
 
 
+_PLUGIN_FUNCTIONS = ("register", "kode_plugin", "plugin")
+
+
 def _resolve_callable(target: ModuleType | PluginFunc | str) -> PluginFunc:
     if isinstance(target, str):
         module_name, _, attr = target.partition(":")
-        module = importlib.import_module(module_name)
-        return _resolve_callable(getattr(module, attr) if attr else module)
+        found: Any = importlib.import_module(module_name.strip())
+        for part in attr.strip().split(".") if attr.strip() else ():
+            found = getattr(found, part)
+        return _resolve_callable(found)
     if isinstance(target, ModuleType):
-        for attr in ("register", "kode_plugin", "plugin"):
+        for attr in _PLUGIN_FUNCTIONS:
             func = getattr(target, attr, None)
             if callable(func):
                 return func  # type: ignore[no-any-return]
@@ -128,6 +133,50 @@ def _resolve_callable(target: ModuleType | PluginFunc | str) -> PluginFunc:
     if not callable(target):
         raise TypeError(f"a plugin must be a module or a callable, got {type(target).__name__}")
     return target
+
+
+def _default_id(target: ModuleType | PluginFunc | str) -> str:
+    """``"pkg.weather:register"``, the module ``pkg.weather`` and its ``register`` → weather."""
+    if isinstance(target, str):
+        return target.partition(":")[0].strip().rsplit(".", 1)[-1]
+    if isinstance(target, ModuleType):
+        return target.__name__.rsplit(".", 1)[-1]
+    name = str(getattr(target, "__name__", "plugin"))
+    module = getattr(target, "__module__", None)
+    if name in _PLUGIN_FUNCTIONS and isinstance(module, str):
+        return module.rsplit(".", 1)[-1]
+    return name
+
+
+def _module_of(target: object) -> str | None:
+    if isinstance(target, str):
+        return target.partition(":")[0].strip() or None
+    if isinstance(target, ModuleType):
+        return target.__name__
+    module = getattr(target, "__module__", None)
+    return module if isinstance(module, str) else None
+
+
+def _rollback(
+    registries: Iterable[ToolRegistry], before: dict[int, set[str]], module: str | None
+) -> None:
+    """Take back the tools a failed plugin's own module registered while it was loading.
+
+    A plugin module may define tools with a bare ``@define_tool``, which registers them as user
+    tools when it is imported; a plugin that fails adds nothing, so those go too. Tools of
+    other modules (kode's built-ins imported on the way) stay.
+    """
+    if module is None or module in ("builtins", "__main__"):
+        return
+    for reg in registries:
+        old = before.get(id(reg), set())
+        for entry in reg.entries():
+            origin = entry.origin[0]
+            if entry.name not in old and (origin == module or origin.startswith(module + ".")):
+                try:
+                    reg.unregister(entry.name)
+                except KeyError:  # pragma: no cover - another thread removed it
+                    pass
 
 
 def load_plugin(
@@ -141,30 +190,40 @@ def load_plugin(
     Args:
         target: A module (its ``register`` function is called), a callable taking a
             `PluginApi`, or ``"module:function"``.
-        plugin_id: The plugin's id (default: the module's or function's name).
+        plugin_id: The plugin's id (default: the last part of the module's name).
         registry: Where its tools go (default: the global registry).
 
     Never raises for what the plugin does: an invalid id, a plugin that cannot be imported,
     raises, registers nothing, or collides with core tools is reported as a diagnostic on the
     registry, and `PluginReport.loaded` says whether it was committed.
     """
+    return _load(lambda: _resolve_callable(target), target, plugin_id, registry)
+
+
+def _load(
+    loader: Callable[[], PluginFunc],
+    target: object,
+    plugin_id: str | None,
+    registry: ToolRegistry | None,
+    *,
+    default_id: str | None = None,
+) -> PluginReport:
     reg = registry if registry is not None else global_registry
-    guess = plugin_id or (
-        target if isinstance(target, str) else getattr(target, "__name__", "plugin")
-    )
-    pid = normalize_name(
-        str(guess).split(":")[0].rsplit(".", 1)[-1] if plugin_id is None else str(guess)
-    )
+    if plugin_id is not None:
+        pid = normalize_name(str(plugin_id))
+    else:
+        pid = normalize_name(default_id or _default_id(target))  # type: ignore[arg-type]
     report = PluginReport(plugin_id=pid)
 
     def fail(level: Any, message: str) -> PluginReport:
-        reg.report(level, message, source=ToolSource.PLUGIN, plugin_id=pid)
+        reg.report(level, message, source=ToolSource.PLUGIN, plugin_id=pid or None)
         return report
 
     if not _PLUGIN_ID.match(pid):
         return fail(
             "error",
-            f"plugin id {pid!r} is invalid: use lower-case letters, digits, '_', '.' or '-'",
+            f"plugin id {pid!r} is invalid: use 1-64 lower-case letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit",
         )
     if pid in reg and reg.meta(pid).source is ToolSource.CORE:
         return fail(
@@ -172,14 +231,20 @@ def load_plugin(
             f"plugin {pid!r} blocked: its id is the name of a core tool, so its patterns "
             "would be ambiguous; rename the plugin",
         )
+    touched = {id(r): r for r in (reg, global_registry)}.values()
+    before = {id(r): set(r.names()) for r in touched}
+    module = _module_of(target)
     try:
-        func = _resolve_callable(target)
+        func = loader()
     except Exception as exc:
+        _rollback(touched, before, module)
         return fail("error", f"plugin {pid!r} could not be loaded: {type(exc).__name__}: {exc}")
+    module = module or _module_of(func)
     api = PluginApi(pid, reg)
     try:
         func(api)
     except Exception as exc:
+        _rollback(touched, before, _module_of(func) or module)
         return fail(
             "error",
             f"plugin {pid!r} raised {type(exc).__name__}: {exc}; none of its tools were registered",
@@ -216,18 +281,5 @@ def load_plugins(
     """
     reports = []
     for ep in sorted(entry_points(group=group), key=lambda e: e.name):
-        reg = registry if registry is not None else global_registry
-        try:
-            func = ep.load()
-        except Exception as exc:
-            reg.report(
-                "error",
-                f"plugin {ep.name!r} ({ep.value}) could not be imported: "
-                f"{type(exc).__name__}: {exc}",
-                source=ToolSource.PLUGIN,
-                plugin_id=ep.name,
-            )
-            reports.append(PluginReport(plugin_id=ep.name))
-            continue
-        reports.append(load_plugin(func, plugin_id=ep.name, registry=registry))
+        reports.append(_load(ep.load, ep.value, ep.name, registry, default_id=ep.name))
     return reports

@@ -109,6 +109,8 @@ class _SchemaValidator:
         problems: list[str] = []
         for key, value in list(args.items()):
             prop = self.properties.get(key)
+            if isinstance(prop, bool):
+                prop = {}  # a boolean schema: `true` accepts anything, `false` is jsonschema's
             if prop is None:
                 if self.closed:
                     names = ", ".join(self.properties) or "none"
@@ -269,11 +271,34 @@ def declare_tool(
     problems: list[str] = []
     if not isinstance(name, str) or not NAME_PATTERN.match(name):
         problems.append(f"tool name {name!r} is invalid: use 1-64 letters, digits, '_' or '-'")
-    schema = dict(input_schema) if input_schema is not None else {"type": "object"}
+    if not isinstance(description, str):
+        problems.append(f"description must be a string, got {type(description).__name__}")
+    if input_schema is None:
+        schema: dict[str, Any] = {"type": "object"}
+    elif isinstance(input_schema, Mapping):
+        schema = dict(input_schema)
+    else:
+        problems.append(
+            f"input_schema must be a JSON schema object (a dict), got {type(input_schema).__name__}"
+        )
+        schema = {"type": "object"}
     if schema.get("type", "object") != "object":
         problems.append(f"input_schema must describe an object, got type {schema.get('type')!r}")
-    if "properties" in schema and not isinstance(schema["properties"], Mapping):
+    properties = schema.get("properties", {})
+    if not isinstance(properties, Mapping):
         problems.append("input_schema.properties must be an object")
+    else:
+        bad_props = [k for k, v in properties.items() if not isinstance(v, Mapping | bool)]
+        if bad_props:
+            problems.append(
+                f"input_schema.properties {', '.join(map(repr, bad_props))} must be schema objects"
+            )
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        problems.append(f"input_schema.required must be a list of property names, got {required!r}")
+    if isinstance(groups, str):
+        problems.append(f"groups must be a list of names, got the string {groups!r}")
+        groups = ()
     try:
         tool_kind = Kind(kind)
     except ValueError:

@@ -57,8 +57,8 @@ def default_registry() -> ToolSink:
 def _method_problem(fn: Callable[..., Any]) -> str | None:
     if isinstance(fn, classmethod):
         return (
-            "a classmethod object cannot be a tool here: put @define_tool above the class "
-            "and call define_tool(MyClass.method) on the bound classmethod instead"
+            "a classmethod in a class body cannot be a tool: there is no class to bind to "
+            "yet; after the class, call define_tool(MyClass.method) on the bound classmethod"
         )
     if inspect.ismethod(fn):
         return None  # a bound method: 'self' is already bound
@@ -122,14 +122,14 @@ def _build(
     localns: Callable[[], dict[str, Any]] | None,
 ) -> Tool[P, R]:
     qualname = getattr(fn, "__qualname__", None) or repr(fn)
+    method_problem = _method_problem(fn)
+    if method_problem:
+        raise ToolDefinitionError(qualname, [method_problem])
     if not callable(fn):
         raise ToolDefinitionError(
             qualname, [f"define_tool needs a function, got {type(fn).__name__}"]
         )
     problems: list[str] = []
-    method_problem = _method_problem(fn)
-    if method_problem:
-        raise ToolDefinitionError(qualname, [method_problem])
     tool_name = name if name is not None else getattr(fn, "__name__", "")
     if not isinstance(tool_name, str) or not NAME_PATTERN.match(tool_name):
         problems.append(
@@ -178,6 +178,14 @@ def _build(
         raise ToolDefinitionError(qualname, problems + exc.problems) from None
     if problems:
         raise ToolDefinitionError(qualname, problems)
+    if timeout is not None and not run_in_thread and not inspect.iscoroutinefunction(fn):
+        raise ToolDefinitionError(
+            qualname,
+            [
+                "a sync tool with run_in_thread=False runs inline in the event loop, where a "
+                "timeout cannot stop it; drop run_in_thread=False or drop timeout"
+            ],
+        )
     made: Tool[P, R] = Tool(
         fn,
         spec,
@@ -278,14 +286,8 @@ def define_tool(
         ```python
         from kode import define_tool
 
-        @define_tool(registry=None)
+        @define_tool(registry=None, description="Add two numbers.")
         def add(a: int, b: int = 1) -> int:
-            \"\"\"Add two numbers.
-
-    Args:
-                a: The first number.
-                b: The second number.
-            \"\"\"
             return a + b
 
         assert add(2, 3) == 5

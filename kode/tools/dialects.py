@@ -8,6 +8,7 @@ it does not infer schemas (`kode.tools.schema`).
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any, Literal
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "gemini_schema",
     "openai_declaration",
     "openai_strict_schema",
+    "strip_titles",
 ]
 
 Dialect = Literal["anthropic", "openai", "gemini"]
@@ -47,18 +49,24 @@ def _children(node: JsonSchema) -> list[JsonSchema]:
     return out
 
 
-def clean_schema(schema: JsonSchema) -> JsonSchema:
-    """A copy of a pydantic JSON schema without the ``title`` noise, as an object schema.
-
-    Titles are removed from every schema node (not from properties that happen to be named
-    ``title``); the top level always has ``type``, ``properties`` and ``required``.
-    """
+def strip_titles(schema: JsonSchema) -> JsonSchema:
+    """A copy of a JSON schema without ``title`` in any schema node (properties keep names)."""
     out = copy.deepcopy(schema)
     stack = [out]
     while stack:
         node = stack.pop()
         node.pop("title", None)
         stack.extend(_children(node))
+    return out
+
+
+def clean_schema(schema: JsonSchema) -> JsonSchema:
+    """A copy of a pydantic JSON schema without the ``title`` noise, as an object schema.
+
+    Titles are removed from every schema node (not from properties that happen to be named
+    ``title``); the top level always has ``type``, ``properties`` and ``required``.
+    """
+    out = strip_titles(schema)
     out.setdefault("type", "object")
     out.setdefault("properties", {})
     out.setdefault("required", [])
@@ -219,7 +227,7 @@ def _strict_node(
         raise _NotStrict("a value of any type (Any)" + _where(path))
     for key in _STRICT_UNSUPPORTED:
         if key in node:
-            _note(node, f"{key}: {node.pop(key)}")
+            _note(node, f"{key}: {json.dumps(node.pop(key))}")
     fmt = node.get("format")
     if fmt is not None and fmt not in _STRICT_FORMATS:
         _note(node, f"format: {node.pop('format')}")
@@ -421,14 +429,14 @@ def _gemini_node(node: JsonSchema, root: JsonSchema, seen: tuple[str, ...]) -> J
         del node["enum"]
         if all(isinstance(v, bool) for v in enum):
             node.setdefault("type", "boolean")
-        _note(node, "one of: " + ", ".join(repr(v) for v in enum))
+        _note(node, "one of: " + ", ".join(json.dumps(v) for v in enum))
     elif isinstance(enum, list) and enum:
         node.setdefault("type", "string")
     for key, words in (("exclusiveMinimum", ">"), ("exclusiveMaximum", "<")):
         if key in node:
-            _note(node, f"{words} {node.pop(key)}")
+            _note(node, f"{words} {json.dumps(node.pop(key))}")
     if "multipleOf" in node:
-        _note(node, f"a multiple of {node.pop('multipleOf')}")
+        _note(node, f"a multiple of {json.dumps(node.pop('multipleOf'))}")
     if node.get("uniqueItems"):
         _note(node, "items must be unique")
     fmt = node.get("format")

@@ -98,7 +98,7 @@ class Image:
         ```python
         from kode import Image
 
-        png = Image(data=b"\\x89PNG\\r\\n\\x1a\\n...", media_type="image/png")
+        png = Image(data=b"\x89PNG\r\n\x1a\n...", media_type="image/png")
         ```
     """
 
@@ -260,6 +260,10 @@ def error_result(
     )
 
 
+def _article(noun: str) -> str:
+    return f"an {noun}" if noun[:1].lower() in "aeiou" else f"a {noun}"
+
+
 def to_result(value: Any, *, tool_name: str) -> ToolResult:
     """Turn whatever a tool returned into a `ToolResult`.
 
@@ -293,7 +297,7 @@ def to_result(value: Any, *, tool_name: str) -> ToolResult:
         return json_result(value)
     except (pydantic_core.PydanticSerializationError, TypeError, ValueError) as exc:
         return error_result(
-            f"Tool {tool_name!r} returned a {type(value).__name__} that cannot be shown to a "
-            f"model: {exc}",
+            f"Tool {tool_name!r} returned {_article(type(value).__name__)} that cannot be shown "
+            f"to a model: {exc}",
             type=ToolErrorType.INVALID_RESULT,
         )

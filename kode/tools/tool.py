@@ -27,6 +27,7 @@ from kode.tools.dialects import (
     clean_schema,
     gemini_declaration,
     openai_declaration,
+    strip_titles,
 )
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.kinds import Kind
@@ -210,7 +211,7 @@ class Tool(Generic[P, R]):
             schema = TypeAdapter(ann).json_schema(mode="serialization")
         except Exception:  # a return type pydantic cannot describe: no output schema
             return None
-        return clean_schema(schema) if schema.get("type") == "object" else schema
+        return clean_schema(schema) if "properties" in schema else strip_titles(schema)
 
     # --- running ---------------------------------------------------------------------------
 

@@ -90,11 +90,18 @@ def _data_path(loc: Sequence[int | str], data: Any) -> tuple[int | str, ...]:
     return tuple(path)
 
 
-def _describe(err: ErrorDetails, params: Sequence[str], data: Any = None) -> str:
+def _describe(
+    err: ErrorDetails,
+    params: Sequence[str],
+    data: Any = None,
+    nulls: set[tuple[int | str, ...]] | None = None,
+) -> str:
     loc = _data_path(err["loc"], data) if data is not None else err["loc"]
     where = _loc(loc)
     kind = err["type"]
     if kind == "missing":
+        if nulls is not None and tuple(loc) in nulls:
+            return f"'{where}' is required and cannot be null"
         return f"'{where}' is required but missing"
     if kind == "extra_forbidden":
         if len(err["loc"]) == 1:
@@ -112,17 +119,26 @@ def _describe(err: ErrorDetails, params: Sequence[str], data: Any = None) -> str
         return f"'{where}' is not an accepted field"
     else:
         msg = "is invalid: " + msg[:1].lower() + msg[1:]
-    return f"'{where}' {msg}, got {_short(err['input'])}" if "input" in err else f"'{where}' {msg}"
+    if "input" not in err:
+        return f"'{where}' {msg}"
+    if ", got " in msg:  # pydantic already says what it got, in words: add the value
+        return f"'{where}' {msg} ({_short(err['input'])})"
+    return f"'{where}' {msg}, got {_short(err['input'])}"
 
 
 def format_validation_error(
-    tool_name: str, errors: Sequence[ErrorDetails], params: Sequence[str], data: Any = None
+    tool_name: str,
+    errors: Sequence[ErrorDetails],
+    params: Sequence[str],
+    data: Any = None,
+    nulls: set[tuple[int | str, ...]] | None = None,
 ) -> str:
     """One message naming each bad field, what it got and what was expected.
 
-    With `data` (the input), union-member tags are left out of the field paths.
+    With `data` (the input), union-member tags are left out of the field paths; `nulls` are
+    the paths of ``null`` values that were dropped before a second attempt.
     """
-    parts = list(dict.fromkeys(_describe(e, params, data) for e in errors))
+    parts = list(dict.fromkeys(_describe(e, params, data, nulls) for e in errors))
     parts = parts[:8] + ([f"and {len(parts) - 8} more"] if len(parts) > 8 else [])
     return (
         f"Invalid arguments for tool '{tool_name}': {'; '.join(parts)}. "
@@ -130,8 +146,15 @@ def format_validation_error(
     )
 
 
-def _repair(data: dict[str, Any], errors: Sequence[ErrorDetails]) -> dict[str, Any] | None:
-    """A copy of `data` with the repairable mistakes fixed, or `None` if nothing was fixable."""
+def _repair(
+    data: dict[str, Any],
+    errors: Sequence[ErrorDetails],
+    nulls: set[tuple[int | str, ...]] | None = None,
+) -> dict[str, Any] | None:
+    """A copy of `data` with the repairable mistakes fixed, or `None` if nothing was fixable.
+
+    The paths of dropped ``null`` values are added to `nulls`.
+    """
     fixed: dict[str, Any] | None = None
     for err in errors:
         loc = err["loc"]
@@ -166,6 +189,8 @@ def _repair(data: dict[str, Any], errors: Sequence[ErrorDetails]) -> dict[str, A
                 parent[loc[-1]] = decoded
             elif isinstance(parent, dict) and loc[-1] in parent:
                 del parent[loc[-1]]
+                if nulls is not None:
+                    nulls.add(tuple(loc))
         except (KeyError, IndexError, TypeError):
             continue
     return fixed
@@ -217,14 +242,19 @@ class ArgumentValidator:
             values = self._validate(raw).__dict__
         except ValidationError as first:
             errors = first.errors(include_url=False)
-            repaired = _repair(raw, errors)
+            nulls: set[tuple[int | str, ...]] = set()
+            repaired = _repair(raw, errors, nulls)
             if repaired is None:
                 return format_validation_error(self._tool_name, errors, self._params, raw)
             try:
                 values = self._validate(repaired).__dict__
             except ValidationError as second:
                 return format_validation_error(
-                    self._tool_name, second.errors(include_url=False), self._params, repaired
+                    self._tool_name,
+                    second.errors(include_url=False),
+                    self._params,
+                    repaired,
+                    nulls,
                 )
         field_to_param = self._field_to_param
         if field_to_param:

@@ -23,7 +23,6 @@ def test_options_are_kept_on_the_tool() -> None:
         optional=True,
         timeout=3,
         requires_approval=True,
-        run_in_thread=False,
     )
     def remove(path: str) -> str:
         """Ignored docstring."""
@@ -36,7 +35,6 @@ def test_options_are_kept_on_the_tool() -> None:
     assert remove.optional is True
     assert remove.timeout == 3.0
     assert remove.requires_approval is True
-    assert remove.run_in_thread is False
     assert remove.schema("anthropic")["description"] == "Delete one file."
 
 
@@ -252,3 +250,18 @@ def test_define_in_custom_registry() -> None:
         return "m"
 
     assert tools.names() == ["mine"]
+
+
+def test_inline_sync_tool_with_timeout_is_refused() -> None:
+    def f(x: int) -> int:
+        """F."""
+        return x
+
+    with pytest.raises(ToolDefinitionError, match="a timeout cannot stop it"):
+        define_tool(f, registry=None, timeout=1, run_in_thread=False)
+
+    async def g(x: int) -> int:
+        """G."""
+        return x
+
+    assert define_tool(g, registry=None, timeout=1, run_in_thread=False).timeout == 1.0

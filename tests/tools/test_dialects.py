@@ -263,7 +263,7 @@ def test_openai_strict_holds_at_every_level() -> None:
         "anyOf": [{"type": "string"}, {"type": "null"}],
         "description": "(format: path)",
     }
-    assert props["unique"]["description"] == "(uniqueItems: True)"
+    assert props["unique"]["description"] == "(uniqueItems: true)"
     assert params["$defs"]["Options"]["properties"]["label"] == {
         "anyOf": [{"type": "string"}, {"type": "null"}]
     }

@@ -209,7 +209,7 @@ def test_gemini_rules_one_by_one() -> None:
     assert props["maybe"] == {"type": "integer", "nullable": True}
     assert props["either"] == {"anyOf": [{"type": "integer"}, {"type": "string"}]}
     assert props["choice"] == {"enum": ["a", "b"], "type": "string"}
-    assert props["mixed"] == {"description": "(one of: 1, 'one', True)"}
+    assert props["mixed"] == {"description": '(one of: 1, "one", true)'}
     assert props["color"] == {
         "enum": ["red", "blue"],
         "type": "string",
@@ -369,5 +369,5 @@ def test_gemini_says_in_words_what_it_cannot_express() -> None:
             "description": "(an object with any keys; each value: object)",
         },
         "blob": {"type": "string", "description": "(format: binary)"},
-        "yes": {"type": "boolean", "description": "(one of: True)"},
+        "yes": {"type": "boolean", "description": "(one of: true)"},
     }

@@ -211,7 +211,7 @@ async def test_null_for_a_required_parameter_is_an_error() -> None:
         return path
 
     result = await make(f).run({"path": None})
-    assert result.is_error and "'path' is required but missing" in result.text
+    assert result.is_error and "'path' is required and cannot be null" in result.text
 
 
 async def test_many_errors_are_capped() -> None:
@@ -393,7 +393,7 @@ async def test_unserialisable_return_is_an_error_naming_the_type() -> None:
 
     result = await make(f).run({})
     assert result.is_error and result.error_type is ToolErrorType.INVALID_RESULT
-    assert "returned a Opaque that cannot be shown to a model" in result.text
+    assert "returned an Opaque that cannot be shown to a model" in result.text
 
 
 async def test_tool_result_passes_through() -> None:

@@ -1,0 +1,175 @@
+"""The agent's event stream: what happens during a run, as typed records.
+
+This module owns the event types `Agent.stream` yields (and `on_event` receives). Every event
+has a ``type`` string, so a consumer can match on it or on the class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from kode.models.messages import ToolResultContent, Usage
+
+__all__ = [
+    "AgentEvent",
+    "ApprovalRequired",
+    "Done",
+    "ErrorEvent",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolCustom",
+    "ToolEnd",
+    "ToolProgress",
+    "ToolStart",
+    "TurnEnd",
+]
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class TextDelta:
+    """Text from the model, as it streams."""
+
+    text: str
+    """The new text."""
+    type: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ThinkingDelta:
+    """Reasoning from the model, as it streams."""
+
+    thinking: str
+    """The new reasoning text."""
+    type: Literal["thinking_delta"] = "thinking_delta"
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ToolStart:
+    """A tool call passed its checks and started."""
+
+    call_id: str
+    """The ``tool_use`` id."""
+    name: str
+    """The tool's name."""
+    input: dict[str, Any]
+    """The validated arguments."""
+    type: Literal["tool_start"] = "tool_start"
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ToolProgress:
+    """A running tool reported progress (``ctx.progress``)."""
+
+    call_id: str
+    """The ``tool_use`` id."""
+    name: str
+    """The tool's name."""
+    message: str
+    """What the tool is doing."""
+    fraction: float | None
+    """How much is done, 0.0 to 1.0, when known."""
+    type: Literal["tool_progress"] = "tool_progress"
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ToolCustom:
+    """A running tool emitted a custom event (``ctx.emit``)."""
+
+    call_id: str
+    """The ``tool_use`` id."""
+    name: str
+    """The tool's name."""
+    event: str
+    """The event's name."""
+    data: Any
+    """Its payload."""
+    type: Literal["tool_custom"] = "tool_custom"
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ToolEnd:
+    """A tool call ended (successfully or not) and its result is ready."""
+
+    call_id: str
+    """The ``tool_use`` id."""
+    name: str
+    """The tool's name, as the model wrote it."""
+    duration: float
+    """Seconds from the start of the call's pipeline to its result."""
+    is_error: bool
+    """Whether the result is an error."""
+    result: ToolResultContent
+    """The ``tool_result`` block that goes back to the model."""
+    status: str = "done"
+    """The call's final status (``done``, ``failed``, ``denied``, ``cancelled``, ``pending``)."""
+    type: Literal["tool_end"] = "tool_end"
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ApprovalRequired:
+    """A call waits for a decision: answer with ``agent.decide(call_id, ...)``."""
+
+    call_id: str
+    """The ``tool_use`` id."""
+    name: str
+    """The tool's name."""
+    input: dict[str, Any]
+    """The validated arguments."""
+    reason: str
+    """Why approval is needed."""
+    type: Literal["approval_required"] = "approval_required"
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class TurnEnd:
+    """The model finished one response."""
+
+    turn: int
+    """The turn's number in this run, from 1."""
+    stop_reason: str
+    """Why the response ended."""
+    usage: Usage
+    """Tokens used by this response."""
+    type: Literal["turn_end"] = "turn_end"
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class Done:
+    """The run ended: the model answered without calling tools, or the run paused."""
+
+    text: str
+    """The final assistant text."""
+    usage: Usage
+    """Tokens used by the whole run."""
+    turns: int
+    """How many model responses the run took."""
+    pending_calls: tuple[str, ...] = ()
+    """Client tool calls waiting for ``agent.submit_tool_result`` (the run is paused)."""
+    type: Literal["done"] = "done"
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ErrorEvent:
+    """The run failed (the model failed, or the turn limit was reached)."""
+
+    message: str
+    """What went wrong."""
+    error: BaseException | None = field(default=None, compare=False)
+    """The exception, when there is one."""
+    type: Literal["error"] = "error"
+
+
+AgentEvent = (
+    TextDelta
+    | ThinkingDelta
+    | ToolStart
+    | ToolProgress
+    | ToolCustom
+    | ToolEnd
+    | ApprovalRequired
+    | TurnEnd
+    | Done
+    | ErrorEvent
+)
+"""Any event of a run."""
