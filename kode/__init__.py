@@ -10,7 +10,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kode.registries import ToolRegistry, registry
+    from kode.agent import Agent, AgentTemplate
+    from kode.models import Message, Model
+    from kode.registries import (
+        ToolFactoryContext,
+        ToolPolicy,
+        ToolRegistry,
+        ToolSource,
+        registry,
+        tool_factory,
+    )
     from kode.tools import (
         Image,
         ImageBlock,
@@ -33,14 +42,19 @@ if TYPE_CHECKING:
         text_result,
         tool,
     )
+    from kode.tools.declared import declare_tool
 
 __version__ = "0.1.0"
 
 _SOURCES: dict[str, str] = {
+    "Agent": "kode.agent",
+    "AgentTemplate": "kode.agent",
     "Image": "kode.tools",
     "ImageBlock": "kode.tools",
     "Kind": "kode.tools",
     "KodeError": "kode.tools",
+    "Message": "kode.models",
+    "Model": "kode.models",
     "TextBlock": "kode.tools",
     "Tool": "kode.tools",
     "ToolContext": "kode.tools",
@@ -48,9 +62,13 @@ _SOURCES: dict[str, str] = {
     "ToolError": "kode.tools",
     "ToolErrorType": "kode.tools",
     "ToolEvent": "kode.tools",
+    "ToolFactoryContext": "kode.registries",
     "ToolNotFoundError": "kode.tools",
+    "ToolPolicy": "kode.registries",
     "ToolRegistry": "kode.registries",
     "ToolResult": "kode.tools",
+    "ToolSource": "kode.registries",
+    "declare_tool": "kode.tools.declared",
     "define_tool": "kode.tools",
     "error_result": "kode.tools",
     "image_result": "kode.tools",
@@ -59,13 +77,18 @@ _SOURCES: dict[str, str] = {
     "run_sync": "kode.tools",
     "text_result": "kode.tools",
     "tool": "kode.tools",
+    "tool_factory": "kode.registries",
 }
 
 __all__ = [
+    "Agent",
+    "AgentTemplate",
     "Image",
     "ImageBlock",
     "Kind",
     "KodeError",
+    "Message",
+    "Model",
     "TextBlock",
     "Tool",
     "ToolContext",
@@ -73,10 +96,14 @@ __all__ = [
     "ToolError",
     "ToolErrorType",
     "ToolEvent",
+    "ToolFactoryContext",
     "ToolNotFoundError",
+    "ToolPolicy",
     "ToolRegistry",
     "ToolResult",
+    "ToolSource",
     "__version__",
+    "declare_tool",
     "define_tool",
     "error_result",
     "image_result",
@@ -85,6 +112,7 @@ __all__ = [
     "run_sync",
     "text_result",
     "tool",
+    "tool_factory",
 ]
 
 

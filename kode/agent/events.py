@@ -146,6 +146,8 @@ class Done:
     """How many model responses the run took."""
     pending_calls: tuple[str, ...] = ()
     """Client tool calls waiting for ``agent.submit_tool_result`` (the run is paused)."""
+    interrupted: bool = False
+    """Whether ``agent.interrupt()`` ended the run."""
     type: Literal["done"] = "done"
 
 

@@ -88,7 +88,12 @@ class _Factory:
 
 def _origin(fn: Any) -> tuple[str, str]:
     inner = getattr(fn, "__func__", fn)
-    return (getattr(inner, "__module__", "") or "", getattr(inner, "__qualname__", "") or "")
+    qualname = getattr(inner, "__qualname__", "") or ""
+    code = getattr(inner, "__code__", None)
+    if qualname.endswith("<lambda>") and code is not None:
+        # every lambda of a scope has the same qualname: its line tells two of them apart
+        qualname = f"{qualname}:{code.co_firstlineno}"
+    return (getattr(inner, "__module__", "") or "", qualname)
 
 
 def _default_source(tool: Tool[..., Any]) -> ToolSource:

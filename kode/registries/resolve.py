@@ -106,9 +106,28 @@ def factory_tools(produced: Any) -> tuple[list[Tool[..., Any]], str | None]:
     return items, None
 
 
-def _sort_key(pair: tuple[ToolMeta, Tool[..., Any]]) -> tuple[int, str, str]:
-    meta = pair[0]
+def _suggest(entry: str, names: set[str], groups: set[str]) -> tuple[str, ...]:
+    """Close names for a template entry that matched nothing, best first.
+
+    Group names are compared without their common ``group:`` prefix, which would otherwise
+    make every group look close to any ``group:...`` typo.
+    """
+    by_bare = {g.removeprefix("group:"): g for g in groups}
+    if entry.startswith("group:"):
+        close = difflib.get_close_matches(entry[6:], sorted(by_bare), n=3, cutoff=0.6)
+        return tuple(by_bare[c] for c in close)
+    close = difflib.get_close_matches(entry, sorted(names), n=3, cutoff=0.6)
+    if entry in by_bare:  # "web" for "group:web"
+        close = [by_bare[entry], *close][:3]
+    return tuple(close)
+
+
+def _meta_key(meta: ToolMeta) -> tuple[int, str, str]:
     return (SOURCE_ORDER[meta.source], meta.server or "", meta.name.lower())
+
+
+def _sort_key(pair: tuple[ToolMeta, Tool[..., Any]]) -> tuple[int, str, str]:
+    return _meta_key(pair[0])
 
 
 def resolve(
@@ -202,23 +221,19 @@ def resolve(
         e for layer in layer_patterns for key in ("allow", "also_allow") for e in layer.get(key, ())
     ]
     matched_entries: set[str] = set()
+    excluded: list[tuple[ToolMeta, str]] = []
     selected: list[tuple[ToolMeta, Tool[..., Any], tuple[str, ...]]] = []
     for meta, made, tool_aliases in prepared:
         hits = [e for e in wanted if entry_matches(e, meta, tool_aliases)]
         matched_entries.update(hits)
         if not hits:
             if names_or_patterns is not None:
-                out.excluded.append(Exclusion(name=meta.name, reason="not listed by the template"))
+                excluded.append((meta, "not listed by the template"))
             continue
         if meta.optional and not any(
             is_explicit_for_optional(e, meta, tool_aliases) for e in (*hits, *explicit_allow)
         ):
-            out.excluded.append(
-                Exclusion(
-                    name=meta.name,
-                    reason="optional: name it, its plugin or group:plugins to include it",
-                )
-            )
+            excluded.append((meta, "optional: name it, its plugin or group:plugins to include it"))
             continue
         selected.append((meta, made, tool_aliases))
     # a factory's declared tool it did not make here: a known name, not a typo
@@ -226,15 +241,15 @@ def resolve(
         hits = [e for e in wanted if entry_matches(e, meta, tool_aliases)]
         if hits:
             matched_entries.update(hits)
-            out.excluded.append(Exclusion(name=meta.name, reason=reason))
+            excluded.append((meta, reason))
     known = [(m, a) for m, _, a in prepared] + [(m, a) for m, _, a in absent]
+    pool = {normalize_pattern(m.name) for m, _ in known} | set(aliases)
+    pool |= {normalize_pattern(m.plugin_id) for m, _ in known if m.plugin_id}
+    all_groups = set(groups) | {g for m, _ in known for g in m.groups}
     for entry in wanted:
         if entry not in matched_entries and entry != "*":
-            pool = {normalize_pattern(m.name) for m, _ in known} | set(aliases) | set(groups)
-            pool |= {g for m, _ in known for g in m.groups}
-            pool |= {normalize_pattern(m.plugin_id) for m, _ in known if m.plugin_id}
-            close = difflib.get_close_matches(entry, sorted(pool), n=3, cutoff=0.6)
-            out.unmatched.append(UnmatchedEntry(entry=entry, suggestions=tuple(close)))
+            suggestions = _suggest(entry, pool, all_groups)
+            out.unmatched.append(UnmatchedEntry(entry=entry, suggestions=suggestions))
 
     # 3. policy layers: a tool must pass every one; a pattern that matches nothing is reported
     for layer, patterns in zip(layers, layer_patterns, strict=True):
@@ -264,12 +279,14 @@ def resolve(
         for layer, patterns in zip(layers, layer_patterns, strict=True):
             why = ToolPolicy.decide(patterns, meta, tool_aliases)
             if why is not None:
-                out.excluded.append(Exclusion(name=meta.name, reason=f"{layer.name}: {why}"))
+                excluded.append((meta, f"{layer.name}: {why}"))
                 break
         else:
             chosen.append((meta, made))
 
     chosen.sort(key=_sort_key)
+    excluded.sort(key=lambda pair: _meta_key(pair[0]))
+    out.excluded = [Exclusion(name=meta.name, reason=reason) for meta, reason in excluded]
     out.tools = [t for _, t in chosen]
     out.metas = {m.name: m for m, _ in chosen}
     return out

@@ -163,7 +163,7 @@ class DeclaredTool(Tool[..., Any]):
         groups: tuple[str, ...],
         optional: bool,
         timeout: float | None,
-        requires_approval: bool | None,
+        requires_approval: bool | Callable[[dict[str, Any]], bool] | None,
         output_schema: Mapping[str, Any] | None,
     ) -> None:
         self.handler = handler
@@ -245,7 +245,7 @@ def declare_tool(
     groups: Iterable[str] = (),
     optional: bool = False,
     timeout: float | None = None,
-    requires_approval: bool | None = None,
+    requires_approval: bool | Callable[[dict[str, Any]], bool] | None = None,
     output_schema: Mapping[str, Any] | None = None,
 ) -> DeclaredTool:
     """A tool from a schema: its code is a `handler`, another program, or the client.

@@ -112,7 +112,7 @@ def _build(
     groups: Iterable[str],
     optional: bool,
     timeout: float | None,
-    requires_approval: bool | None,
+    requires_approval: bool | Callable[[dict[str, Any]], bool] | None,
     registry: ToolSink | _Default | None,
     replace: bool,
     docstring_style: DocstringStyle,
@@ -222,7 +222,7 @@ def define_tool(
     groups: Iterable[str] = (),
     optional: bool = False,
     timeout: float | None = None,
-    requires_approval: bool | None = None,
+    requires_approval: bool | Callable[[dict[str, Any]], bool] | None = None,
     registry: ToolSink | _Default | None = DEFAULT_REGISTRY,
     replace: bool = False,
     docstring_style: DocstringStyle = "auto",
@@ -242,7 +242,7 @@ def define_tool(
     groups: Iterable[str] = (),
     optional: bool = False,
     timeout: float | None = None,
-    requires_approval: bool | None = None,
+    requires_approval: bool | Callable[[dict[str, Any]], bool] | None = None,
     registry: ToolSink | _Default | None = DEFAULT_REGISTRY,
     replace: bool = False,
     docstring_style: DocstringStyle = "auto",
@@ -269,7 +269,8 @@ def define_tool(
         groups: Groups the tool joins, e.g. ``["group:fs"]``.
         optional: Leave the tool out unless a template or policy names it explicitly.
         timeout: Seconds a call may take; a longer call ends as a ``timeout`` error result.
-        requires_approval: Force (`True`) or skip (`False`) approval; `None` decides by kind.
+        requires_approval: Force (`True`) or skip (`False`) approval, or a function of the
+            validated input deciding per call; `None` lets the agent decide by kind.
         registry: Where to register: the global registry by default, `None` for nowhere.
         replace: Replace a different tool registered under the same name.
         docstring_style: ``"auto"``, ``"google"``, ``"numpy"``, ``"rest"``/``"sphinx"`` or

@@ -258,14 +258,18 @@ def test_a_factory_tool_never_overrides_a_core_tool() -> None:
 
 def test_an_undeclared_factory_tool_cannot_take_a_declared_name() -> None:
     tools = ToolRegistry()
+
+    def thief(ctx: ToolFactoryContext) -> Any:
+        return [_tool("notes", "thief"), _tool("extra")]
+
+    tools.register_factory(thief)  # runs first, but does not own the name
     tools.register_factory(lambda ctx: _tool("notes", "owner"), names=["notes"])
-    tools.register_factory(lambda ctx: [_tool("notes", "thief"), _tool("extra")])
     res = tools.resolve()
     assert res.names == ["extra", "notes"]
     assert res.tools[1].run_sync().text == "owner"
     assert [d.message for d in res.diagnostics] == [
         f"tool 'notes' from factory {__name__}.test_an_undeclared_factory_tool_cannot_take_a_"
-        "declared_name.<locals>.<lambda> skipped: the name belongs to another factory"
+        "declared_name.<locals>.thief skipped: the name belongs to another factory"
     ]
 
 

@@ -1,0 +1,68 @@
+"""Agents: templates that list tool names, the tool-call pipeline, permissions, hooks, events."""
+
+from __future__ import annotations
+
+from kode.agent.agent import Agent, AgentError, AgentReply
+from kode.agent.events import (
+    AgentEvent,
+    ApprovalRequired,
+    Done,
+    ErrorEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolCustom,
+    ToolEnd,
+    ToolProgress,
+    ToolStart,
+    TurnEnd,
+)
+from kode.agent.hooks import AgentHooks, Allow, Deny, Respond, RewriteInput
+from kode.agent.permissions import (
+    ApprovalDecision,
+    ApprovalRequest,
+    Approver,
+    PermissionConfig,
+    PermissionMode,
+)
+from kode.agent.state import AgentState, ToolCallRecord
+from kode.agent.template import (
+    AgentTemplate,
+    PolicyConfig,
+    TemplateError,
+    TemplateRegistry,
+    templates,
+)
+
+__all__ = [
+    "Agent",
+    "AgentError",
+    "AgentEvent",
+    "AgentHooks",
+    "AgentReply",
+    "AgentState",
+    "AgentTemplate",
+    "Allow",
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "ApprovalRequired",
+    "Approver",
+    "Deny",
+    "Done",
+    "ErrorEvent",
+    "PermissionConfig",
+    "PermissionMode",
+    "PolicyConfig",
+    "Respond",
+    "RewriteInput",
+    "TemplateError",
+    "TemplateRegistry",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolCallRecord",
+    "ToolCustom",
+    "ToolEnd",
+    "ToolProgress",
+    "ToolStart",
+    "TurnEnd",
+    "templates",
+]

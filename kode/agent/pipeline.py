@@ -1,0 +1,338 @@
+"""The tool-call pipeline: one ``tool_use`` in, one ``tool_result`` out, whatever happens.
+
+This module owns the steps every call goes through, in order: lookup (normalised name) →
+validation → permission → pre-hooks → context injection → execution (timeout, cancellation,
+progress) → post-hooks → ``tool_result``. Each failure ends the call with an error result the
+model can act on; nothing here raises for what the model or the tool did. It also owns the
+scheduling of one turn's calls: read-only kinds run in parallel, mutating kinds (edit, delete,
+move, execute) one at a time in call order, all bounded by ``max_concurrent_tools``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.from_thread
+
+from kode.agent.events import AgentEvent, ToolCustom, ToolEnd, ToolProgress, ToolStart
+from kode.agent.hooks import Allow, Deny, Respond, RewriteInput
+from kode.agent.permissions import ApprovalDecision, ApprovalRequest, check_permission
+from kode.agent.state import ToolCallStatus
+from kode.models.messages import ToolResultContent, ToolUseContent
+from kode.tools.context import ToolContext, ToolEvent
+from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.results import TextBlock, ToolResult, error_result, text_result
+
+if TYPE_CHECKING:
+    from kode.agent.agent import Agent
+
+__all__ = ["CallOutcome", "run_turn_calls"]
+
+_log = logging.getLogger("kode.agent")
+
+
+@dataclass(kw_only=True, slots=True)
+class CallOutcome:
+    """What one call ended as."""
+
+    block: ToolResultContent
+    """The ``tool_result`` block."""
+    status: ToolCallStatus
+    """The call's final status."""
+    pending: bool = False
+    """Whether a client must supply the real result."""
+
+
+def _truncate(result: ToolResult, limit: int) -> ToolResult:
+    total = sum(len(b.text) for b in result.content if isinstance(b, TextBlock))
+    if total <= limit:
+        return result
+    blocks: list[Any] = []
+    budget = limit
+    for block in result.content:
+        if isinstance(block, TextBlock):
+            if budget <= 0:
+                continue
+            text = block.text[:budget]
+            budget -= len(text)
+            blocks.append(TextBlock(text=text))
+        else:
+            blocks.append(block)
+    blocks.append(
+        TextBlock(
+            text=f"[output truncated: {total - limit:,} of {total:,} characters left out; ask "
+            "for less, e.g. a narrower query or a smaller range]"
+        )
+    )
+    return ToolResult(
+        content=tuple(blocks),
+        details=result.details,
+        is_error=result.is_error,
+        error_type=result.error_type,
+        metadata=result.metadata,
+        pending=result.pending,
+    )
+
+
+def _block(call_id: str, result: ToolResult) -> ToolResultContent:
+    return ToolResultContent.model_validate(result.to_block(call_id))
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class _Call:
+    """The pipeline for one call."""
+
+    def __init__(
+        self, agent: Agent, call: ToolUseContent, emit: Callable[[AgentEvent], None]
+    ) -> None:
+        self.agent = agent
+        self.call = call
+        self.emit = emit
+        self.record = agent._record_for(call)
+        self.started = time.perf_counter()
+
+    def finish(self, result: ToolResult, status: ToolCallStatus) -> CallOutcome:
+        result = _truncate(result, self.agent.template.max_result_chars)
+        block = _block(self.call.id, result)
+        pending = result.pending
+        if pending:
+            status = "pending"
+        record = self.record
+        record.status = status
+        record.result = None if pending else block
+        record.error_type = result.error_type.value if result.error_type else None
+        record.ended_at = time.time()
+        record.client = record.client or pending
+        self.emit(
+            ToolEnd(
+                call_id=self.call.id,
+                name=self.call.name,
+                duration=time.perf_counter() - self.started,
+                is_error=result.is_error,
+                result=block,
+                status=status,
+            )
+        )
+        return CallOutcome(block=block, status=status, pending=pending)
+
+    async def run(self) -> CallOutcome:
+        agent, call = self.agent, self.call
+        # 1. lookup
+        tool = agent.lookup(call.name)
+        if tool is None:
+            return self.finish(agent._unknown_tool_result(call.name), "failed")
+        # 2. validation
+        arguments = tool._validator(call.input)
+        if isinstance(arguments, str):
+            return self.finish(
+                error_result(arguments, type=ToolErrorType.INVALID_TOOL_PARAMS), "failed"
+            )
+        # 3. permission
+        verdict = check_permission(
+            tool, arguments, agent.template.permission, always_allowed=agent._always_allowed
+        )
+        if verdict.action == "deny":
+            return self.finish(
+                error_result(
+                    f"Tool '{tool.name}' was not run: {verdict.reason}.",
+                    type=ToolErrorType.PERMISSION_DENIED,
+                ),
+                "denied",
+            )
+        if verdict.action == "ask":
+            self.record.status = "awaiting_approval"
+            decision = await agent._ask(
+                ApprovalRequest(
+                    call_id=call.id,
+                    tool_name=tool.name,
+                    input=arguments,
+                    reason=verdict.reason,
+                    kind=tool.kind,
+                )
+            )
+            if decision.decision == "deny":
+                note = f" Note from the user: {decision.note}" if decision.note else ""
+                return self.finish(
+                    error_result(
+                        f"Tool '{tool.name}' was denied by the user.{note}",
+                        type=ToolErrorType.PERMISSION_DENIED,
+                        details={"note": decision.note},
+                    ),
+                    "denied",
+                )
+            if decision.decision == "allow_always":
+                agent._always_allowed.add(tool.name.lower())
+        # 5. context (made before the hooks, which receive it too)
+        ctx: ToolContext[Any] = ToolContext(
+            tool_call_id=call.id,
+            tool_name=tool.name,
+            agent_id=agent.agent_id,
+            session_id=agent.session_id,
+            deps=agent.deps,
+            event_sink=self._sink,
+        )
+        # 4. pre-hooks
+        pre, post = agent.hooks.for_tool(tool.name)
+        answer: ToolResult | None = None
+        for hook in pre:
+            try:
+                outcome = await _maybe_await(hook(call, ctx))
+            except Exception as exc:
+                _log.error("pre_tool_use hook raised", exc_info=exc)
+                return self.finish(
+                    error_result(
+                        f"Tool '{tool.name}' was not run: a pre_tool_use hook raised "
+                        f"{type(exc).__name__}: {exc}",
+                        type=ToolErrorType.EXECUTION_FAILED,
+                    ),
+                    "failed",
+                )
+            if isinstance(outcome, Allow):
+                break
+            if isinstance(outcome, Deny):
+                return self.finish(
+                    error_result(
+                        f"Tool '{tool.name}' was blocked: {outcome.reason}",
+                        type=ToolErrorType.PERMISSION_DENIED,
+                    ),
+                    "denied",
+                )
+            if isinstance(outcome, RewriteInput):
+                rewritten = tool._validator(outcome.input)
+                if isinstance(rewritten, str):
+                    return self.finish(
+                        error_result(
+                            f"A pre_tool_use hook rewrote the input of '{tool.name}' into "
+                            f"invalid arguments: {rewritten}",
+                            type=ToolErrorType.INVALID_TOOL_PARAMS,
+                        ),
+                        "failed",
+                    )
+                arguments = rewritten
+            elif isinstance(outcome, Respond):
+                answer = (
+                    text_result(outcome.result)
+                    if isinstance(outcome.result, str)
+                    else outcome.result
+                )
+                break
+        # 6. execution
+        self.record.status = "running"
+        self.record.started_at = self.record.started_at or time.time()
+        self.emit(ToolStart(call_id=call.id, name=tool.name, input=dict(arguments)))
+        if answer is None:
+            result = await tool.execute(arguments, ctx, default_timeout=agent.template.tool_timeout)
+        else:
+            result = answer
+        # 7. post-hooks
+        for post_hook in post:
+            try:
+                replaced = await _maybe_await(post_hook(call, result, ctx))
+            except Exception as exc:
+                _log.error("post_tool_use hook raised", exc_info=exc)
+                result = error_result(
+                    f"Tool '{tool.name}' ran, but a post_tool_use hook raised "
+                    f"{type(exc).__name__}: {exc}",
+                    type=ToolErrorType.EXECUTION_FAILED,
+                )
+                break
+            if isinstance(replaced, ToolResult):
+                result = replaced
+            elif isinstance(replaced, str):
+                result = text_result(replaced)
+        if result.is_error:
+            status: ToolCallStatus = (
+                "cancelled" if result.error_type is ToolErrorType.CANCELLED else "failed"
+            )
+        else:
+            status = "done"
+        return self.finish(result, status)
+
+    def _sink(self, event: ToolEvent) -> None:
+        if event.event == "progress" and isinstance(event.data, dict):
+            out: AgentEvent = ToolProgress(
+                call_id=event.tool_call_id,
+                name=event.tool_name,
+                message=str(event.data.get("message", "")),
+                fraction=event.data.get("fraction"),
+            )
+        else:
+            out = ToolCustom(
+                call_id=event.tool_call_id, name=event.tool_name, event=event.event, data=event.data
+            )
+        if threading.get_ident() == self.agent._loop_thread:
+            self.emit(out)
+        else:  # a sync tool in a worker thread: hand the event to the loop
+            try:
+                anyio.from_thread.run_sync(self.emit, out)
+            except RuntimeError:  # not an anyio worker thread (a thread the tool started)
+                self.emit(out)
+
+
+def cancelled_result(call: ToolUseContent) -> ToolResultContent:
+    """The ``tool_result`` answering a call the run was interrupted before it finished."""
+    return _block(
+        call.id,
+        error_result(
+            f"Tool '{call.name}' was cancelled: the run was interrupted before it finished.",
+            type=ToolErrorType.CANCELLED,
+        ),
+    )
+
+
+async def run_turn_calls(
+    agent: Agent,
+    calls: Sequence[ToolUseContent],
+    emit: Callable[[AgentEvent], None],
+    results: list[CallOutcome | None],
+) -> None:
+    """Run one turn's calls into `results` (same order as `calls`).
+
+    Read-only kinds run concurrently; mutating kinds wait for the previous mutating call, so
+    they run one at a time in call order. At most ``max_concurrent_tools`` run at once.
+    """
+    limiter = anyio.CapacityLimiter(agent.template.max_concurrent_tools)
+    previous: anyio.Event | None = None
+
+    async def one(
+        index: int, call: ToolUseContent, wait: anyio.Event | None, done: anyio.Event | None
+    ) -> None:
+        try:
+            if wait is not None:
+                await wait.wait()
+            async with limiter:
+                try:
+                    results[index] = await _Call(agent, call, emit).run()
+                except ToolError as exc:  # defensive: the pipeline should not raise these
+                    results[index] = CallOutcome(
+                        block=_block(call.id, error_result(exc.message, type=exc.type)),
+                        status="failed",
+                    )
+        finally:
+            if done is not None:
+                done.set()
+
+    async with anyio.create_task_group() as tg:
+        for index, call in enumerate(calls):
+            tool = agent.lookup(call.name)
+            if tool is not None and tool.kind.is_mutating:
+                done = anyio.Event()
+                tg.start_soon(one, index, call, previous, done)
+                previous = done
+            else:
+                tg.start_soon(one, index, call, None, None)
+
+
+ApproverCall = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]

@@ -1,0 +1,390 @@
+"""`AnthropicModel`: the Anthropic Messages API, streamed through the ``anthropic`` SDK.
+
+This module owns the Anthropic edge: it sends kode's messages (already Anthropic-style), the
+system prompt and the tools' ``schema("anthropic")`` declarations with ``stream=True``, and
+assembles the raw server-sent events into deltas and one `ModelResponse`. It reads the raw event
+stream rather than the SDK's ``messages.stream()`` helper, because that helper raises on tool
+input that is not valid JSON, where kode keeps the raw text so the agent can answer it.
+
+Where kode's messages and the API differ, these are the choices made:
+
+- A ``tool_use`` whose input is a string (the model once sent text that is not a JSON object) is
+  sent back as ``{"_invalid_json": "<the text>"}`` (`RAW_INPUT_KEY`), since the API takes only
+  objects; the ``tool_result`` answering it already says what was wrong.
+- A ``thinking`` block without a signature (from another provider, or a script) is not sent:
+  the API rejects unsigned thinking. Empty text blocks are not sent either (the API rejects them).
+- From the stream: text and thinking arrive as `TextDelta` / `ThinkingDelta`; the thinking
+  signature is kept on `ThinkingContent`; tool input JSON arriving in pieces is parsed when its
+  block ends (empty → ``{}``, not a JSON object → the raw string). ``redacted_thinking`` and
+  server-tool blocks are dropped (kode has no block for them).
+- Stop reasons: ``end_turn``, ``tool_use``, ``max_tokens``, ``stop_sequence`` and ``refusal``
+  pass through; ``model_context_window_exceeded`` becomes ``max_tokens``; ``pause_turn`` becomes
+  ``end_turn``.
+- Usage: ``input_tokens`` counts every token read, cached or not (``input_tokens`` +
+  ``cache_creation_input_tokens`` + ``cache_read_input_tokens``).
+- Every SDK failure (HTTP status, connection, an ``error`` event mid-stream, a stream that ends
+  before ``message_stop``) is raised as `ModelError`, naming the status and the API's message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+try:
+    import anthropic
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "AnthropicModel needs the anthropic SDK: install it with `pip install 'kode[anthropic]'`"
+    ) from exc
+
+from kode.models.base import (
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    StopReason,
+    TextDelta,
+    ThinkingDelta,
+)
+from kode.models.messages import (
+    ContentBlock,
+    ImageContent,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolResultContent,
+    ToolUseContent,
+    Usage,
+)
+from kode.models.translate import parse_arguments
+
+__all__ = ["RAW_INPUT_KEY", "AnthropicModel", "to_anthropic_messages"]
+
+RAW_INPUT_KEY = "_invalid_json"
+"""The key under which a string tool input is sent back to the API (which takes only objects)."""
+
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "refusal": "refusal",
+    "model_context_window_exceeded": "max_tokens",
+    "pause_turn": "end_turn",
+}
+
+
+class AnthropicModel:
+    """A Claude model, through the Anthropic Messages API with streaming.
+
+    Example:
+        ```python
+        from kode.models import AnthropicModel
+
+        model = AnthropicModel("claude-sonnet-4-5", max_tokens=2048, temperature=0.2)
+        ```
+
+    Args:
+        model: The model name, e.g. ``"claude-sonnet-4-5"``.
+        client: An ``anthropic.AsyncAnthropic`` client to use (then `api_key` and `base_url`
+            must not be given); by default one is made on first use and closed by `aclose`.
+        api_key: The API key (default: the SDK reads ``ANTHROPIC_API_KEY``).
+        base_url: The API's address (default: the SDK reads ``ANTHROPIC_BASE_URL``).
+        max_tokens: The most tokens per response, used instead of the request's
+            ``settings.max_tokens`` when given.
+        **settings: Request fields sent with every request, e.g. ``temperature=0.2`` or
+            ``thinking={"type": "enabled", "budget_tokens": 2048}``. A request's
+            ``settings.temperature`` and ``settings.extra`` take precedence.
+
+    Raises:
+        ValueError: `client` was given together with `api_key` or `base_url`.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: anthropic.AsyncAnthropic | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int | None = None,
+        **settings: Any,
+    ) -> None:
+        if client is not None and (api_key is not None or base_url is not None):
+            raise ValueError("AnthropicModel: pass either client or api_key/base_url, not both")
+        self.name = model
+        """The model name."""
+        self.max_tokens = max_tokens
+        """The most tokens per response (`None`: the request's ``settings.max_tokens``)."""
+        self.settings: dict[str, Any] = dict(settings)
+        """Request fields sent with every request."""
+        self._client = client
+        self._owns_client = client is None
+        self._api_key = api_key
+        self._base_url = base_url
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self.name!r})"
+
+    @property
+    def client(self) -> anthropic.AsyncAnthropic:
+        """The SDK client (made on first use when none was given)."""
+        if self._client is None:
+            self._client = anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self._base_url)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the SDK client if this model made it (a client passed in stays open)."""
+        if self._owns_client and self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    async def __aenter__(self) -> AnthropicModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of ``client.messages.create`` for `request` (without `stream`).
+
+        Fields outside the SDK's typed parameters (``temperature``, `settings`, the request's
+        ``settings.extra``) travel in ``extra_body``.
+        """
+        extra: dict[str, Any] = dict(self.settings)
+        if request.settings.temperature is not None:
+            extra["temperature"] = request.settings.temperature
+        extra.update(request.settings.extra)
+        params: dict[str, Any] = {
+            "model": self.name,
+            "max_tokens": self.max_tokens or request.settings.max_tokens,
+            "messages": to_anthropic_messages(request.messages),
+        }
+        if request.system:
+            params["system"] = request.system
+        if request.tools:
+            params["tools"] = [tool.schema("anthropic") for tool in request.tools]
+        if extra:
+            params["extra_body"] = extra
+        return params
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one response: text and thinking deltas, then the `ModelResponse`.
+
+        Raises:
+            ModelError: the API answered with an error, could not be reached, or the stream
+                broke off or made no sense.
+        """
+        assembler = _Assembler()
+        try:
+            events = await self.client.messages.create(**self.request_params(request), stream=True)
+            async with events:
+                async for event in events:
+                    delta = assembler.feed(event)
+                    if delta is not None:
+                        yield delta
+        except anthropic.APIStatusError as exc:
+            raise _model_error(exc) from exc
+        except anthropic.APIConnectionError as exc:
+            raise ModelError(
+                f"Anthropic request failed: {exc.message} ({exc.request.url})",
+                provider="anthropic",
+            ) from exc
+        except anthropic.AnthropicError as exc:
+            raise ModelError(f"Anthropic request failed: {exc}", provider="anthropic") from exc
+        yield assembler.response()
+
+
+def _model_error(exc: anthropic.APIStatusError) -> ModelError:
+    if exc.status_code == 200:  # an `error` event in the middle of a stream
+        kind, message = exc.type, exc.api_message or str(exc)
+        label = f" ({kind})" if kind else ""
+        return ModelError(f"Anthropic stream failed{label}: {message}", provider="anthropic")
+    label = f" ({exc.type})" if exc.type else ""
+    return ModelError(
+        f"Anthropic request failed with HTTP {exc.status_code}{label}: "
+        f"{exc.api_message or exc.message}",
+        provider="anthropic",
+        status_code=exc.status_code,
+    )
+
+
+# --- requests ---------------------------------------------------------------------------------
+
+
+def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """The ``messages`` of a Messages API request, from kode messages.
+
+    Args:
+        messages: The conversation.
+
+    Returns:
+        JSON-ready dicts; see the module's notes for the blocks that are changed or left out.
+    """
+    return [
+        {"role": m.role, "content": [d for b in m.content if (d := _block(b)) is not None]}
+        for m in messages
+    ]
+
+
+def _block(block: ContentBlock) -> dict[str, Any] | None:
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text} if block.text else None
+    if isinstance(block, ImageContent):
+        return block.model_dump()
+    if isinstance(block, ThinkingContent):
+        if not block.signature:
+            return None
+        return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
+    if isinstance(block, ToolUseContent):
+        value = block.input if isinstance(block.input, dict) else {RAW_INPUT_KEY: block.input}
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": value}
+    return _tool_result(block)
+
+
+def _tool_result(block: ToolResultContent) -> dict[str, Any]:
+    content = [
+        item.model_dump()
+        for item in block.content
+        if not (isinstance(item, TextContent) and not item.text)
+    ]
+    out: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.tool_use_id}
+    out["content"] = content
+    if block.is_error:
+        out["is_error"] = True
+    return out
+
+
+# --- responses --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Block:
+    kind: str
+    parts: list[str] = field(default_factory=list)
+    id: str = ""
+    name: str = ""
+    signature: str | None = None
+    initial_input: dict[str, Any] = field(default_factory=dict)
+    input: dict[str, Any] | str | None = None
+
+
+class _Assembler:
+    """Builds the assistant message from raw stream events, in the order they arrive."""
+
+    def __init__(self) -> None:
+        self.blocks: dict[int, _Block] = {}
+        self.model = ""
+        self.usage = Usage()
+        self.stop_reason: str | None = None
+        self.started = False
+        self.stopped = False
+
+    def feed(self, event: Any) -> TextDelta | ThinkingDelta | None:
+        kind = event.type
+        if kind == "message_start":
+            self.started = True
+            self.model = event.message.model
+            usage = event.message.usage
+            self.usage = Usage(
+                input_tokens=_input_tokens(usage) or 0, output_tokens=usage.output_tokens
+            )
+            return None
+        if not self.started:
+            raise ModelError(
+                f"Anthropic stream is malformed: {kind!r} arrived before message_start",
+                provider="anthropic",
+            )
+        if kind == "content_block_start":
+            started = self.blocks[event.index] = _start(event.content_block)
+            if started.parts and started.kind == "text":
+                return TextDelta(text=started.parts[0])
+            if started.parts and started.kind == "thinking":
+                return ThinkingDelta(thinking=started.parts[0])
+        elif kind == "content_block_delta":
+            return self._delta(event.index, event.delta)
+        elif kind == "content_block_stop":
+            block = self.blocks.get(event.index)
+            if block is not None and block.kind == "tool_use":
+                text = "".join(block.parts)
+                block.input = parse_arguments(text) if text else block.initial_input
+        elif kind == "message_delta":
+            self.stop_reason = event.delta.stop_reason
+            input_tokens = _input_tokens(event.usage)
+            self.usage = Usage(
+                input_tokens=self.usage.input_tokens if input_tokens is None else input_tokens,
+                output_tokens=event.usage.output_tokens,
+            )
+        elif kind == "message_stop":
+            self.stopped = True
+        return None
+
+    def _delta(self, index: int, delta: Any) -> TextDelta | ThinkingDelta | None:
+        block = self.blocks.get(index)
+        if block is None:
+            raise ModelError(
+                f"Anthropic stream is malformed: a delta for block {index} before its start",
+                provider="anthropic",
+            )
+        kind = delta.type
+        if kind == "text_delta" and block.kind == "text":
+            block.parts.append(delta.text)
+            return TextDelta(text=delta.text) if delta.text else None
+        if kind == "thinking_delta" and block.kind == "thinking":
+            block.parts.append(delta.thinking)
+            return ThinkingDelta(thinking=delta.thinking) if delta.thinking else None
+        if kind == "signature_delta" and block.kind == "thinking":
+            block.signature = delta.signature
+        elif kind == "input_json_delta" and block.kind == "tool_use":
+            block.parts.append(delta.partial_json)
+        return None
+
+    def response(self) -> ModelResponse:
+        if not self.stopped:
+            raise ModelError(
+                "Anthropic stream ended before message_stop (the connection was cut or the "
+                "server stopped early)",
+                provider="anthropic",
+            )
+        content: list[ContentBlock] = []
+        for _, block in sorted(self.blocks.items()):
+            text = "".join(block.parts)
+            if block.kind == "text" and text:
+                content.append(TextContent(text=text))
+            elif block.kind == "thinking":
+                content.append(ThinkingContent(thinking=text, signature=block.signature or None))
+            elif block.kind == "tool_use":
+                value = block.input
+                if value is None:  # the block never stopped: parse what arrived
+                    value = parse_arguments(text) if text else block.initial_input
+                content.append(ToolUseContent(id=block.id, name=block.name, input=value))
+        return ModelResponse(
+            message=Message(role="assistant", content=content),
+            stop_reason=_STOP_REASONS.get(self.stop_reason or "", "end_turn"),
+            usage=self.usage,
+            model=self.model,
+        )
+
+
+def _start(block: Any) -> _Block:
+    kind = block.type
+    if kind == "text":
+        return _Block(kind, parts=[block.text] if block.text else [])
+    if kind == "thinking":
+        return _Block(
+            kind, parts=[block.thinking] if block.thinking else [], signature=block.signature
+        )
+    if kind == "tool_use":
+        initial = block.input if isinstance(block.input, dict) else {}
+        return _Block(kind, id=block.id, name=block.name, initial_input=initial)
+    return _Block(kind)  # redacted thinking, server tools: not kept
+
+
+def _input_tokens(usage: Any) -> int | None:
+    base = usage.input_tokens
+    if base is None:
+        return None
+    cached = (usage.cache_creation_input_tokens or 0) + (usage.cache_read_input_tokens or 0)
+    return int(base) + cached

@@ -1,0 +1,331 @@
+"""`OpenAIModel`: OpenAI Chat Completions (and compatible servers), streamed through ``openai``.
+
+This module owns the OpenAI edge: it sends the conversation translated by
+`kode.models.translate.to_openai_messages` and the tools' ``schema("openai")`` declarations with
+``stream=True`` and ``stream_options={"include_usage": True}``, and assembles the chunks into
+deltas and one `ModelResponse`. With `base_url` it talks to any server that speaks Chat
+Completions (Ollama, vLLM, llama.cpp, LM Studio, ...). Message translation rules (system prompt,
+tool results, images, thinking) are in `kode.models.translate`.
+
+How the stream becomes a response:
+
+- ``delta.content`` pieces are `TextDelta` events and one text block. ``delta.refusal`` pieces
+  are text too, and make the stop reason ``refusal``.
+- ``delta.reasoning_content`` / ``delta.reasoning`` (sent by DeepSeek, vLLM, Ollama and others,
+  not by OpenAI) are `ThinkingDelta` events and one unsigned `ThinkingContent` block first in the
+  message; translation drops it when the history goes back to Chat Completions.
+- Tool calls are accumulated by their ``index``: the id and name arrive first, the arguments in
+  pieces; parallel calls (several indexes) become several ``tool_use`` blocks in index order.
+  Arguments are parsed at the end: a JSON object becomes the input dict, empty arguments ``{}``,
+  anything else stays the raw string. A call without an id gets a generated ``call_...`` id.
+- ``finish_reason``: ``tool_calls`` → ``tool_use``, ``stop`` → ``end_turn`` (``tool_use`` when the
+  message has tool calls: some compatible servers say ``stop`` there), ``length`` →
+  ``max_tokens``, ``content_filter`` → ``refusal``. A stream without a ``finish_reason`` is a
+  `ModelError` (it was cut short).
+- Usage comes from the chunk that carries ``usage`` (``prompt_tokens`` → ``input_tokens``,
+  ``completion_tokens`` → ``output_tokens``); only choice 0 is read.
+- The token limit is sent as ``max_completion_tokens`` to OpenAI itself and as ``max_tokens`` to
+  any other server (what compatible servers read); `max_tokens_field` overrides the choice.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+try:
+    import openai
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "OpenAIModel needs the openai SDK: install it with `pip install 'kode[openai]'`"
+    ) from exc
+
+from kode.models.base import (
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    StopReason,
+    TextDelta,
+    ThinkingDelta,
+)
+from kode.models.messages import (
+    ContentBlock,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolUseContent,
+    Usage,
+)
+from kode.models.translate import parse_arguments, to_openai_messages
+
+__all__ = ["OpenAIModel"]
+
+MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
+"""The request field that carries the token limit."""
+
+_PLACEHOLDER_KEY = "no-key-needed"
+_FINISH_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+
+class OpenAIModel:
+    """A model behind the OpenAI Chat Completions API (or a compatible server), streaming.
+
+    Example:
+        ```python
+        from kode.models import OpenAIModel
+
+        gpt = OpenAIModel("gpt-4.1-mini", temperature=0)
+        local = OpenAIModel("qwen3:8b", base_url="http://localhost:11434/v1")
+        ```
+
+    Args:
+        model: The model name, e.g. ``"gpt-4.1"`` (or whatever the server calls it).
+        client: An ``openai.AsyncOpenAI`` client to use (then `api_key` and `base_url` must not
+            be given); by default one is made on first use and closed by `aclose`.
+        api_key: The API key (default: the SDK reads ``OPENAI_API_KEY``). With a `base_url` and
+            no key anywhere, a placeholder is sent, since local servers need none.
+        base_url: The server's address, ending in ``/v1`` for most servers (default: the SDK
+            reads ``OPENAI_BASE_URL``, else OpenAI).
+        max_tokens: The most tokens per response, used instead of the request's
+            ``settings.max_tokens`` when given.
+        max_tokens_field: The request field for the token limit (default: see the module notes).
+        **settings: Request fields sent with every request, e.g. ``temperature=0`` or
+            ``parallel_tool_calls=False``. A request's ``settings.temperature`` and
+            ``settings.extra`` take precedence.
+
+    Raises:
+        ValueError: `client` was given together with `api_key` or `base_url`.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int | None = None,
+        max_tokens_field: MaxTokensField | None = None,
+        **settings: Any,
+    ) -> None:
+        if client is not None and (api_key is not None or base_url is not None):
+            raise ValueError("OpenAIModel: pass either client or api_key/base_url, not both")
+        self.name = model
+        """The model name."""
+        self.max_tokens = max_tokens
+        """The most tokens per response (`None`: the request's ``settings.max_tokens``)."""
+        self.max_tokens_field = max_tokens_field
+        """The request field for the token limit (`None`: chosen by the server's address)."""
+        self.settings: dict[str, Any] = dict(settings)
+        """Request fields sent with every request."""
+        self._client = client
+        self._owns_client = client is None
+        self._api_key = api_key
+        self._base_url = base_url
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel({self.name!r})"
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        """The SDK client (made on first use when none was given).
+
+        Raises:
+            openai.OpenAIError: no API key was given or found (and no `base_url` either).
+        """
+        if self._client is None:
+            api_key = self._api_key
+            if api_key is None and self._base_url is not None:
+                api_key = os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+            self._client = openai.AsyncOpenAI(api_key=api_key, base_url=self._base_url)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the SDK client if this model made it (a client passed in stays open)."""
+        if self._owns_client and self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    async def __aenter__(self) -> OpenAIModel:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of ``client.chat.completions.create`` for `request`.
+
+        Streaming is not included. Fields outside the SDK's typed parameters (`settings`,
+        ``temperature``, the request's ``settings.extra``) travel in ``extra_body``.
+        """
+        extra: dict[str, Any] = dict(self.settings)
+        if request.settings.temperature is not None:
+            extra["temperature"] = request.settings.temperature
+        extra.update(request.settings.extra)
+        limit_field = self.max_tokens_field
+        if limit_field is None:
+            official = str(self.client.base_url).startswith("https://api.openai.com")
+            limit_field = "max_completion_tokens" if official else "max_tokens"
+        params: dict[str, Any] = {
+            "model": self.name,
+            "messages": to_openai_messages(request.messages, system=request.system),
+            limit_field: self.max_tokens or request.settings.max_tokens,
+        }
+        if request.tools:
+            params["tools"] = [tool.schema("openai") for tool in request.tools]
+        if extra:
+            params["extra_body"] = extra
+        return params
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one response: text (and reasoning) deltas, then the `ModelResponse`.
+
+        Raises:
+            ModelError: the server answered with an error, could not be reached, or the stream
+                broke off.
+        """
+        assembler = _Assembler()
+        try:
+            chunks = await self.client.chat.completions.create(
+                **self.request_params(request),
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            async with chunks:
+                async for chunk in chunks:
+                    for delta in assembler.feed(chunk):
+                        yield delta
+        except openai.APIStatusError as exc:
+            raise _status_error(exc) from exc
+        except openai.APIConnectionError as exc:
+            raise ModelError(
+                f"OpenAI request failed: {exc.message} ({exc.request.url})", provider="openai"
+            ) from exc
+        except openai.APIError as exc:  # an error object in the middle of the stream
+            raise ModelError(f"OpenAI stream failed: {exc.message}", provider="openai") from exc
+        except openai.OpenAIError as exc:
+            raise ModelError(f"OpenAI request failed: {exc}", provider="openai") from exc
+        yield assembler.response()
+
+
+def _status_error(exc: openai.APIStatusError) -> ModelError:
+    body = exc.body
+    message = body.get("message") if isinstance(body, dict) else None
+    kind = exc.code or exc.type
+    label = f" ({kind})" if kind else ""
+    return ModelError(
+        f"OpenAI request failed with HTTP {exc.status_code}{label}: "
+        f"{message if isinstance(message, str) and message else exc.message}",
+        provider="openai",
+        status_code=exc.status_code,
+    )
+
+
+@dataclass(slots=True)
+class _Call:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+class _Assembler:
+    """Builds the assistant message from chat completion chunks (choice 0 only)."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.thinking: list[str] = []
+        self.calls: dict[int, _Call] = {}
+        self.refused = False
+        self.finish_reason: str | None = None
+        self.usage = Usage()
+        self.model = ""
+
+    def feed(self, chunk: Any) -> list[TextDelta | ThinkingDelta]:
+        if chunk.model and not self.model:
+            self.model = chunk.model
+        if chunk.usage is not None:
+            self.usage = Usage(
+                input_tokens=chunk.usage.prompt_tokens or 0,
+                output_tokens=chunk.usage.completion_tokens or 0,
+            )
+        out: list[TextDelta | ThinkingDelta] = []
+        for choice in chunk.choices or ():
+            if choice.index != 0:
+                continue
+            delta = choice.delta
+            reasoning = _reasoning(delta)
+            if reasoning:
+                self.thinking.append(reasoning)
+                out.append(ThinkingDelta(thinking=reasoning))
+            for piece in (delta.content, delta.refusal):
+                if piece:
+                    self.text.append(piece)
+                    out.append(TextDelta(text=piece))
+            if delta.refusal:
+                self.refused = True
+            for call in delta.tool_calls or ():
+                self._tool_call(call)
+            if choice.finish_reason:
+                self.finish_reason = choice.finish_reason
+        return out
+
+    def _tool_call(self, delta: Any) -> None:
+        call = self.calls.setdefault(delta.index, _Call())
+        if delta.id and not call.id:
+            call.id = delta.id
+        function = delta.function
+        if function is not None:
+            if function.name and not call.name:
+                call.name = function.name
+            if function.arguments:
+                call.arguments.append(function.arguments)
+
+    def response(self) -> ModelResponse:
+        if self.finish_reason is None:
+            raise ModelError(
+                "OpenAI stream ended without a finish_reason (the connection was cut or the "
+                "server stopped early)",
+                provider="openai",
+            )
+        content: list[ContentBlock] = []
+        if self.thinking:
+            content.append(ThinkingContent(thinking="".join(self.thinking)))
+        if self.text:
+            content.append(TextContent(text="".join(self.text)))
+        for index, call in sorted(self.calls.items()):
+            content.append(
+                ToolUseContent(
+                    id=call.id or f"call_{index}_{uuid.uuid4().hex[:12]}",
+                    name=call.name,
+                    input=parse_arguments("".join(call.arguments)),
+                )
+            )
+        stop = _FINISH_REASONS.get(self.finish_reason, "end_turn")
+        if self.calls and stop == "end_turn":
+            stop = "tool_use"
+        if self.refused:
+            stop = "refusal"
+        return ModelResponse(
+            message=Message(role="assistant", content=content),
+            stop_reason=stop,
+            usage=self.usage,
+            model=self.model,
+        )
+
+
+def _reasoning(delta: Any) -> str | None:
+    for name in ("reasoning_content", "reasoning"):
+        value = getattr(delta, name, None)
+        if isinstance(value, str) and value:
+            return value
+    return None
