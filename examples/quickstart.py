@@ -40,9 +40,7 @@ def search_notes(
 
 
 @define_tool
-async def convert_temperature(
-    value: float, unit: Literal["C", "F"], ctx: ToolContext
-) -> str:
+async def convert_temperature(value: float, unit: Literal["C", "F"], ctx: ToolContext) -> str:
     """Convert a temperature between Celsius and Fahrenheit.
 
     Args:

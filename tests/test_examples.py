@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -39,3 +40,26 @@ def test_readme_example_runs(isolated_registry: ToolRegistry) -> None:
     for block in blocks:
         exec(compile(block, "README.md", "exec"), namespace)
     assert "search_notes" in isolated_registry
+
+
+def test_agent_demo_runs_offline_and_prints_events() -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL")
+    }
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "agent_demo.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        env=env,
+    ).stdout
+    assert out.startswith("Model: scripted; tools: fs_write, read_file, search_files")
+    assert "… searched README.md (100%)" in out
+    assert "✓ search_files" in out and '["redis.conf","app.toml"]' in out
+    assert "✓ read_file" in out and "✗ read_file" in out
+    assert "x does not exist; use search_files first." in out
+    assert "? approval for fs_write" in out and "✓ fs_write" in out
+    assert out.rstrip().endswith("Done in 4 turns.")

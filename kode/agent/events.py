@@ -94,7 +94,7 @@ class ToolEnd:
     call_id: str
     """The ``tool_use`` id."""
     name: str
-    """The tool's name, as the model wrote it."""
+    """The tool's name (as the model wrote it, trimmed, when no tool has it)."""
     duration: float
     """Seconds from the start of the call's pipeline to its result."""
     is_error: bool

@@ -102,6 +102,7 @@ class _Call:
         self.emit = emit
         self.record = agent._record_for(call)
         self.started = time.perf_counter()
+        self.name = call.name.strip()  # the tool's own name once lookup finds it
 
     def finish(self, result: ToolResult, status: ToolCallStatus) -> CallOutcome:
         result = _truncate(result, self.agent.template.max_result_chars)
@@ -118,7 +119,7 @@ class _Call:
         self.emit(
             ToolEnd(
                 call_id=self.call.id,
-                name=self.call.name,
+                name=self.name,
                 duration=time.perf_counter() - self.started,
                 is_error=result.is_error,
                 result=block,
@@ -133,6 +134,7 @@ class _Call:
         tool = agent.lookup(call.name)
         if tool is None:
             return self.finish(agent._unknown_tool_result(call.name), "failed")
+        self.name = tool.name
         # 2. validation
         arguments = tool._validator(call.input)
         if isinstance(arguments, str):

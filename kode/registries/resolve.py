@@ -10,6 +10,7 @@ client. Everything left out is listed with the reason.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -106,13 +107,20 @@ def factory_tools(produced: Any) -> tuple[list[Tool[..., Any]], str | None]:
     return items, None
 
 
-def _suggest(entry: str, names: set[str], groups: set[str]) -> tuple[str, ...]:
+def _suggest(entry: str, names: set[str], groups: set[str], servers: set[str]) -> tuple[str, ...]:
     """Close names for a template entry that matched nothing, best first.
 
     Group names are compared without their common ``group:`` prefix, which would otherwise
-    make every group look close to any ``group:...`` typo.
+    make every group look close to any ``group:...`` typo; a server pattern
+    (``mcp__gitlab__*``) is compared with the MCP servers' names; another glob gets none.
     """
     by_bare = {g.removeprefix("group:"): g for g in groups}
+    server = re.fullmatch(r"mcp__(.+?)__\*", entry)
+    if server is not None:
+        close = difflib.get_close_matches(server.group(1), sorted(servers), n=3, cutoff=0.6)
+        return tuple(f"mcp__{c}__*" for c in close)
+    if any(ch in entry for ch in "*?["):
+        return ()
     if entry.startswith("group:"):
         close = difflib.get_close_matches(entry[6:], sorted(by_bare), n=3, cutoff=0.6)
         return tuple(by_bare[c] for c in close)
@@ -246,9 +254,10 @@ def resolve(
     pool = {normalize_pattern(m.name) for m, _ in known} | set(aliases)
     pool |= {normalize_pattern(m.plugin_id) for m, _ in known if m.plugin_id}
     all_groups = set(groups) | {g for m, _ in known for g in m.groups}
+    servers = {normalize_pattern(m.server) for m, _ in known if m.server}
     for entry in wanted:
         if entry not in matched_entries and entry != "*":
-            suggestions = _suggest(entry, pool, all_groups)
+            suggestions = _suggest(entry, pool, all_groups, servers)
             out.unmatched.append(UnmatchedEntry(entry=entry, suggestions=suggestions))
 
     # 3. policy layers: a tool must pass every one; a pattern that matches nothing is reported

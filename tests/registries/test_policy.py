@@ -134,7 +134,7 @@ def test_an_unknown_group_in_a_template_is_unmatched_with_suggestions(tools: Too
     resolution = tools.resolve(["fs_read", "group:wbe"])
     assert resolution.names == ["fs_read"]
     assert [(u.entry, u.suggestions) for u in resolution.unmatched] == [
-        ("group:wbe", ("group:web", "group:fs", "group:runtime"))
+        ("group:wbe", ("group:web",))
     ]
 
 
