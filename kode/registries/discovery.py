@@ -129,9 +129,10 @@ def _make_handler(
             raise
         out, err = _clip(chunks["out"]), _clip(chunks["err"])
         if process.returncode != 0 or err.strip():
+            how = "" if process.returncode != 0 else " but wrote to stderr"
             raise ToolError(
                 f"Tool '{tool_name}' failed: the call command exited with code "
-                f"{process.returncode}.\nstdout:\n{out.strip() or '(empty)'}\n"
+                f"{process.returncode}{how}.\nstdout:\n{out.strip() or '(empty)'}\n"
                 f"stderr:\n{err.strip() or '(empty)'}",
                 type=ToolErrorType.EXECUTION_FAILED,
                 details={"exit_code": process.returncode, "stdout": out, "stderr": err},
