@@ -10,10 +10,14 @@ owns approvals waiting for `decide`, client tool results waiting for `submit_too
 from __future__ import annotations
 
 import difflib
+import inspect
+import logging
 import math
+import os
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -53,6 +57,9 @@ from kode.tools.errors import KodeError, ToolErrorType
 from kode.tools.results import ToolResult, error_result, json_result, text_result
 from kode.tools.sync import run_sync
 from kode.tools.tool import Tool
+from kode.tools.workspace import FilePool, Workspace
+
+_log = logging.getLogger("kode.agent")
 
 __all__ = ["Agent", "AgentError", "AgentReply"]
 
@@ -62,6 +69,29 @@ EventCallbackFunc = Callable[[AgentEvent], None]
 
 class AgentError(KodeError):
     """An agent cannot be created or cannot continue (bad template tools, a failed model)."""
+
+
+class _AgentHandle:
+    """What tools get as ``ctx.services["agent"]``: sub-agents, without the whole agent."""
+
+    __slots__ = ("_agent",)
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    async def run_subagent(
+        self,
+        template_id: str,
+        prompt: str,
+        *,
+        on_event: EventCallbackFunc | None = None,
+    ) -> str:
+        reply = await self._agent.run_subagent(template_id, prompt, on_event=on_event)
+        return reply.text
+
+    @property
+    def agent_id(self) -> str:
+        return self._agent.agent_id
 
 
 class AgentReply:
@@ -171,6 +201,13 @@ class Agent:
         """What the agent is doing."""
         self.todos: list[dict[str, Any]] = []
         """The agent's todo list (for todo tools)."""
+        self.workspace: Workspace | None = None
+        """The directory its tools may touch."""
+        self.files = FilePool()
+        """What its tools read and wrote (refuses writes over unseen changes)."""
+        self.services: dict[str, Any] = {"todos": self.todos, "agent": _AgentHandle(self)}
+        """Things its tools share by name (see `ToolContext.services`)."""
+        self._create_options: dict[str, Any] = {}
         self._records: dict[str, ToolCallRecord] = {}
         self._always_allowed: set[str] = set()
         self._approvals: dict[str, tuple[anyio.Event, list[ApprovalDecision]]] = {}
@@ -201,6 +238,8 @@ class Agent:
         config: dict[str, Any] | None = None,
         channel: str | None = None,
         sandboxed: bool = False,
+        workspace: str | os.PathLike[str] | Workspace | None = None,
+        subagent_policy: ToolPolicy | None = None,
     ) -> Agent:
         """Make an agent from a template (or a template id), resolving its tools now.
 
@@ -217,6 +256,10 @@ class Agent:
             config: Configuration for tool factories.
             channel: Where the agent talks, for tool factories.
             sandboxed: Whether the agent runs sandboxed, for tool factories.
+            workspace: The directory its tools may touch (a path or a `Workspace` with extra
+                allowed paths); `None` leaves tools to use the current directory.
+            subagent_policy: The policy layer added for sub-agents this agent starts
+                (``task_run``); default: sub-agents cannot start sub-agents.
 
         Raises:
             AgentError: a template entry names no tool (the message lists close names), or a
@@ -232,7 +275,13 @@ class Agent:
             layers.append(template.policy.to_policy(f"template {template.id!r}"))
         agent_id = agent_id or f"agent_{uuid.uuid4().hex[:12]}"
         session_id = session_id or f"session_{uuid.uuid4().hex[:12]}"
+        space = (
+            workspace
+            if isinstance(workspace, Workspace) or workspace is None
+            else Workspace(root=Path(workspace))
+        )
         factory_ctx = ToolFactoryContext(
+            workspace_dir=space.root if space is not None else None,
             config=config or {},
             agent_id=agent_id,
             session_id=session_id,
@@ -258,7 +307,7 @@ class Agent:
                 f"{'; '.join(parts)}. Import the modules that define them, or fix the names."
             )
         merged = (template.hooks or AgentHooks()).merged(hooks)
-        return cls(
+        made = cls(
             template=template,
             model=model,
             resolution=resolution,
@@ -269,6 +318,65 @@ class Agent:
             agent_id=agent_id,
             session_id=session_id,
         )
+        made.workspace = space
+        made._create_options = {
+            "deps": deps,
+            "registry": reg,
+            "policy": [*layers, subagent_policy or ToolPolicy(name="sub-agent", deny=["task_run"])],
+            "approver": approver,
+            "hooks": hooks,
+            "config": config,
+            "channel": channel,
+            "sandboxed": sandboxed,
+            "workspace": space,
+        }
+        return made
+
+    # --- sub-agents and resources --------------------------------------------------------------
+
+    async def run_subagent(
+        self,
+        template_id: str,
+        prompt: str,
+        *,
+        model: Model | None = None,
+        on_event: EventCallbackFunc | None = None,
+    ) -> AgentReply:
+        """Run a sub-agent from a registered template on `prompt`; return its reply.
+
+        It inherits this agent's model (unless `model` is given), deps, registry, approver,
+        workspace and policy layers, plus the sub-agent layer (no ``task_run`` by default).
+        """
+        options = dict(self._create_options)
+        options["policy"] = [p for p in options["policy"] if p.name != "template"]
+        child = Agent.create(templates.get(template_id), model=model or self.model, **options)
+        try:
+            return await child.send(prompt, on_event=on_event)
+        finally:
+            await child.aclose()
+
+    async def aclose(self) -> None:
+        """Release what the agent's tools hold.
+
+        Every service with an ``aclose`` or ``close`` method (background processes,
+        connections) is closed; one that fails is logged and the others still close.
+        """
+        for name, service in list(self.services.items()):
+            closer = getattr(service, "aclose", None) or getattr(service, "close", None)
+            if closer is None:
+                continue
+            try:
+                out = closer()
+                if inspect.isawaitable(out):
+                    await out
+            except Exception as exc:  # one failing service must not keep others open
+                _log.error("closing agent service %r failed", name, exc_info=exc)
+
+    async def __aenter__(self) -> Agent:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     # --- lookup ------------------------------------------------------------------------------
 

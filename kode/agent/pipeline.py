@@ -184,6 +184,9 @@ class _Call:
             session_id=agent.session_id,
             deps=agent.deps,
             event_sink=self._sink,
+            workspace=agent.workspace,
+            files=agent.files,
+            services=agent.services,
         )
         # 4. pre-hooks
         pre, post = agent.hooks.for_tool(tool.name)

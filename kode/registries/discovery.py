@@ -235,6 +235,6 @@ def discover_tools(
             )
             continue
         reg.register(made, source=ToolSource.DISCOVERED)
-        if reg.meta(made.name).source is ToolSource.DISCOVERED:
+        if reg.get(made.name) is made:  # not skipped for a name taken by another tool
             names.append(made.name)
     return names

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic
 
 from typing_extensions import TypeVar
+
+from kode.tools.workspace import FilePool, Workspace
 
 __all__ = ["DepsT", "EventSinkFunc", "ToolContext", "ToolEvent"]
 
@@ -66,10 +69,13 @@ class ToolContext(Generic[DepsT]):
         "agent_id",
         "deps",
         "events",
+        "files",
         "logger",
+        "services",
         "session_id",
         "tool_call_id",
         "tool_name",
+        "workspace",
     )
 
     def __init__(
@@ -82,6 +88,9 @@ class ToolContext(Generic[DepsT]):
         deps: DepsT = None,  # type: ignore[assignment]
         logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None,
         event_sink: EventSinkFunc | None = None,
+        workspace: Workspace | None = None,
+        files: FilePool | None = None,
+        services: dict[str, Any] | None = None,
     ) -> None:
         self.tool_call_id = tool_call_id
         """The id of the `tool_use` block this call answers (empty when standalone)."""
@@ -99,6 +108,13 @@ class ToolContext(Generic[DepsT]):
         """Every event emitted through this context, in order."""
         self._event_sink = event_sink
         self._cancelled = threading.Event()
+        self.workspace = workspace
+        """The directory tools may touch (`None`: the tool decides, e.g. the current one)."""
+        self.files = files
+        """What the agent read and wrote, to refuse writes over unseen changes."""
+        self.services: dict[str, Any] = services if services is not None else {}
+        """Things the running agent offers its tools by name (``"todos"``, ``"subagents"``,
+        ``"processes"``, ...): shared by every call of one agent."""
 
     def __repr__(self) -> str:
         return (
@@ -116,8 +132,20 @@ class ToolContext(Generic[DepsT]):
             deps=self.deps,
             logger=self.logger,
             event_sink=self._event_sink,
+            workspace=self.workspace,
+            files=self.files,
+            services=self.services,
         )
         return ctx
+
+    def resolve_path(self, path: str) -> Path:
+        """`path` resolved in the workspace (the current directory when there is none).
+
+        Raises:
+            ToolError: of type ``path_not_in_workspace`` when it escapes the workspace.
+        """
+        workspace = self.workspace or Workspace(root=Path.cwd())
+        return workspace.resolve(path)
 
     def emit(self, event: str, data: Any = None) -> None:
         """Emit a custom event: it is recorded in `events` and passed to the event sink.

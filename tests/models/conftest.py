@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from kode.models import Model, ModelEvent, ModelRequest, ModelResponse, TextDelta, ThinkingDelta
 from kode.testing.providers import FakeProviderServer
 from kode.tools import define_tool
 
@@ -33,28 +32,12 @@ def get_time(zone: str) -> str:
 
 @pytest.fixture
 def server() -> Iterator[FakeProviderServer]:
+    """A fake provider server on 127.0.0.1, closed after the test."""
     with FakeProviderServer() as fake:
         yield fake
 
 
 @pytest.fixture
-def tools() -> list[Any]:
-    return [get_weather, get_time]
-
-
-Collected = tuple[list[TextDelta | ThinkingDelta], ModelResponse]
-CollectFunc = Callable[[Model, ModelRequest], Awaitable[Collected]]
-
-
-async def _collect(model: Model, request: ModelRequest) -> Collected:
-    events: list[ModelEvent] = [event async for event in model.stream(request)]
-    *deltas, last = events
-    assert isinstance(last, ModelResponse), events
-    assert all(isinstance(d, TextDelta | ThinkingDelta) for d in deltas), events
-    return deltas, last  # type: ignore[return-value]
-
-
-@pytest.fixture
-def collect() -> CollectFunc:
-    """Stream a request to the end: the deltas, and the one final ModelResponse."""
-    return _collect
+def tools() -> tuple[Any, Any]:
+    """Two tools: ``get_weather(city, unit="c")`` and ``get_time(zone)``."""
+    return get_weather, get_time

@@ -356,7 +356,10 @@ def test_tool_calls_with_malformed_or_empty_arguments() -> None:
     [
         ({"role": "function", "name": "f", "content": "x"}, "role 'function'"),
         (
-            {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}]},
+            {
+                "role": "user",
+                "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png"}}],
+            },
             "only data: URLs",
         ),
         (

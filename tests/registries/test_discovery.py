@@ -39,7 +39,7 @@ CALL = """
 
     name = sys.argv[-1]
     with open("calls.log", "a") as log:
-        log.write(" ".join(sys.argv[2:]) + "\\n")
+        log.write(" ".join(sys.argv[1:]) + "\\n")
     if name == "deaf":  # closes stdin without reading its arguments
         os.close(0)
         print("did not listen")

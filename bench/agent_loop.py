@@ -1,0 +1,217 @@
+"""What the agent loop costs on top of running the tools it calls.
+
+Run ``python bench/agent_loop.py`` (``--quick`` for fewer rounds, ``--json`` for
+machine-readable output, ``--check`` to exit 1 when a target is missed). The model is a
+`ScriptedModel`, so there is no network and no provider cost: what is left is the loop itself
+(request, model events, pipeline, events, records, history).
+
+The loop's figure for a tool turn is a difference measured inside each round: ``agent.send``
+for the script [tool_use turn, final text] minus ``agent.send`` for the script [final text]
+alone, on fresh agents. What remains is exactly one model turn with its tool calls, through to
+the ``tool_result`` message in the history. Its baseline is the same tool run without an agent,
+measured in the same process, alternating round by round as in ``bench/overhead.py`` (whose
+measuring helpers and tool this script reuses). See ``bench/README.md`` for each row.
+
+No network, no pytest: a plain script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pydantic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from overhead import (  # noqa: E402 - the sibling script, found through the path set above
+    ARGS,
+    EXPECTED,
+    Row,
+    pair_async,
+    print_table,
+    ratio_row,
+    search_files_async,
+    search_files_slow,
+)
+
+from kode import Agent, AgentTemplate, define_tool  # noqa: E402
+from kode.models import ScriptedModel, tool_use  # noqa: E402
+from kode.models.messages import Message, ToolResultContent  # noqa: E402
+from kode.registries.registry import ToolRegistry  # noqa: E402
+from kode.tools.tool import Tool  # noqa: E402
+
+PARALLEL = 100
+FINAL = Message(role="assistant", content=[{"type": "text", "text": "Done."}])  # type: ignore[list-item]
+
+
+def _tool_turn(name: str, count: int) -> Message:
+    """The assistant message asking for `count` calls of `name` with `ARGS`."""
+    return Message(
+        role="assistant",
+        content=[tool_use(name, dict(ARGS), id=f"toolu_{i:03d}") for i in range(count)],
+    )
+
+
+class _Subject:
+    """Fresh agents for one tool turn: `send` with and without the tool turn in its script."""
+
+    def __init__(self, tool: Tool[..., Any], registry: ToolRegistry, count: int) -> None:
+        self.template = AgentTemplate(
+            id=f"bench_{tool.name}",
+            tools=[tool.name],
+            # The default (8) would queue the calls behind one another: a limit, not overhead.
+            max_concurrent_tools=max(count, 1),
+        )
+        self.registry = registry
+        self.turn = _tool_turn(tool.name, count)
+        self.count = count
+
+    def agents(self, n: int, *, with_tool_turn: bool) -> list[Agent]:
+        script = [self.turn, FINAL] if with_tool_turn else [FINAL]
+        return [
+            Agent.create(self.template, model=ScriptedModel(script), registry=self.registry)
+            for _ in range(n)
+        ]
+
+    def check(self, agent: Agent) -> None:
+        """The history ends [user prompt, tool_use turn, tool_result message, final text]."""
+        assert [m.role for m in agent.messages] == ["user", "assistant", "user", "assistant"]
+        results = agent.messages[2].content
+        assert len(results) == self.count, results
+        for block, call in zip(results, self.turn.tool_uses, strict=True):
+            assert isinstance(block, ToolResultContent), block
+            assert block.tool_use_id == call.id and not block.is_error, block
+            assert block.text == EXPECTED, block
+
+    async def send_all(self, agents: list[Agent]) -> int:
+        t0 = time.perf_counter_ns()
+        for agent in agents:
+            await agent.send("Go.")
+        return time.perf_counter_ns() - t0
+
+    def tool_turn_batch(self, ns_sends: list[float]) -> Callable[[int], Awaitable[int]]:
+        """A batch timing `n` tool turns: `n` sends with it, minus `n` sends without it.
+
+        The whole send with the tool turn is appended to `ns_sends` (per send), for the
+        information row.
+        """
+        flip = [False]
+
+        async def batch(n: int) -> int:
+            with_tool = self.agents(n, with_tool_turn=True)
+            without = self.agents(n, with_tool_turn=False)
+            flip[0] = not flip[0]
+            if flip[0]:
+                full = await self.send_all(with_tool)
+                bare = await self.send_all(without)
+            else:
+                bare = await self.send_all(without)
+                full = await self.send_all(with_tool)
+            for agent in with_tool:
+                self.check(agent)
+            ns_sends.append(full / n)
+            return full - bare
+
+        return batch
+
+
+# --- the figures ---------------------------------------------------------------------------
+
+
+async def bench_round_trip(rounds: int) -> list[Row]:
+    registry = ToolRegistry()
+    tool = define_tool(registry=registry)(search_files_async)
+    subject = _Subject(tool, registry, 1)
+    result = await tool.run(ARGS)
+    assert not result.is_error and result.text == EXPECTED, result
+
+    async def base(n: int) -> int:
+        run = tool.run
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            await run(ARGS)
+        return time.perf_counter_ns() - t0
+
+    sends: list[float] = []
+    n = 100
+    k, b = await pair_async(subject.tool_turn_batch(sends), base, rounds=rounds, n=n)
+    rows = [ratio_row("round_trip", "await tool.run(args)", k, b, 5.0, rounds, n)]
+    whole = sorted(sends)[len(sends) // 2]
+    rows.append(
+        Row("send_1_tool", "await tool.run(args)", whole, b, whole / b, "(info)", None, rounds, n)
+    )
+    return rows
+
+
+async def bench_parallel(rounds: int) -> Row:
+    registry = ToolRegistry()
+    tool = define_tool(registry=registry)(search_files_slow)
+    subject = _Subject(tool, registry, PARALLEL)
+
+    async def base(n: int) -> int:
+        t0 = time.perf_counter_ns()
+        for _ in range(n):
+            async with anyio.create_task_group() as tg:
+                for _ in range(PARALLEL):
+                    tg.start_soon(tool.run, ARGS)
+        return time.perf_counter_ns() - t0
+
+    k, b = await pair_async(subject.tool_turn_batch([]), base, rounds=rounds, n=1)
+    return ratio_row(
+        f"parallel_{PARALLEL}", f"{PARALLEL} tool.run in a task group", k, b, 1.3, rounds, 1
+    )
+
+
+# --- output --------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
+    parser.add_argument(
+        "--only", action="append", help="run only these figures (round_trip, parallel)"
+    )
+    opts = parser.parse_args(argv)
+    scale = 0.25 if opts.quick else 1.0
+    only = set(opts.only or ("round_trip", "parallel"))
+
+    def rounds(full: int) -> int:
+        return max(5, int(full * scale))
+
+    rows: list[Row] = []
+    if "round_trip" in only:
+        rows += anyio.run(bench_round_trip, rounds(60), backend="asyncio")
+    if "parallel" in only:
+        rows.append(anyio.run(bench_parallel, rounds(40), backend="asyncio"))
+
+    if opts.json:
+        env = {
+            "python": platform.python_version(),
+            "pydantic": pydantic.VERSION,
+            "anyio_backend": "asyncio",
+            "quick": opts.quick,
+        }
+        print(json.dumps({"environment": env, "rows": [asdict(r) for r in rows]}, indent=2))
+    else:
+        print(
+            f"kode agent loop vs the bare tool calls (Python {platform.python_version()}, "
+            "anyio/asyncio, ScriptedModel; medians, lower is better)"
+        )
+        print_table(rows)
+    failed = [r.name for r in rows if r.passed is False]
+    return 1 if opts.check and failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
