@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -45,12 +46,12 @@ from overhead import (  # noqa: E402 - the sibling script, found through the pat
 
 from kode import Agent, AgentTemplate, define_tool  # noqa: E402
 from kode.models import ScriptedModel, tool_use  # noqa: E402
-from kode.models.messages import Message, ToolResultContent  # noqa: E402
+from kode.models.messages import Message, TextContent, ToolResultContent  # noqa: E402
 from kode.registries.registry import ToolRegistry  # noqa: E402
 from kode.tools.tool import Tool  # noqa: E402
 
 PARALLEL = 100
-FINAL = Message(role="assistant", content=[{"type": "text", "text": "Done."}])  # type: ignore[list-item]
+FINAL = Message(role="assistant", content=[TextContent(text="Done.")])
 
 
 def _tool_turn(name: str, count: int) -> Message:
@@ -145,7 +146,7 @@ async def bench_round_trip(rounds: int) -> list[Row]:
     n = 100
     k, b = await pair_async(subject.tool_turn_batch(sends), base, rounds=rounds, n=n)
     rows = [ratio_row("round_trip", "await tool.run(args)", k, b, 5.0, rounds, n)]
-    whole = sorted(sends)[len(sends) // 2]
+    whole = statistics.median(sends)
     rows.append(
         Row("send_1_tool", "await tool.run(args)", whole, b, whole / b, "(info)", None, rounds, n)
     )

@@ -297,6 +297,21 @@ def cancelled_result(call: ToolUseContent) -> ToolResultContent:
     )
 
 
+async def _run_into(
+    results: list[CallOutcome | None],
+    index: int,
+    agent: Agent,
+    call: ToolUseContent,
+    emit: Callable[[AgentEvent], None],
+) -> None:
+    try:
+        results[index] = await _Call(agent, call, emit).run()
+    except ToolError as exc:  # defensive: the pipeline should not raise these
+        results[index] = CallOutcome(
+            block=_block(call.id, error_result(exc.message, type=exc.type)), status="failed"
+        )
+
+
 async def run_turn_calls(
     agent: Agent,
     calls: Sequence[ToolUseContent],
@@ -308,7 +323,11 @@ async def run_turn_calls(
     Read-only kinds run concurrently; mutating kinds wait for the previous mutating call, so
     they run one at a time in call order. At most ``max_concurrent_tools`` run at once.
     """
-    limiter = anyio.CapacityLimiter(agent.template.max_concurrent_tools)
+    if len(calls) == 1:  # the common case: no task, no limiter, nothing to order
+        await _run_into(results, 0, agent, calls[0], emit)
+        return
+    limit = agent.template.max_concurrent_tools
+    limiter = anyio.CapacityLimiter(limit) if len(calls) > limit else None
     previous: anyio.Event | None = None
 
     async def one(
@@ -317,14 +336,11 @@ async def run_turn_calls(
         try:
             if wait is not None:
                 await wait.wait()
-            async with limiter:
-                try:
-                    results[index] = await _Call(agent, call, emit).run()
-                except ToolError as exc:  # defensive: the pipeline should not raise these
-                    results[index] = CallOutcome(
-                        block=_block(call.id, error_result(exc.message, type=exc.type)),
-                        status="failed",
-                    )
+            if limiter is None:
+                await _run_into(results, index, agent, call, emit)
+            else:
+                async with limiter:
+                    await _run_into(results, index, agent, call, emit)
         finally:
             if done is not None:
                 done.set()

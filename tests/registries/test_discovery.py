@@ -1,4 +1,4 @@
-"""Discovered tools, with real subprocesses: a discovery command lists them, a call command runs them."""
+"""Discovered tools, with real subprocesses: one command lists them, another runs them."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from kode import ToolErrorType, ToolRegistry, define_tool
@@ -239,7 +240,7 @@ async def test_a_call_past_its_timeout_is_killed_with_its_children(
     # its child was killed with the process group; its new parent reaps it
     deadline = time.monotonic() + 5
     while not _gone(pids["child"]) and time.monotonic() < deadline:
-        time.sleep(0.02)
+        await anyio.sleep(0.02)
     assert _gone(pids["child"])
 
 
@@ -264,8 +265,11 @@ def test_a_failing_discovery_command_is_a_discovery_error(tmp_path: Path) -> Non
 @pytest.mark.parametrize(
     ("output", "expected"),
     [
-        ("not json", "did not print JSON (Expecting value: line 1 column 1 (char 0)); first "
-                     "bytes: b'not json"),
+        (
+            "not json",
+            "did not print JSON (Expecting value: line 1 column 1 (char 0)); first "
+            "bytes: b'not json",
+        ),
         ('{"name": "x"}', "the discovery command must print a JSON array, got dict"),
         ("", "did not print JSON"),
     ],
@@ -282,9 +286,10 @@ def test_a_discovery_command_printing_no_json_array_is_a_discovery_error(
 def test_a_discovery_command_that_cannot_run_or_hangs(tmp_path: Path) -> None:
     with pytest.raises(DiscoveryError, match="could not run"):
         discover_tools([str(tmp_path / "missing")], ["true"], registry=ToolRegistry())
-    with pytest.raises(DiscoveryError, match="could not run: .*timed out after 0.3 seconds"):
-        _discover(tmp_path, "import time\ntime.sleep(10)", discovery_timeout=0.3,
-                  registry=ToolRegistry())
+    with pytest.raises(DiscoveryError, match=r"could not run: .*timed out after 0.3 seconds"):
+        _discover(
+            tmp_path, "import time\ntime.sleep(10)", discovery_timeout=0.3, registry=ToolRegistry()
+        )
 
 
 def test_invalid_declarations_are_skipped_with_diagnostics(
@@ -298,7 +303,10 @@ def test_invalid_declarations_are_skipped_with_diagnostics(
         return ""
 
     declarations = [
-        {"name": "good", "parameters": {"type": "OBJECT", "properties": {"n": {"type": "INTEGER"}}}},
+        {
+            "name": "good",
+            "parameters": {"type": "OBJECT", "properties": {"n": {"type": "INTEGER"}}},
+        },
         {"name": "bad name!"},
         {"description": "no name at all"},
         {"name": "scalar", "parameters": {"type": "string"}},
@@ -307,9 +315,7 @@ def test_invalid_declarations_are_skipped_with_diagnostics(
         {"functionDeclarations": [{"name": "nested"}]},
         "not a declaration",
     ]
-    names = _discover(
-        tmp_path, f"import json\nprint(json.dumps({declarations!r}))", registry=reg
-    )
+    names = _discover(tmp_path, f"import json\nprint(json.dumps({declarations!r}))", registry=reg)
     assert names == ["good", "nested"]
     assert reg.get("good").input_schema == {
         "type": "object",

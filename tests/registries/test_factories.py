@@ -201,14 +201,14 @@ def test_create_with_garbage_raises_type_error_naming_the_tool() -> None:
     tools = ToolRegistry()
     tools.register_factory(lambda ctx: [1], names=["bad"])
     with pytest.raises(
-        TypeError, match="^the factory of tool 'bad' returned a list containing int"
+        TypeError, match=r"^the factory of tool 'bad' returned a list containing int"
     ):
         tools.create("bad")
 
 
 def test_register_factory_refuses_what_cannot_work() -> None:
     tools = ToolRegistry()
-    with pytest.raises(TypeError, match="^a tool factory must be callable, got int$"):
+    with pytest.raises(TypeError, match=r"^a tool factory must be callable, got int$"):
         tools.register_factory(3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="names must be a list of tool names, got the string 'a'"):
         tools.register_factory(lambda ctx: None, names="a")

@@ -92,9 +92,9 @@ def test_add_alias_collisions_are_refused() -> None:
     tools.register(_tool("exec"))
     tools.register(_tool("fs_read"))
     tools.add_alias("run", "exec")
-    with pytest.raises(ValueError, match="^'fs_read' already names a tool or an alias"):
+    with pytest.raises(ValueError, match=r"^'fs_read' already names a tool or an alias"):
         tools.add_alias("fs_read", "exec")
-    with pytest.raises(ValueError, match="^'RUN' already names a tool or an alias"):
+    with pytest.raises(ValueError, match=r"^'RUN' already names a tool or an alias"):
         tools.add_alias("RUN", "fs_read")
     assert tools.aliases() == {"run": "exec"}
 

@@ -130,9 +130,7 @@ def test_plugins_load_in_name_order_and_a_broken_one_does_not_stop_the_others(
     with caplog.at_level(logging.WARNING, logger="kode.registry"):
         reports = load_plugins(registry=tools)
     assert [(r.plugin_id, r.loaded) for r in reports] == [("broken", False), ("zweather", True)]
-    message = (
-        "plugin 'broken' could not be loaded: ImportError: missing dependency 'leftpad'"
-    )
+    message = "plugin 'broken' could not be loaded: ImportError: missing dependency 'leftpad'"
     assert tools.diagnostics == [
         Diagnostic(level="error", source=ToolSource.PLUGIN, plugin_id="broken", message=message)
     ]
@@ -167,8 +165,7 @@ def test_a_pip_installed_plugin_is_found_in_a_fresh_venv(tmp_path: Path) -> None
         ),
         f"{dist_info}/METADATA": "Metadata-Version: 2.1\nName: kp-tides\nVersion: 0.1\n",
         f"{dist_info}/WHEEL": (
-            "Wheel-Version: 1.0\nGenerator: kode-tests\nRoot-Is-Purelib: true\n"
-            "Tag: py3-none-any\n"
+            "Wheel-Version: 1.0\nGenerator: kode-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
         ),
         f"{dist_info}/entry_points.txt": f"[{ENTRY_POINT_GROUP}]\ntides = kp_tides:register\n",
     }
@@ -194,8 +191,17 @@ def test_a_pip_installed_plugin_is_found_in_a_fresh_venv(tmp_path: Path) -> None
         "".join(f"import site; site.addsitedir({p!r})\n" for p in host)
     )
     pip = subprocess.run(
-        [python, "-m", "pip", "install", "--no-index", "--no-deps", "--no-cache-dir",
-         "--disable-pip-version-check", str(wheel)],
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--no-deps",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            str(wheel),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -347,8 +353,7 @@ def test_a_plugin_that_raises_registers_nothing(
         report = load_plugin("kp_flaky:register", plugin_id="flaky")
     assert (report.loaded, report.registered) == (False, [])
     message = (
-        "plugin 'flaky' raised RuntimeError: config file missing; none of its tools were "
-        "registered"
+        "plugin 'flaky' raised RuntimeError: config file missing; none of its tools were registered"
     )
     assert registry.diagnostics == [
         Diagnostic(level="error", source=ToolSource.PLUGIN, plugin_id="flaky", message=message)
@@ -385,9 +390,7 @@ def test_register_tool_with_garbage_makes_the_plugin_fail() -> None:
 def test_an_invalid_plugin_id_is_an_error(plugin_id: str, shown: str) -> None:
     tools = ToolRegistry()
     called: list[bool] = []
-    report = load_plugin(
-        lambda api: called.append(True), plugin_id=plugin_id, registry=tools
-    )
+    report = load_plugin(lambda api: called.append(True), plugin_id=plugin_id, registry=tools)
     assert not report.loaded and called == []
     assert tools.diagnostics == [
         Diagnostic(
@@ -451,8 +454,9 @@ def test_a_core_tool_registered_after_a_plugin_tool_replaces_it(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     tools = ToolRegistry()
-    load_plugin(lambda api: api.register_tool(_tool("fetch", "plugin")), plugin_id="early",
-                registry=tools)
+    load_plugin(
+        lambda api: api.register_tool(_tool("fetch", "plugin")), plugin_id="early", registry=tools
+    )
     core = _tool("fetch", "core")
     with caplog.at_level(logging.WARNING, logger="kode.registry"):
         tools.register(core, source="core")
@@ -472,23 +476,34 @@ def test_two_plugins_with_the_same_tool_name_keep_the_first(
 ) -> None:
     tools = ToolRegistry()
     shared = _tool("translate", "shared")
-    load_plugin(lambda api: api.register_tool(_tool("translate", "a")), plugin_id="a",
-                registry=tools)
+    load_plugin(
+        lambda api: api.register_tool(_tool("translate", "a")), plugin_id="a", registry=tools
+    )
     with caplog.at_level(logging.WARNING, logger="kode.registry"):
-        report = load_plugin(lambda api: api.register_tool(_tool("translate", "b")),
-                             plugin_id="b", registry=tools)
+        report = load_plugin(
+            lambda api: api.register_tool(_tool("translate", "b")), plugin_id="b", registry=tools
+        )
         load_plugin(lambda api: api.register_tool(shared), plugin_id="c", registry=tools)
         load_plugin(lambda api: api.register_tool(shared), plugin_id="d", registry=tools)
     assert (report.loaded, report.registered) == (True, [])
     assert tools.meta("translate").plugin_id == "a"
     assert tools.get("translate").run_sync().text == "a"
     expected = [
-        ("b", "plugin tool 'translate' skipped: the name is taken by plugin 'a' "
-              "(the tool registered first is kept)"),
-        ("c", "plugin tool 'translate' skipped: the name is taken by plugin 'a' "
-              "(the tool registered first is kept)"),
-        ("d", "plugin tool 'translate' skipped: the name is taken by plugin 'a' "
-              "(the tool registered first is kept)"),
+        (
+            "b",
+            "plugin tool 'translate' skipped: the name is taken by plugin 'a' "
+            "(the tool registered first is kept)",
+        ),
+        (
+            "c",
+            "plugin tool 'translate' skipped: the name is taken by plugin 'a' "
+            "(the tool registered first is kept)",
+        ),
+        (
+            "d",
+            "plugin tool 'translate' skipped: the name is taken by plugin 'a' "
+            "(the tool registered first is kept)",
+        ),
     ]
     assert [(d.plugin_id, d.message) for d in tools.diagnostics] == expected
     assert caplog.messages == [f"warning [{p}]: {m}" for p, m in expected]

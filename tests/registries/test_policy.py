@@ -125,7 +125,7 @@ def test_bad_custom_groups_are_refused(tools: ToolRegistry) -> None:
         tools.define_group("x", "fs_read")
     with pytest.raises(PolicyError, match=r"^group 'x': members must hold strings .*got 3 \(int\)"):
         tools.define_group("x", ["fs_read", 3])  # type: ignore[list-item]
-    with pytest.raises(PolicyError, match="^a group needs a name$"):
+    with pytest.raises(PolicyError, match=r"^a group needs a name$"):
         tools.define_group("group:", ["fs_read"])
     assert tools.groups() == {}
 
@@ -203,9 +203,9 @@ def test_an_unknown_profile_names_the_known_ones(tools: ToolRegistry) -> None:
 def test_bad_profiles_are_refused(tools: ToolRegistry) -> None:
     with pytest.raises(PolicyError, match=r"^profile 'p' must be a list of patterns, got the str"):
         tools.define_profile("p", "fs_read")
-    with pytest.raises(PolicyError, match="^a profile needs a name$"):
+    with pytest.raises(PolicyError, match=r"^a profile needs a name$"):
         tools.define_profile(" ", ["fs_read"])
-    with pytest.raises(PolicyError, match="^ToolPolicy.profile must be a profile name, got list$"):
+    with pytest.raises(PolicyError, match=r"^ToolPolicy.profile must be a profile name, got list$"):
         ToolPolicy(profile=["coding"])  # type: ignore[arg-type]
 
 
@@ -255,9 +255,12 @@ def test_optional_tools_need_an_explicit_entry(tools: ToolRegistry) -> None:
     assert "radar" not in names(tools, ToolPolicy(allow=["group:web"]), template=["*"])
     assert "radar" not in names(tools, ToolPolicy(allow=["rad*"]))
     resolution = tools.resolve(["group:web"])
-    assert Exclusion(
-        name="radar", reason="optional: name it, its plugin or group:plugins to include it"
-    ) in resolution.excluded
+    assert (
+        Exclusion(
+            name="radar", reason="optional: name it, its plugin or group:plugins to include it"
+        )
+        in resolution.excluded
+    )
     # by its name, its plugin's id, or group:plugins, in the template or an allow list
     assert "radar" in names(tools, template=["Radar"])
     assert "radar" in names(tools, template=["weather"])
@@ -344,9 +347,9 @@ def test_bad_policies_are_policy_errors() -> None:
 
 
 def test_a_template_that_is_a_bare_string_or_holds_non_strings(tools: ToolRegistry) -> None:
-    with pytest.raises(PolicyError, match="^the template's tools must be a list of patterns, got"):
+    with pytest.raises(PolicyError, match=r"^the template's tools must be a list of patterns, got"):
         tools.resolve("fs_read")
     with pytest.raises(PolicyError, match=r"^the template's tools must hold strings .*got 1 \(int"):
         tools.resolve(["fs_read", 1])  # type: ignore[list-item]
-    with pytest.raises(PolicyError, match="^policy layers must be ToolPolicy objects, got dict$"):
+    with pytest.raises(PolicyError, match=r"^policy layers must be ToolPolicy objects, got dict$"):
         tools.resolve(None, [{"allow": ["x"]}])  # type: ignore[list-item]

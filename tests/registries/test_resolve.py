@@ -175,9 +175,7 @@ def test_resolution_is_a_snapshot_with_the_metas(tools: ToolRegistry) -> None:
     assert resolution.metas["exec"].aliases == ("bash",)
     tools.unregister("exec")  # later changes do not touch an earlier resolution
     assert resolution.names == ["exec"]
-    assert tools.resolve(["exec"]).unmatched == [
-        UnmatchedEntry(entry="exec", suggestions=())
-    ]
+    assert tools.resolve(["exec"]).unmatched == [UnmatchedEntry(entry="exec", suggestions=())]
 
 
 def test_factory_tools_take_their_place_in_the_order() -> None:

@@ -38,8 +38,7 @@ def read_file(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
     """The same declared tool validated with jsonschema installed, and without it."""
     if request.param == "builtin":
         monkeypatch.setitem(sys.modules, "jsonschema", None)  # import fails: built-in checks
-    return declare_tool("read_file", description="Read a file.", input_schema=SCHEMA,
-                        handler=_echo)
+    return declare_tool("read_file", description="Read a file.", input_schema=SCHEMA, handler=_echo)
 
 
 def _invalid(tool: DeclaredTool, *problems: str) -> str:
@@ -87,7 +86,7 @@ def test_valid_arguments_pass_unchanged(read_file: DeclaredTool) -> None:
         ({"path": "a", "tags": "x"}, ["'tags' should be of type array, got \"x\""]),
         ({"path": "a", "options": [1]}, ["'options' should be of type object, got [1]"]),
         ({"path": "a", "note": 1}, ["'note' should be of type string or null, got 1"]),
-        ({"path": "a", "mode": "write"}, ["'mode' should be one of \"read\", \"tail\", got \"write\""]),
+        ({"path": "a", "mode": "write"}, ['\'mode\' should be one of "read", "tail", got "write"']),
         ({"path": None}, ["'path' should be of type string, got null"]),
         (
             {"lines": "x", "follow": "yes"},
@@ -140,13 +139,14 @@ def test_the_arguments_may_come_as_json_text_or_nothing(read_file: DeclaredTool)
     )
     assert optional.run_sync("[1, 2]").text == (
         "Invalid arguments for tool 'ping': expected a JSON object with the parameters by "
-        "name, got list [1,2]."
+        "name, got list [1, 2]."
     )
 
 
 def test_an_open_schema_accepts_unknown_keys() -> None:
-    tool = declare_tool("open", input_schema={"properties": {"a": {"type": "string"}}},
-                        handler=_echo)
+    tool = declare_tool(
+        "open", input_schema={"properties": {"a": {"type": "string"}}}, handler=_echo
+    )
     assert tool.input_schema == {"type": "object", "properties": {"a": {"type": "string"}}}
     assert tool.validate({"a": "x", "extra": 1}) == {"a": "x", "extra": 1}
 
@@ -161,8 +161,9 @@ def test_many_problems_are_cut_after_eight(read_file: DeclaredTool) -> None:
         },
     )
     text = tool.run_sync({}).text
-    assert text.endswith("'p7' is required but missing; and 2 more. Fix the arguments and call "
-                         "the tool again.")
+    assert text.endswith(
+        "'p7' is required but missing; and 2 more. Fix the arguments and call the tool again."
+    )
     assert "'p8'" not in text
 
 
@@ -242,8 +243,9 @@ async def test_handler_errors_become_error_results() -> None:
 
 def test_a_declared_tool_has_schemas_in_every_dialect() -> None:
     schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
-    tool = declare_tool("search", description="Search.", input_schema=schema,
-                        output_schema={"type": "array"})
+    tool = declare_tool(
+        "search", description="Search.", input_schema=schema, output_schema={"type": "array"}
+    )
     assert tool.schema("anthropic") == {
         "name": "search",
         "description": "Search.",
@@ -263,18 +265,32 @@ def test_a_declared_tool_has_schemas_in_every_dialect() -> None:
 @pytest.mark.parametrize(
     ("options", "problems"),
     [
-        ({"name": "bad name"}, ["tool name 'bad name' is invalid: use 1-64 letters, digits, '_' or '-'"]),
+        (
+            {"name": "bad name"},
+            ["tool name 'bad name' is invalid: use 1-64 letters, digits, '_' or '-'"],
+        ),
         ({"name": ""}, ["tool name '' is invalid: use 1-64 letters, digits, '_' or '-'"]),
-        ({"input_schema": {"type": "array"}}, ["input_schema must describe an object, got type 'array'"]),
+        (
+            {"input_schema": {"type": "array"}},
+            ["input_schema must describe an object, got type 'array'"],
+        ),
         ({"input_schema": ["a"]}, ["input_schema must be a JSON schema object (a dict), got list"]),
         ({"input_schema": {"properties": []}}, ["input_schema.properties must be an object"]),
-        ({"input_schema": {"properties": {"a": "string"}}},
-         ["input_schema.properties 'a' must be schema objects"]),
-        ({"input_schema": {"required": "a"}},
-         ["input_schema.required must be a list of property names, got 'a'"]),
-        ({"kind": "explode"},
-         ["kind 'explode' is not one of read, edit, delete, move, search, execute, think, fetch, "
-          "other"]),
+        (
+            {"input_schema": {"properties": {"a": "string"}}},
+            ["input_schema.properties 'a' must be schema objects"],
+        ),
+        (
+            {"input_schema": {"required": "a"}},
+            ["input_schema.required must be a list of property names, got 'a'"],
+        ),
+        (
+            {"kind": "explode"},
+            [
+                "kind 'explode' is not one of read, edit, delete, move, search, execute, think, "
+                "fetch, other"
+            ],
+        ),
         ({"handler": 3}, ["handler must be an async function, got int"]),
         ({"timeout": 0}, ["timeout must be a positive number of seconds or None, got 0"]),
         ({"timeout": True}, ["timeout must be a positive number of seconds or None, got True"]),

@@ -1,0 +1,51 @@
+"""The ``kode`` command: inspect, call and check tools, run agents, serve tools over MCP.
+
+Each command group lives next to what it drives and adds itself to the parser here:
+``kode tools ...`` and ``kode run ...`` (`kode.cli_tools`), ``kode mcp ...`` (`kode.mcp.cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+__all__ = ["build_parser", "main"]
+
+_GROUPS = ("kode.cli_tools", "kode.mcp.cli")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``kode`` argument parser, with every available command group."""
+    parser = argparse.ArgumentParser(
+        prog="kode",
+        description="Define typed, documented Python functions as LLM tools; inspect, call and "
+        "check them, run agents, and serve them over MCP.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in _GROUPS:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            if exc.name and module_name.startswith(exc.name):
+                continue  # the group is not available in this installation
+            raise
+        module.register(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``kode`` command; return its exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    code: int = handler(args)
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
