@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from pathlib import Path
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic
 
 from typing_extensions import TypeVar

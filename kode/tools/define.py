@@ -12,7 +12,7 @@ import importlib
 import inspect
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 
@@ -119,6 +119,7 @@ def _build(
     require_descriptions: bool,
     run_in_thread: bool,
     aliases: Iterable[str],
+    param_aliases: Mapping[str, str] | None,
     localns: Callable[[], dict[str, Any]] | None,
 ) -> Tool[P, R]:
     qualname = getattr(fn, "__qualname__", None) or repr(fn)
@@ -173,6 +174,7 @@ def _build(
             docstring_style=docstring_style,
             require_descriptions=require_descriptions,
             localns=localns,
+            param_aliases=param_aliases,
         )
     except ToolDefinitionError as exc:
         raise ToolDefinitionError(qualname, problems + exc.problems) from None
@@ -229,6 +231,7 @@ def define_tool(
     require_descriptions: bool = False,
     run_in_thread: bool = True,
     aliases: Iterable[str] = (),
+    param_aliases: Mapping[str, str] | None = None,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -249,6 +252,7 @@ def define_tool(
     require_descriptions: bool = False,
     run_in_thread: bool = True,
     aliases: Iterable[str] = (),
+    param_aliases: Mapping[str, str] | None = None,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a typed, documented function into a `Tool` and register it.
 
@@ -279,6 +283,9 @@ def define_tool(
         run_in_thread: Run a sync function in a worker thread (default) or inline in the
             event loop (for fast, non-blocking pure functions).
         aliases: Other names that reach the tool in a registry (``["read", "Read"]``).
+        param_aliases: Other names accepted for parameters, ``{"file_path": "path"}``: a
+            model used to another system's names still reaches the parameter (the schema
+            shows the parameter's own name).
 
     Raises:
         ToolDefinitionError: every problem of the function, in one message.
@@ -309,6 +316,7 @@ def define_tool(
         require_descriptions=require_descriptions,
         run_in_thread=run_in_thread,
         aliases=aliases,
+        param_aliases=param_aliases,
     )
     if fn is not None:
         return _build(fn, localns=_caller_locals(fn), **options)

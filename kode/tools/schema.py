@@ -13,12 +13,12 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args, get_origin
 
 import docstring_parser
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
 from typing_extensions import Doc
 
@@ -159,6 +159,7 @@ def inspect_function(
     docstring_style: DocstringStyle,
     require_descriptions: bool,
     localns: Callable[[], dict[str, Any]] | None = None,
+    param_aliases: Mapping[str, str] | None = None,
 ) -> FunctionSpec:
     """Read `fn` and build its argument model, or raise `ToolDefinitionError` with every problem.
 
@@ -265,6 +266,11 @@ def inspect_function(
             fname = f"kode_arg_{pname}"
             field_to_param[fname] = pname
             override["alias"] = pname
+        other_names = [a for a, target in (param_aliases or {}).items() if target == pname]
+        if other_names:
+            # The schema shows the first choice (the parameter's own name); the others are
+            # accepted from a model that uses another system's name for it.
+            override["validation_alias"] = AliasChoices(pname, *other_names)
         # Metadata is merged left to right, so `override` (made with `Field()`, which sets
         # the validation and serialization aliases too) wins over the user's own `Field`.
         if isinstance(default, FieldInfo):
@@ -279,6 +285,14 @@ def inspect_function(
         param_names.append(pname)
 
     seen = set(signature.parameters)
+    for alias, target in (param_aliases or {}).items():
+        if target not in param_names:
+            problems.append(
+                f"param_aliases maps {alias!r} to {target!r}, which is not a parameter shown "
+                "to the model"
+            )
+        elif alias in seen:
+            problems.append(f"param_aliases maps {alias!r}, which is itself a parameter")
     for documented in doc_params:
         if documented not in seen:
             problems.append(

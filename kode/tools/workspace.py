@@ -40,9 +40,7 @@ class Workspace:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root).resolve())
-        object.__setattr__(
-            self, "extra_paths", tuple(Path(p).resolve() for p in self.extra_paths)
-        )
+        object.__setattr__(self, "extra_paths", tuple(Path(p).resolve() for p in self.extra_paths))
 
     def allowed(self, path: Path) -> bool:
         """Whether an already resolved path is inside the root or an extra path."""

@@ -265,3 +265,30 @@ def test_inline_sync_tool_with_timeout_is_refused() -> None:
         return x
 
     assert define_tool(g, registry=None, timeout=1, run_in_thread=False).timeout == 1.0
+
+
+def test_param_aliases_accept_other_names_for_a_parameter() -> None:
+    @define_tool(registry=None, param_aliases={"file_path": "path", "filePath": "path"})
+    def read(path: str, limit: int = 10) -> str:
+        """Read."""
+        return f"{path}:{limit}"
+
+    assert list(read.input_schema["properties"]) == ["path", "limit"]
+    assert read.run_sync({"file_path": "a.txt"}).text == "a.txt:10"
+    assert read.run_sync({"filePath": "b.txt", "limit": 2}).text == "b.txt:2"
+    assert read.run_sync({"path": "c.txt"}).text == "c.txt:10"
+    both = read.run_sync({"path": "c.txt", "file_path": "d.txt"})
+    assert both.is_error and "'file_path' is not a parameter of this tool" in both.text
+
+
+def test_param_aliases_must_name_parameters() -> None:
+    def read(path: str, limit: int = 10) -> str:
+        """Read."""
+        return path
+
+    with pytest.raises(ToolDefinitionError) as info:
+        define_tool(read, registry=None, param_aliases={"x": "nope", "limit": "path"})
+    assert info.value.problems == [
+        "param_aliases maps 'x' to 'nope', which is not a parameter shown to the model",
+        "param_aliases maps 'limit', which is itself a parameter",
+    ]
