@@ -171,6 +171,7 @@ def inspect_function(
         require_descriptions: Report the tool and every parameter that has no description.
         localns: Called when some annotations are strings: returns the locals visible where
             the function was defined, so they can name classes defined in a function body.
+        param_aliases: Other accepted names for parameters, ``{alias: parameter}``.
     """
     qualname = getattr(fn, "__qualname__", repr(fn))
     problems: list[str] = []
