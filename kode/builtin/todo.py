@@ -58,6 +58,7 @@ def todo_write(todos: Annotated[list[TodoItem], Field(max_length=100)], *, ctx: 
 
     Args:
         todos: The whole list, in order.
+        ctx: Injected by kode (not shown to the model).
     """
     ids = [t.id for t in todos]
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
