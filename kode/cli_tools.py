@@ -1,0 +1,371 @@
+"""``kode tools ...`` and ``kode run``: look at tools, call them, lint them, run an agent.
+
+This module owns the command-line side of tools and agents. Modules named on the command line
+are imported (a dotted name, or a path to a ``.py`` file), which registers their tools; the
+built-ins are available with ``--builtin``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib
+import importlib.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register"]
+
+
+class CommandError(Exception):
+    """A command cannot go on; its message is printed and the exit code is 2."""
+
+
+def _import(target: str) -> None:
+    path = Path(target)
+    try:
+        if target.endswith(".py") or path.is_file():
+            if not path.is_file():
+                raise CommandError(f"no such file: {target}")
+            sys.path.insert(0, str(path.resolve().parent))
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            if spec is None or spec.loader is None:
+                raise CommandError(f"cannot import {target}: not a Python module")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[path.stem] = module
+            spec.loader.exec_module(module)
+        else:
+            sys.path.insert(0, os.getcwd())
+            importlib.import_module(target)
+    except CommandError:
+        raise
+    except Exception as exc:  # anything the user's module raises at import time
+        raise CommandError(
+            f"could not import module {target!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from kode import registry
+
+    if getattr(args, "builtin", False):
+        importlib.import_module("kode.builtin")
+    for target in getattr(args, "modules", None) or ():
+        _import(target)
+    return registry
+
+
+def _get(reg: Any, name: str) -> Any:
+    from kode import ToolNotFoundError
+
+    try:
+        return reg.get(name)
+    except ToolNotFoundError as exc:
+        raise CommandError(str(exc) + _hint_modules(reg)) from None
+
+
+def _hint_modules(reg: Any) -> str:
+    if len(reg) == 0:
+        return " No tools are registered: name the module that defines them (-m MODULE)."
+    return f" Registered: {', '.join(reg.names())}."
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+# --- kode tools list / show / call / check -----------------------------------------------
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    reg = _load(args)
+    rows = []
+    for entry in reg.entries():
+        meta = reg.meta(entry.name)
+        rows.append(
+            {
+                "name": meta.name,
+                "source": meta.source.value,
+                "plugin_id": meta.plugin_id,
+                "server": meta.server,
+                "kind": meta.kind.value,
+                "groups": list(meta.groups),
+                "optional": meta.optional,
+                "aliases": list(meta.aliases),
+            }
+        )
+    if args.json:
+        _print_json(rows)
+        return 0
+    if not rows:
+        print("No tools registered." + _hint_modules(reg))
+        return 0
+    width = max(len(r["name"]) for r in rows)
+    for r in rows:
+        source = r["source"] + (
+            f":{r['plugin_id'] or r['server']}" if r["plugin_id"] or r["server"] else ""
+        )
+        groups = ",".join(r["groups"]) or "-"
+        print(f"{r['name']:<{width}}  {source:<10} {r['kind']:<8} {groups}")
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    reg = _load(args)
+    tool = _get(reg, args.name)
+    _print_json(tool.schema(args.dialect))
+    return 0
+
+
+def _cmd_call(args: argparse.Namespace) -> int:
+    from kode import run_sync
+
+    reg = _load(args)
+    tool = _get(reg, args.name)
+    raw = args.arguments if args.arguments is not None else "{}"
+    if raw == "-":
+        raw = sys.stdin.read()
+    result = run_sync(tool.run, raw)
+    _print_json(result.to_block(args.id))
+    return 1 if result.is_error else 0
+
+
+def _check_tool(tool: Any) -> list[str]:
+    from kode.tools.dialects import gemini_schema, openai_strict_schema
+
+    problems = []
+    if not tool.description.strip():
+        problems.append("has no description (write a docstring or pass description=)")
+    for name, prop in tool.input_schema.get("properties", {}).items():
+        if not prop.get("description"):
+            problems.append(f"parameter '{name}' has no description")
+    try:
+        for dialect in ("anthropic", "openai", "gemini"):
+            tool.schema(dialect)
+    except Exception as exc:  # a schema a dialect cannot render
+        problems.append(f"its schema cannot be rendered: {type(exc).__name__}: {exc}")
+    gemini = gemini_schema(tool.input_schema) if tool.input_schema.get("properties") else {}
+    stack = [gemini]
+    while stack:
+        node = stack.pop()
+        if node.get("type") == "object" and "properties" in node and not node["properties"]:
+            problems.append("Gemini rejects an object with no properties in its schema")
+        stack.extend(v for v in node.get("properties", {}).values() if isinstance(v, dict))
+        if isinstance(node.get("items"), dict):
+            stack.append(node["items"])
+    if openai_strict_schema(tool.input_schema) is None:
+        problems.append(
+            "note: OpenAI strict mode is off for it (a free-form dict, a tuple or Any); "
+            "models get no guarantee its arguments match"
+        )
+    return problems
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    reg = _load(args)
+    failures = 0
+    notes = 0
+    for entry in reg.entries():
+        tool = entry.tool or reg.get(entry.name)
+        for problem in _check_tool(tool):
+            if problem.startswith("note: "):
+                notes += 1
+                print(f"{tool.name}: {problem}")
+            else:
+                failures += 1
+                print(f"{tool.name}: {problem}")
+    for diagnostic in reg.diagnostics:
+        if diagnostic.level != "info":
+            failures += 1
+            print(f"registry: {diagnostic}")
+    count = len(reg)
+    if failures:
+        print(f"{failures} problem(s) in {count} tool(s).")
+        return 1
+    print(f"{count} tool(s) checked: no problems" + (f" ({notes} note(s))." if notes else "."))
+    return 0
+
+
+# --- kode run --------------------------------------------------------------------------------
+
+
+def _model_from(spec: str | None) -> Any:
+    from kode.models import ScriptedModel
+
+    if spec and spec.startswith("scripted:"):
+        file = Path(spec.removeprefix("scripted:"))
+        try:
+            turns = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"cannot read scripted turns from {file}: {exc}") from None
+        from kode.models import tool_use
+
+        def turn(item: Any) -> Any:
+            if isinstance(item, str):
+                return item
+            return [
+                x if isinstance(x, str) else tool_use(x["name"], x.get("input"), id=x.get("id"))
+                for x in item
+            ]
+
+        return ScriptedModel([turn(t) for t in turns])
+    name = spec or os.environ.get("KODE_MODEL")
+    if os.environ.get("ANTHROPIC_API_KEY") and not (name or "").startswith("openai:"):
+        from kode.models import AnthropicModel
+
+        return AnthropicModel((name or "claude-sonnet-4-5").removeprefix("anthropic:"))
+    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
+        from kode.models import OpenAIModel
+
+        return OpenAIModel(
+            (name or "gpt-4o-mini").removeprefix("openai:"),
+            base_url=os.environ.get("OPENAI_BASE_URL"),
+        )
+    raise CommandError(
+        "no model: set ANTHROPIC_API_KEY, or OPENAI_API_KEY / OPENAI_BASE_URL, or pass "
+        "--model scripted:TURNS.json for an offline run"
+    )
+
+
+async def _show(agent: Any, event: Any, started: dict[str, float]) -> int:
+    """Print one event of ``kode run``; return 1 for an error event."""
+    import anyio.to_thread
+
+    from kode.agent import events as ev
+
+    if isinstance(event, ev.TextDelta):
+        print(event.text, end="", flush=True)
+    elif isinstance(event, ev.ToolStart):
+        started[event.call_id] = time.monotonic()
+        print(f"\n→ {event.name} {json.dumps(event.input, default=str)}", flush=True)
+    elif isinstance(event, ev.ToolProgress):
+        done = f" {event.fraction:.0%}" if event.fraction is not None else ""
+        elapsed = time.monotonic() - started.get(event.call_id, time.monotonic())
+        print(f"  … {event.message}{done} ({elapsed:.1f} s)", flush=True)
+    elif isinstance(event, ev.ToolEnd):
+        mark = "✗" if event.is_error else "✓"
+        first = (event.result.text.splitlines() or [""])[0][:100]
+        print(f"  {mark} {event.name} ({event.duration:.2f} s) {first}", flush=True)
+    elif isinstance(event, ev.ApprovalRequired):
+        question = f"\nAllow {event.name} {event.input}? [y/N/a(lways)] "
+        answer = await anyio.to_thread.run_sync(input, question)
+        decision = {"y": "allow", "a": "allow_always"}.get(answer.strip()[:1], "deny")
+        agent.decide(event.call_id, decision)
+    elif isinstance(event, ev.Done):
+        print()
+    elif isinstance(event, ev.ErrorEvent):
+        print(f"\nerror: {event.message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import anyio
+
+    from kode.agent import Agent, AgentError, AgentTemplate, TemplateError
+
+    _load(args)
+    try:
+        template = AgentTemplate.from_file(args.template)
+    except (OSError, TemplateError) as exc:
+        raise CommandError(str(exc)) from None
+    model = _model_from(args.model)
+    try:
+        agent = Agent.create(template, model=model, workspace=args.workspace)
+    except AgentError as exc:
+        raise CommandError(str(exc)) from None
+    started: dict[str, float] = {}
+    code = 0
+
+    async def main() -> None:
+        nonlocal code
+        async with agent:
+            async for event in agent.stream(args.prompt):
+                code = max(code, await _show(agent, event, started))
+
+    anyio.run(main)
+    return code
+
+
+# --- wiring ----------------------------------------------------------------------------------
+
+
+def _guard(func: Any) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            code: int = func(args)
+            return code
+        except CommandError as exc:
+            print(f"kode: {exc}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+def register(commands: Any) -> None:
+    """Add ``tools`` and ``run`` to the ``kode`` command."""
+    tools = commands.add_parser("tools", help="list, show, call and check tools")
+    sub = tools.add_subparsers(dest="tools_command", metavar="COMMAND")
+    tools.set_defaults(handler=lambda a: (tools.print_help(), 2)[1])
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "-m",
+            "--module",
+            dest="modules",
+            action="append",
+            default=[],
+            help="a module (dotted name or .py path) to import first; repeatable",
+        )
+        p.add_argument("--builtin", action="store_true", help="load kode's built-in tools")
+
+    p = sub.add_parser("list", help="list registered tools: name, source, kind, groups")
+    p.add_argument("modules_pos", nargs="*", metavar="MODULE", help="modules to import")
+    common(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=_guard(lambda a: _cmd_list(_merge(a))))
+
+    p = sub.add_parser("show", help="print a tool's declaration in a provider's format")
+    p.add_argument("name", help="the tool's name")
+    p.add_argument("--dialect", choices=["anthropic", "openai", "gemini"], default="anthropic")
+    common(p)
+    p.set_defaults(handler=_guard(_cmd_show))
+
+    p = sub.add_parser(
+        "call", help="validate arguments, run a tool, print the tool_result (exit 1 on error)"
+    )
+    p.add_argument("name", help="the tool's name")
+    p.add_argument("arguments", nargs="?", help="JSON arguments ('-' reads stdin)")
+    p.add_argument("--id", default="toolu_cli", help="the tool_use id to answer")
+    common(p)
+    p.set_defaults(handler=_guard(_cmd_call))
+
+    p = sub.add_parser(
+        "check", help="lint tool definitions (missing descriptions, schemas, collisions)"
+    )
+    p.add_argument("modules_pos", nargs="*", metavar="MODULE", help="modules to import")
+    common(p)
+    p.set_defaults(handler=_guard(lambda a: _cmd_check(_merge(a))))
+
+    run = commands.add_parser("run", help="run an agent from a template file on a prompt")
+    run.add_argument("template", help="a .toml or .json agent template")
+    run.add_argument("prompt", help="what to ask")
+    run.add_argument(
+        "--model", help="a model name, or scripted:TURNS.json (default: from the environment)"
+    )
+    run.add_argument("--workspace", help="the directory tools may touch")
+    common(run)
+    run.set_defaults(handler=_guard(_cmd_run))
+
+
+def _merge(args: argparse.Namespace) -> argparse.Namespace:
+    args.modules = [*getattr(args, "modules_pos", []), *args.modules]
+    return args
+
+
+def _suggest(name: str, names: list[str]) -> list[str]:  # pragma: no cover - kept for reuse
+    return difflib.get_close_matches(name, names, n=3)
