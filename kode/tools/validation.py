@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -35,6 +36,10 @@ _CONTAINER_ERRORS = frozenset(
     }
 )
 _MAX_INPUT_REPR = 60
+_SUBJECT_SHOULD = re.compile(
+    r"^(?:String|List|Tuple|Set|Dictionary|Value|Object|Decimal|Date|"
+    r"Datetime|Number|Integer|Float|Data|Uuid|Url|Path) should "
+)
 
 
 # Built once: json.dumps with non-default options builds a new encoder on every call.
@@ -115,6 +120,8 @@ def _describe(
         msg = "is invalid: " + msg[len("Value error, ") :]
     elif msg.startswith("Assertion failed, "):
         msg = "is invalid: " + msg[len("Assertion failed, ") :]
+    elif _SUBJECT_SHOULD.match(msg):  # "String should have at least 2 characters"
+        msg = "should " + _SUBJECT_SHOULD.sub("", msg, count=1)
     elif kind == "unexpected_keyword_argument":
         return f"'{where}' is not an accepted field"
     else:
