@@ -1,11 +1,11 @@
-"""Helpers for testing tools: an isolated global registry and calling a tool as a model would.
+"""Testing tools and agents: fixtures (a pytest plugin), a fake provider server, helpers.
 
-Shipped as a pytest plugin (the ``pytest11`` entry point ``kode``), so the fixtures are
-available in any project that installs kode.
+The pytest plugin is registered through the ``pytest11`` entry point, so installing kode
+gives every project the fixtures `isolated_registry`, `scripted_model` and `tool_context`.
 """
 
 from __future__ import annotations
 
-from kode.testing.plugin import call_tool, isolated_registry
+from kode.testing.helpers import assert_error, assert_ok, call_tool, call_tool_sync
 
-__all__ = ["call_tool", "isolated_registry"]
+__all__ = ["assert_error", "assert_ok", "call_tool", "call_tool_sync"]

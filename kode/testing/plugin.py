@@ -1,21 +1,26 @@
-"""The pytest plugin: fixtures that keep tests from leaking tool registrations.
+"""The pytest plugin (entry point ``pytest11: kode``): fixtures for testing tools and agents.
 
-`isolated_registry` empties the global registry for one test and puts back exactly what was
-there afterwards, so ``@define_tool`` inside a test never leaks into another.
+- `isolated_registry`: the global registry, emptied for one test and restored after it, so
+  ``@define_tool`` inside a test never leaks into another;
+- `scripted_model`: a factory of `ScriptedModel` that also checks, after the test, that every
+  scripted turn was used (a script longer than the conversation is usually a wrong test);
+- `tool_context`: a standalone `ToolContext` with a workspace in the test's ``tmp_path``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from kode.registries import ToolRegistry, registry
+from kode.testing.helpers import call_tool
 from kode.tools.context import ToolContext
-from kode.tools.results import ToolResult
+from kode.tools.workspace import FilePool, Workspace
 
-__all__ = ["call_tool", "isolated_registry"]
+__all__ = ["call_tool", "isolated_registry", "scripted_model", "tool_context"]
 
 
 @pytest.fixture
@@ -28,13 +33,37 @@ def isolated_registry() -> Iterator[ToolRegistry]:
         registry._swap_state(saved)
 
 
-async def call_tool(
-    name: str,
-    input: Mapping[str, Any] | str | None = None,
-    *,
-    ctx: ToolContext[Any] | None = None,
-    tools: ToolRegistry | None = None,
-) -> ToolResult:
-    """Call the registered tool `name` with `input`, as a model's ``tool_use`` would."""
-    source = tools if tools is not None else registry
-    return await source.get(name).run(input, ctx)
+@pytest.fixture
+def scripted_model() -> Iterator[Callable[..., Any]]:
+    """Make `ScriptedModel`s: ``scripted_model(["hi"], strict=True)``.
+
+    With ``strict=True`` (the default) the test fails if a model still has turns left at the
+    end of the test.
+    """
+    from kode.models import ScriptedModel
+
+    made: list[tuple[ScriptedModel, bool]] = []
+
+    def make(turns: Sequence[Any], *, name: str = "scripted", strict: bool = True) -> Any:
+        model = ScriptedModel(turns, name=name)
+        made.append((model, strict))
+        return model
+
+    yield make
+    for model, strict in made:
+        if strict and model.turns:
+            pytest.fail(
+                f"ScriptedModel {model.name!r} has {len(model.turns)} unused turn(s): the agent "
+                "stopped earlier than the script expected",
+                pytrace=False,
+            )
+
+
+@pytest.fixture
+def tool_context(tmp_path: Path) -> ToolContext[Any]:
+    """A standalone `ToolContext` whose workspace is the test's ``tmp_path``."""
+    return ToolContext(
+        tool_call_id="toolu_test",
+        workspace=Workspace(root=tmp_path),
+        files=FilePool(),
+    )

@@ -19,12 +19,15 @@ It does not serve non-streaming requests, and it checks nothing about a request 
 
 Example:
     ```python
-    import anthropic
+    from kode.models import AnthropicModel, Message, ModelRequest
     from kode.testing.providers import FakeProviderServer, Reply
 
+    request = ModelRequest(system="Be brief.", messages=[Message.user("Hi")], tools=[])
     with FakeProviderServer([Reply(content=["Hello!"])]) as server:
-        client = anthropic.AsyncAnthropic(api_key="test", base_url=server.url)
-        ...  # stream a message; then look at server.bodies[0]
+        async with AnthropicModel("claude-test", base_url=server.url, api_key="-") as model:
+            events = [event async for event in model.stream(request)]
+    assert events[-1].message.text == "Hello!"
+    assert server.bodies[0]["system"] == "Be brief."
     ```
 """
 
@@ -91,6 +94,8 @@ class RawEvents:
     """Chat Completions only: end with ``data: [DONE]``."""
     delay: float = 0.0
     """Seconds to wait before each event."""
+    cut: bool = False
+    """Drop the connection after the events, without ending the response properly."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -111,6 +116,8 @@ class ErrorReply:
     """Chat Completions only: the error ``code`` (`None`: the provider's code for the status)."""
     retry_after: float | None = None
     """Seconds the client should wait before retrying (sent as ``retry-after-ms``)."""
+    body: str | None = None
+    """A raw body sent instead of the JSON error, e.g. a proxy's HTML page."""
 
 
 ScriptedReply = Reply | RawEvents | ErrorReply
@@ -194,7 +201,10 @@ class FakeProviderServer:
         if self._server is None:
             self._server = _Server((self._host, self._port), _Handler, fake=self)
             self._thread = threading.Thread(
-                target=self._server.serve_forever, name="FakeProviderServer", daemon=True
+                target=self._server.serve_forever,
+                kwargs={"poll_interval": 0.02},  # how long `close` may wait for the loop
+                name="FakeProviderServer",
+                daemon=True,
             )
             self._thread.start()
         return self
@@ -345,7 +355,7 @@ class _Handler(BaseHTTPRequestHandler):
         elif isinstance(reply, ErrorReply):
             self._error(dialect, reply)
         elif isinstance(reply, RawEvents):
-            self._stream(dialect, _raw(dialect, reply), reply.delay)
+            self._stream(dialect, _raw(dialect, reply), reply.delay, cut=reply.cut)
         elif body.get("stream") is not True:
             message = "FakeProviderServer serves streaming requests only (stream: true)."
             self._error(dialect, ErrorReply(status=400, message=message))
@@ -366,7 +376,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self.rfile.readline()
         return self.rfile.read(int(self.headers.get("content-length") or 0))
 
-    def _stream(self, dialect: Dialect, events: Iterator[bytes], delay: float) -> None:
+    def _stream(
+        self, dialect: Dialect, events: Iterator[bytes], delay: float, *, cut: bool = False
+    ) -> None:
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
@@ -378,6 +390,10 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(delay)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
             self.wfile.flush()
+        if cut:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
@@ -405,9 +421,9 @@ class _Handler(BaseHTTPRequestHandler):
                     "code": error.code or code,
                 }
             }
-        data = json.dumps(payload).encode()
+        data = json.dumps(payload).encode() if error.body is None else error.body.encode()
         self.send_response(error.status)
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", "application/json" if error.body is None else "text/html")
         self.send_header("content-length", str(len(data)))
         self._request_id_header(dialect)
         if error.retry_after is None:
