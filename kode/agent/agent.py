@@ -34,7 +34,7 @@ from kode.agent.events import (
 )
 from kode.agent.hooks import AgentHooks
 from kode.agent.permissions import ApprovalDecision, ApprovalRequest, ApproverFunc
-from kode.agent.pipeline import CallOutcome, cancelled_result, run_turn_calls
+from kode.agent.pipeline import CallOutcome, _truncate, cancelled_result, run_turn_calls
 from kode.agent.state import AgentState, ToolCallRecord
 from kode.agent.template import AgentTemplate, TemplateError, templates
 from kode.models.base import Model, ModelError, ModelRequest, ModelResponse
@@ -218,7 +218,9 @@ class Agent:
         self._loop_thread = threading.get_ident()
         self._listeners: list[EventCallbackFunc] = []
         self._interactive = False
-        self._lock = anyio.Lock()
+        # A flag, not an anyio.Lock: a lock belongs to the event loop that made it, and
+        # send_sync runs the agent in a loop of its own when one is already running.
+        self._running = False
 
     # --- creation ----------------------------------------------------------------------------
 
@@ -406,7 +408,7 @@ class Agent:
     async def _ask(self, request: ApprovalRequest) -> ApprovalDecision:
         if self.approver is not None:
             return await self.approver(request)
-        if not self._interactive and not self._listeners:
+        if not self._interactive:
             return ApprovalDecision(
                 decision="deny",
                 note="approval is required but nobody can give it: pass approver= to "
@@ -428,7 +430,7 @@ class Agent:
             await event.wait()
         finally:
             self._approvals.pop(request.call_id, None)
-            self.status = "running"
+            self.status = "awaiting_approval" if self._approvals else "running"
         return box[0]
 
     def decide(
@@ -477,6 +479,7 @@ class Agent:
             if isinstance(result, str)
             else json_result(result)
         )
+        made = _truncate(made, self.template.max_result_chars)  # as for the agent's own tools
         block = ToolResultContent.model_validate(made.to_block(call_id))
         self._pending[call_id] = block
         record = self._records.get(call_id)
@@ -542,34 +545,53 @@ class Agent:
         (an `ApprovalRequired` event says which).
         """
         send, receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
+        failed: list[Exception] = []
 
         async def produce(out: MemoryObjectSendStream[AgentEvent]) -> None:
             async with out:
-                await self._run(prompt, out.send_nowait, interactive=True)
+                try:
+                    await self._run(prompt, out.send_nowait, interactive=True)
+                except Exception as exc:  # raised to the consumer as itself, not in a group
+                    failed.append(exc)
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(produce, send)
-            try:
-                async with receive:
-                    async for event in receive:
-                        yield event
-            finally:
-                tg.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(produce, send)
+                try:
+                    async with receive:
+                        async for event in receive:
+                            yield event
+                finally:
+                    tg.cancel_scope.cancel()  # the consumer stopped early: end the run
+        except BaseExceptionGroup as group:
+            # Closing the stream early (``aclose()``, ``aclosing``) throws GeneratorExit at
+            # the yield, and the task group wraps it: end as a closed generator should.
+            if group.split(GeneratorExit)[1] is None:
+                return
+            raise
+        if failed:
+            raise failed[0]
 
     async def _run(
         self, prompt: str | None, emit: EventCallbackFunc, *, interactive: bool
     ) -> Done | ErrorEvent:
-        async with self._lock:
-            self._listeners.append(emit)
-            self._interactive = interactive
-            self._loop_thread = threading.get_ident()
-            try:
-                result = await self._loop(prompt)
-            finally:
-                self._listeners.remove(emit)
-                self._interactive = False
-            emit(result)
-            return result
+        if self._running:
+            raise AgentError(
+                "this agent is already running a send() or stream(); wait for it to end, "
+                "or call agent.interrupt() first"
+            )
+        self._running = True
+        self._listeners.append(emit)
+        self._interactive = interactive
+        self._loop_thread = threading.get_ident()
+        try:
+            result = await self._loop(prompt)
+        finally:
+            self._listeners.remove(emit)
+            self._interactive = False
+            self._running = False
+        emit(result)
+        return result
 
     def _take_pending(self, prompt: str | None) -> list[ContentBlock] | ErrorEvent:
         """The user message's blocks: submitted client results, then the prompt."""
@@ -606,82 +628,112 @@ class Agent:
             return first
         if not first:
             return ErrorEvent(message="nothing to send: give a prompt")
-        self.messages.append(Message(role="user", content=first))
+        last = self.messages[-1] if self.messages else None
+        if last is not None and last.role == "user":
+            # The previous run ended on a user message (interrupted, failed model, turn
+            # limit): add to it, so roles keep alternating as providers require.
+            self.messages[-1] = Message(role="user", content=[*last.content, *first])
+        else:
+            self.messages.append(Message(role="user", content=first))
         self.status = "running"
-        run_usage = Usage()
+        used_in = used_out = 0  # this run's tokens (a Usage is made only for the result)
         tools = self.tools
         settings = self.template.settings()
-        for turn in range(1, self.template.max_turns + 1):
-            response: ModelResponse | None = None
-            calls: list[ToolUseContent] = []
-            outcomes: list[CallOutcome | None] = []
-            with anyio.CancelScope() as scope:
-                self._scope = scope
-                try:
-                    request = ModelRequest(
-                        system=self.template.system_prompt,
-                        messages=list(self.messages),
-                        tools=tools,
-                        settings=settings,
+        turn = 0
+        response: ModelResponse | None = None
+        recorded = False  # whether `response`'s message is in the history
+        calls: list[ToolUseContent] = []
+        outcomes: list[CallOutcome | None] = []
+        # One cancel scope for the whole run, which `interrupt` cancels (a scope per turn cost
+        # as much as a tool call); after it, the turn's variables say where it hit.
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                for turn in range(1, self.template.max_turns + 1):
+                    response = None
+                    recorded = False
+                    calls = []
+                    outcomes = []
+                    try:
+                        request = ModelRequest(
+                            system=self.template.system_prompt,
+                            messages=list(self.messages),
+                            tools=tools,
+                            settings=settings,
+                        )
+                        async for event in self.model.stream(request):
+                            if isinstance(event, ModelResponse):
+                                response = event
+                            elif isinstance(event, ModelTextDelta):
+                                self._emit(TextDelta(text=event.text))
+                            elif isinstance(event, ModelThinkingDelta):
+                                self._emit(ThinkingDelta(thinking=event.thinking))
+                    except ModelError as exc:
+                        self.status = "failed"
+                        return ErrorEvent(message=f"the model failed: {exc}", error=exc)
+                    if response is None:
+                        self.status = "failed"
+                        return ErrorEvent(message="the model ended its stream without a response")
+                    self.messages.append(response.message)
+                    recorded = True
+                    used_in += response.usage.input_tokens
+                    used_out += response.usage.output_tokens
+                    self.usage = self.usage + response.usage
+                    self._emit(
+                        TurnEnd(turn=turn, stop_reason=response.stop_reason, usage=response.usage)
                     )
-                    async for event in self.model.stream(request):
-                        if isinstance(event, ModelTextDelta):
-                            self._emit(TextDelta(text=event.text))
-                        elif isinstance(event, ModelThinkingDelta):
-                            self._emit(ThinkingDelta(thinking=event.thinking))
-                        elif isinstance(event, ModelResponse):
-                            response = event
-                except ModelError as exc:
-                    self.status = "failed"
-                    return ErrorEvent(message=f"the model failed: {exc}", error=exc)
-                if response is None:
-                    self.status = "failed"
-                    return ErrorEvent(message="the model ended its stream without a response")
-                self.messages.append(response.message)
-                run_usage = run_usage + response.usage
-                self.usage = self.usage + response.usage
-                self._emit(
-                    TurnEnd(turn=turn, stop_reason=response.stop_reason, usage=response.usage)
-                )
-                calls = response.message.tool_uses
-                if not calls:
-                    self.status = "idle"
-                    self._scope = None
-                    return Done(text=response.message.text, usage=run_usage, turns=turn)
-                outcomes = [None] * len(calls)
-                for call in calls:
-                    self._record_for(call)
-                await run_turn_calls(self, calls, self._emit, outcomes)
-            self._scope = None
-            if scope.cancelled_caught:
-                if response is None:  # interrupted while the model was answering
-                    self.status = "idle"
-                    return Done(text="", usage=run_usage, turns=turn, interrupted=True)
-                blocks = self._answer(calls, outcomes, interrupted=True)
-                self.messages.append(Message(role="user", content=blocks))
-                self.status = "idle"
-                return Done(
-                    text=response.message.text, usage=run_usage, turns=turn, interrupted=True
-                )
-            pending = [c for c, o in zip(calls, outcomes, strict=True) if o and o.pending]
-            if pending:
-                self._pending_calls = list(calls)
-                self._pending = {c.id: None for c in pending}
-                self._pending_results_cache = {
-                    c.id: o.block
-                    for c, o in zip(calls, outcomes, strict=True)
-                    if o is not None and not o.pending
-                }
-                self.status = "awaiting_client"
-                return Done(
-                    text=response.message.text if response else "",
-                    usage=run_usage,
-                    turns=turn,
-                    pending_calls=tuple(c.id for c in pending),
-                )
-            self.messages.append(
-                Message(role="user", content=self._answer(calls, outcomes, interrupted=False))
-            )
+                    calls = response.message.tool_uses
+                    if not calls:
+                        self.status = "idle"
+                        return Done(
+                            text=response.message.text,
+                            usage=Usage(input_tokens=used_in, output_tokens=used_out),
+                            turns=turn,
+                        )
+                    outcomes = [None] * len(calls)
+                    for call in calls:
+                        self._record_for(call)
+                    await run_turn_calls(self, calls, self._emit, outcomes)
+                    pending = [c for c, o in zip(calls, outcomes, strict=True) if o and o.pending]
+                    if pending:
+                        self._pending_calls = list(calls)
+                        self._pending = {c.id: None for c in pending}
+                        self._pending_results_cache = {
+                            c.id: o.block
+                            for c, o in zip(calls, outcomes, strict=True)
+                            if o is not None and not o.pending
+                        }
+                        self.status = "awaiting_client"
+                        return Done(
+                            text=response.message.text,
+                            usage=Usage(input_tokens=used_in, output_tokens=used_out),
+                            turns=turn,
+                            pending_calls=tuple(c.id for c in pending),
+                        )
+                    self.messages.append(
+                        Message(
+                            role="user", content=self._answer(calls, outcomes, interrupted=False)
+                        )
+                    )
+            except BaseException as exc:
+                # `interrupt`, or a cancellation from outside (a timeout around send(), a
+                # stream closed early): answer the calls of the turn, so no tool_use is left
+                # without its tool_result.
+                open_calls = response.message.tool_uses if response and recorded else []
+                if open_calls:
+                    if len(outcomes) != len(open_calls):  # hit before the calls started
+                        outcomes = [None] * len(open_calls)
+                    blocks = self._answer(open_calls, outcomes, interrupted=True)
+                    self.messages.append(Message(role="user", content=blocks))
+                cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+                self.status = "idle" if cancelled else "failed"
+                raise
+            finally:
+                self._scope = None
+        run_usage = Usage(input_tokens=used_in, output_tokens=used_out)
+        if scope.cancelled_caught:
+            text = response.message.text if response is not None and recorded else ""
+            return Done(text=text, usage=run_usage, turns=turn, interrupted=True)
         self.status = "failed"
         return ErrorEvent(
             message=f"the agent reached its limit of {self.template.max_turns} turns without "

@@ -23,7 +23,13 @@ import anyio.from_thread
 
 from kode.agent.events import AgentEvent, ToolCustom, ToolEnd, ToolProgress, ToolStart
 from kode.agent.hooks import Allow, Deny, Respond, RewriteInput
-from kode.agent.permissions import ApprovalDecision, ApprovalRequest, check_permission
+from kode.agent.permissions import (
+    ApprovalDecision,
+    ApprovalRequest,
+    PermissionConfig,
+    Verdict,
+    check_permission,
+)
 from kode.agent.state import ToolCallStatus
 from kode.models.messages import ToolResultContent, ToolUseContent
 from kode.tools.context import ToolContext, ToolEvent
@@ -32,6 +38,7 @@ from kode.tools.results import TextBlock, ToolResult, error_result, text_result
 
 if TYPE_CHECKING:
     from kode.agent.agent import Agent
+    from kode.tools.tool import Tool
 
 __all__ = ["CallOutcome", "run_turn_calls"]
 
@@ -81,6 +88,25 @@ def _truncate(result: ToolResult, limit: int) -> ToolResult:
     )
 
 
+_ALLOWED = Verdict(action="allow", reason="mode auto")
+
+
+def _can_only_allow(config: PermissionConfig, tool: Tool[..., Any]) -> bool:
+    """Whether `check_permission` could only allow this call, so it need not run.
+
+    So in mode ``auto`` with no ``deny`` and no ``require_approval`` patterns, for a tool that
+    does not ask for approval itself (rules 1 and 4 of `kode.agent.permissions`): the common
+    case, and the check costs about as much as validating the arguments.
+    """
+    own = tool.requires_approval
+    return (
+        config.mode == "auto"
+        and not config.deny
+        and not config.require_approval
+        and (own is None or own is False)
+    )
+
+
 def _block(call_id: str, result: ToolResult) -> ToolResultContent:
     return ToolResultContent.model_validate(result.to_block(call_id))
 
@@ -103,6 +129,7 @@ class _Call:
         self.record = agent._record_for(call)
         self.started = time.perf_counter()
         self.name = call.name.strip()  # the tool's own name once lookup finds it
+        self.ctx: ToolContext[Any] | None = None
 
     def finish(self, result: ToolResult, status: ToolCallStatus) -> CallOutcome:
         result = _truncate(result, self.agent.template.max_result_chars)
@@ -136,15 +163,34 @@ class _Call:
             return self.finish(agent._unknown_tool_result(call.name), "failed")
         self.name = tool.name
         # 2. validation
-        arguments = tool._validator(call.input)
+        try:
+            arguments = tool._validator(call.input)
+        except Exception as exc:  # a user validator that raised something odd
+            return self.finish(tool._failure(exc), "failed")
         if isinstance(arguments, str):
             return self.finish(
                 error_result(arguments, type=ToolErrorType.INVALID_TOOL_PARAMS), "failed"
             )
         # 3. permission
-        verdict = check_permission(
-            tool, arguments, agent.template.permission, always_allowed=agent._always_allowed
-        )
+        try:
+            permission = agent.template.permission
+            verdict = (
+                _ALLOWED
+                if _can_only_allow(permission, tool)
+                else check_permission(
+                    tool, arguments, permission, always_allowed=agent._always_allowed
+                )
+            )
+        except Exception as exc:  # a requires_approval function that raised
+            _log.error("the permission check of %r raised", tool.name, exc_info=exc)
+            return self.finish(
+                error_result(
+                    f"Tool '{tool.name}' was not run: its permission check raised "
+                    f"{type(exc).__name__}: {exc}",
+                    type=ToolErrorType.PERMISSION_DENIED,
+                ),
+                "failed",
+            )
         if verdict.action == "deny":
             return self.finish(
                 error_result(
@@ -155,15 +201,26 @@ class _Call:
             )
         if verdict.action == "ask":
             self.record.status = "awaiting_approval"
-            decision = await agent._ask(
-                ApprovalRequest(
-                    call_id=call.id,
-                    tool_name=tool.name,
-                    input=arguments,
-                    reason=verdict.reason,
-                    kind=tool.kind,
+            try:
+                decision = await agent._ask(
+                    ApprovalRequest(
+                        call_id=call.id,
+                        tool_name=tool.name,
+                        input=arguments,
+                        reason=verdict.reason,
+                        kind=tool.kind,
+                    )
                 )
-            )
+            except Exception as exc:  # an approver that raised: refuse, and say why
+                _log.error("the approver raised for %r", tool.name, exc_info=exc)
+                return self.finish(
+                    error_result(
+                        f"Tool '{tool.name}' was not run: asking for approval failed: "
+                        f"{type(exc).__name__}: {exc}",
+                        type=ToolErrorType.PERMISSION_DENIED,
+                    ),
+                    "denied",
+                )
             if decision.decision == "deny":
                 note = f" Note from the user: {decision.note}" if decision.note else ""
                 return self.finish(
@@ -176,24 +233,12 @@ class _Call:
                 )
             if decision.decision == "allow_always":
                 agent._always_allowed.add(tool.name.lower())
-        # 5. context (made before the hooks, which receive it too)
-        ctx: ToolContext[Any] = ToolContext(
-            tool_call_id=call.id,
-            tool_name=tool.name,
-            agent_id=agent.agent_id,
-            session_id=agent.session_id,
-            deps=agent.deps,
-            event_sink=self._sink,
-            workspace=agent.workspace,
-            files=agent.files,
-            services=agent.services,
-        )
         # 4. pre-hooks
         pre, post = agent.hooks.for_tool(tool.name)
         answer: ToolResult | None = None
         for hook in pre:
             try:
-                outcome = await _maybe_await(hook(call, ctx))
+                outcome = await _maybe_await(hook(call, self.context(tool)))
             except Exception as exc:
                 _log.error("pre_tool_use hook raised", exc_info=exc)
                 return self.finish(
@@ -238,13 +283,15 @@ class _Call:
         self.record.started_at = self.record.started_at or time.time()
         self.emit(ToolStart(call_id=call.id, name=tool.name, input=dict(arguments)))
         if answer is None:
+            # 5. context, for a tool that takes one (hooks made it already if there are any)
+            ctx = self.context(tool) if tool._ctx_param is not None else self.ctx
             result = await tool.execute(arguments, ctx, default_timeout=agent.template.tool_timeout)
         else:
             result = answer
         # 7. post-hooks
         for post_hook in post:
             try:
-                replaced = await _maybe_await(post_hook(call, result, ctx))
+                replaced = await _maybe_await(post_hook(call, result, self.context(tool)))
             except Exception as exc:
                 _log.error("post_tool_use hook raised", exc_info=exc)
                 result = error_result(
@@ -264,6 +311,27 @@ class _Call:
         else:
             status = "done"
         return self.finish(result, status)
+
+    def context(self, tool: Tool[..., Any]) -> ToolContext[Any]:
+        """The call's context, made on first use.
+
+        Most calls have no hooks and a tool that takes no context, and making one costs about
+        as much as validating the arguments.
+        """
+        if self.ctx is None:
+            agent = self.agent
+            self.ctx = ToolContext(
+                tool_call_id=self.call.id,
+                tool_name=tool.name,
+                agent_id=agent.agent_id,
+                session_id=agent.session_id,
+                deps=agent.deps,
+                event_sink=self._sink,
+                workspace=agent.workspace,
+                files=agent.files,
+                services=agent.services,
+            )
+        return self.ctx
 
     def _sink(self, event: ToolEvent) -> None:
         if event.event == "progress" and isinstance(event.data, dict):
@@ -310,6 +378,20 @@ async def _run_into(
         results[index] = CallOutcome(
             block=_block(call.id, error_result(exc.message, type=exc.type)), status="failed"
         )
+    except Exception as exc:  # a bug (a hook's odd return value, an event listener that
+        # raised): the call still gets its tool_result, and the other calls go on
+        _log.error("the pipeline of %r raised", call.name, exc_info=exc)
+        block = _block(
+            call.id,
+            error_result(
+                f"Tool '{call.name.strip()}' could not be run: {type(exc).__name__}: {exc}",
+                type=ToolErrorType.EXECUTION_FAILED,
+            ),
+        )
+        record = agent._record_for(call)
+        record.status, record.result = "failed", block
+        record.error_type = ToolErrorType.EXECUTION_FAILED.value
+        results[index] = CallOutcome(block=block, status="failed")
 
 
 async def run_turn_calls(

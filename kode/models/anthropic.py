@@ -159,7 +159,9 @@ class AnthropicModel:
         extra.update(request.settings.extra)
         params: dict[str, Any] = {
             "model": self.name,
-            "max_tokens": self.max_tokens or request.settings.max_tokens,
+            "max_tokens": request.settings.max_tokens
+            if self.max_tokens is None
+            else self.max_tokens,
             "messages": to_anthropic_messages(request.messages),
         }
         if request.system:
@@ -194,6 +196,12 @@ class AnthropicModel:
             ) from exc
         except anthropic.AnthropicError as exc:
             raise ModelError(f"Anthropic request failed: {exc}", provider="anthropic") from exc
+        except ModelError:
+            raise
+        except Exception as exc:  # transport errors mid-stream, undecodable events
+            raise ModelError(
+                f"Anthropic stream failed: {type(exc).__name__}: {exc}", provider="anthropic"
+            ) from exc
         yield assembler.response()
 
 
@@ -205,10 +213,15 @@ def _model_error(exc: anthropic.APIStatusError) -> ModelError:
     label = f" ({exc.type})" if exc.type else ""
     return ModelError(
         f"Anthropic request failed with HTTP {exc.status_code}{label}: "
-        f"{exc.api_message or exc.message}",
+        f"{_shorten(exc.api_message or exc.message)}",
         provider="anthropic",
         status_code=exc.status_code,
     )
+
+
+def _shorten(text: str, limit: int = 500) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # --- requests ---------------------------------------------------------------------------------

@@ -26,6 +26,12 @@ How the stream becomes a response:
   ``completion_tokens`` → ``output_tokens``); only choice 0 is read.
 - The token limit is sent as ``max_completion_tokens`` to OpenAI itself and as ``max_tokens`` to
   any other server (what compatible servers read); `max_tokens_field` overrides the choice.
+- Every SDK failure (HTTP status, connection, an error object mid-stream, an undecodable chunk)
+  is raised as `ModelError`, naming the status and the server's message.
+
+On trio, the ``openai`` SDK (3.x) leaves three async generators to the garbage collector after
+``data: [DONE]``; trio closes them and reports each with a ``ResourceWarning`` (hidden unless
+warnings are turned on). The response is complete; asyncio does not report them.
 """
 
 from __future__ import annotations
@@ -62,7 +68,7 @@ from kode.models.messages import (
 )
 from kode.models.translate import parse_arguments, to_openai_messages
 
-__all__ = ["OpenAIModel"]
+__all__ = ["MaxTokensField", "OpenAIModel"]
 
 MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
 """The request field that carries the token limit."""
@@ -179,7 +185,9 @@ class OpenAIModel:
         params: dict[str, Any] = {
             "model": self.name,
             "messages": to_openai_messages(request.messages, system=request.system),
-            limit_field: self.max_tokens or request.settings.max_tokens,
+            limit_field: request.settings.max_tokens
+            if self.max_tokens is None
+            else self.max_tokens,
         }
         if request.tools:
             params["tools"] = [tool.schema("openai") for tool in request.tools]
@@ -215,20 +223,32 @@ class OpenAIModel:
             raise ModelError(f"OpenAI stream failed: {exc.message}", provider="openai") from exc
         except openai.OpenAIError as exc:
             raise ModelError(f"OpenAI request failed: {exc}", provider="openai") from exc
+        except ModelError:
+            raise
+        except Exception as exc:  # transport errors mid-stream, undecodable events
+            raise ModelError(
+                f"OpenAI stream failed: {type(exc).__name__}: {exc}", provider="openai"
+            ) from exc
         yield assembler.response()
 
 
 def _status_error(exc: openai.APIStatusError) -> ModelError:
-    body = exc.body
-    message = body.get("message") if isinstance(body, dict) else None
+    body = exc.body  # the ``error`` object, or the raw text when the body was not JSON
+    message = body.get("message") if isinstance(body, dict) else body
+    if not isinstance(message, str) or not message.strip():
+        message = exc.message
     kind = exc.code or exc.type
     label = f" ({kind})" if kind else ""
     return ModelError(
-        f"OpenAI request failed with HTTP {exc.status_code}{label}: "
-        f"{message if isinstance(message, str) and message else exc.message}",
+        f"OpenAI request failed with HTTP {exc.status_code}{label}: {_shorten(message)}",
         provider="openai",
         status_code=exc.status_code,
     )
+
+
+def _shorten(text: str, limit: int = 500) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass(slots=True)

@@ -34,6 +34,7 @@ from kode.models.messages import (
 __all__ = ["FunctionModel", "ScriptedModel", "ScriptedTurn", "tool_use"]
 
 _ids = itertools.count(1)
+_WORDS = re.compile(r"\S+\s*|\s+")
 
 ScriptedTurn = str | Message | ContentBlock | Sequence[str | ContentBlock]
 """One scripted reply: text, a message, a block, or a list of texts and blocks."""
@@ -56,19 +57,26 @@ def _message(turn: ScriptedTurn) -> Message:
     return Message(role="assistant", content=blocks)
 
 
-async def _play(message: Message, name: str, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-    for block in message.content:
-        if isinstance(block, TextContent):
-            for piece in re.findall(r"\S+\s*|\s+", block.text):
-                yield TextDelta(text=piece)
+def _play(message: Message, name: str, request: ModelRequest) -> list[ModelEvent]:
+    # A list, not an async generator: `stream` is one already, and a second layer of them
+    # cost more than the rest of a scripted turn.
+    events: list[ModelEvent] = [
+        TextDelta(text=piece)
+        for block in message.content
+        if isinstance(block, TextContent)
+        for piece in _WORDS.findall(block.text)
+    ]
     stop: StopReason = "tool_use" if message.tool_uses else "end_turn"
     words_in = sum(len(m.text.split()) for m in request.messages)
-    yield ModelResponse(
-        message=message,
-        stop_reason=stop,
-        usage=Usage(input_tokens=words_in, output_tokens=len(message.text.split())),
-        model=name,
+    events.append(
+        ModelResponse(
+            message=message,
+            stop_reason=stop,
+            usage=Usage(input_tokens=words_in, output_tokens=len(message.text.split())),
+            model=name,
+        )
     )
+    return events
 
 
 class ScriptedModel:
@@ -106,7 +114,7 @@ class ScriptedModel:
                 "add a turn for every model reply the test expects"
             )
         message = self.turns.pop(0)
-        async for event in _play(message, self.name, request):
+        for event in _play(message, self.name, request):
             yield event
 
 
@@ -145,5 +153,5 @@ class FunctionModel:
         turn = self.function(request)
         if inspect.isawaitable(turn):
             turn = await turn
-        async for event in _play(_message(turn), self.name, request):
+        for event in _play(_message(turn), self.name, request):
             yield event

@@ -19,7 +19,8 @@ The formats differ; these are the choices made where they do (``to`` is kode →
   not a JSON object) is sent as that string unchanged. ``from`` parses the arguments: a JSON object
   becomes a dict, empty arguments become ``{}``, anything else stays the raw string. Chat
   Completions puts text before tool calls, so an assistant message is text blocks, then tool calls:
-  text written after a ``tool_use`` moves before it.
+  text written after a ``tool_use`` moves before it. With tool calls and no text, ``content`` is
+  ``null``.
 - **Tool results.** Each ``tool_result`` becomes its own ``{"role": "tool", "tool_call_id": ...}``
   message, in the original order, before whatever else the user message held (which follows as a
   ``user`` message). Tool messages carry text only: an image in a result becomes the text note

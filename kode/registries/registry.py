@@ -123,6 +123,9 @@ class ToolRegistry:
         ```
     """
 
+    MAX_DIAGNOSTICS = 1000
+    """How many distinct diagnostics a registry keeps (the oldest go first)."""
+
     def __init__(self, name: str = "default") -> None:
         self.name = name
         """A label for messages and reprs."""
@@ -153,10 +156,17 @@ class ToolRegistry:
         source: ToolSource | None = None,
         plugin_id: str | None = None,
     ) -> Diagnostic:
-        """Record a diagnostic and log it (``kode.registry`` logger)."""
+        """Record a diagnostic and log it (``kode.registry`` logger).
+
+        Every call logs; `diagnostics` keeps each distinct diagnostic once (a factory failing on
+        every resolution is one entry, not one per agent), the newest `MAX_DIAGNOSTICS`.
+        """
         diagnostic = Diagnostic(level=level, source=source, plugin_id=plugin_id, message=message)
         with self._lock:
+            if diagnostic in self._diagnostics:
+                self._diagnostics.remove(diagnostic)
             self._diagnostics.append(diagnostic)
+            del self._diagnostics[: -self.MAX_DIAGNOSTICS]
         log_level = {"info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
         _log.log(log_level[level], "%s", diagnostic)
         return diagnostic

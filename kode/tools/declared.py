@@ -60,9 +60,15 @@ def _short(value: Any) -> str:
 class _SchemaValidator:
     """Checks arguments against a JSON schema; returns the arguments or a message."""
 
-    def __init__(self, schema: Mapping[str, Any], tool_name: str) -> None:
+    def __init__(
+        self,
+        schema: Mapping[str, Any],
+        tool_name: str,
+        param_aliases: Mapping[str, str] | None = None,
+    ) -> None:
         self.schema = schema
         self.tool_name = tool_name
+        self.param_aliases = dict(param_aliases or {})
         self.properties: Mapping[str, Any] = schema.get("properties") or {}
         self.required = [r for r in schema.get("required", ()) if isinstance(r, str)]
         self.closed = schema.get("additionalProperties") is False
@@ -107,6 +113,13 @@ class _SchemaValidator:
             )
         args = dict(raw)
         problems: list[str] = []
+        for alias, target in self.param_aliases.items():
+            if alias in args:
+                value = args.pop(alias)
+                if target in args:
+                    problems.append(f"'{alias}' and '{target}' are the same parameter; send one")
+                else:
+                    args[target] = value
         for key, value in list(args.items()):
             prop = self.properties.get(key)
             if isinstance(prop, bool):
@@ -165,6 +178,7 @@ class DeclaredTool(Tool[..., Any]):
         timeout: float | None,
         requires_approval: bool | Callable[[dict[str, Any]], bool] | None,
         output_schema: Mapping[str, Any] | None,
+        param_aliases: Mapping[str, str] | None = None,
     ) -> None:
         self.handler = handler
         """Runs the tool; `None` for a client tool, which the caller executes."""
@@ -213,7 +227,7 @@ class DeclaredTool(Tool[..., Any]):
         self._output_schema = copy.deepcopy(dict(output_schema)) if output_schema else None
         self._ctx_param = "ctx"
         self._ctx_positional = True
-        self._validator = _SchemaValidator(schema, name)  # type: ignore[assignment]
+        self._validator = _SchemaValidator(schema, name, param_aliases)  # type: ignore[assignment]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the handler with these arguments and a standalone context (a coroutine)."""
@@ -247,6 +261,7 @@ def declare_tool(
     timeout: float | None = None,
     requires_approval: bool | Callable[[dict[str, Any]], bool] | None = None,
     output_schema: Mapping[str, Any] | None = None,
+    param_aliases: Mapping[str, str] | None = None,
 ) -> DeclaredTool:
     """A tool from a schema: its code is a `handler`, another program, or the client.
 
@@ -262,6 +277,8 @@ def declare_tool(
         timeout: Seconds a call may take.
         requires_approval: Force or skip approval; `None` decides by kind.
         output_schema: The JSON schema of its result, if known.
+        param_aliases: Other names accepted for parameters, ``{"file_path": "path"}`` (as in
+            `define_tool`): the schema shows the parameter's own name.
 
     Raises:
         ToolDefinitionError: every problem with the declaration, in one message.
@@ -299,6 +316,23 @@ def declare_tool(
     if isinstance(groups, str):
         problems.append(f"groups must be a list of names, got the string {groups!r}")
         groups = ()
+    if param_aliases is not None:
+        shown = properties if isinstance(properties, Mapping) else {}
+        if not isinstance(param_aliases, Mapping):
+            problems.append(
+                f"param_aliases must map other names to parameters, got "
+                f"{type(param_aliases).__name__}"
+            )
+        else:
+            for alias, target in param_aliases.items():
+                if not isinstance(alias, str) or not isinstance(target, str):
+                    problems.append(f"param_aliases maps {alias!r} to {target!r}: use strings")
+                elif target not in shown:
+                    problems.append(
+                        f"param_aliases maps {alias!r} to {target!r}, which is not a parameter"
+                    )
+                elif alias in shown:
+                    problems.append(f"param_aliases maps {alias!r}, which is itself a parameter")
     try:
         tool_kind = Kind(kind)
     except ValueError:
@@ -321,4 +355,5 @@ def declare_tool(
         timeout=float(timeout) if timeout is not None else None,
         requires_approval=requires_approval,
         output_schema=output_schema,
+        param_aliases=param_aliases,
     )

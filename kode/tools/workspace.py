@@ -50,17 +50,31 @@ class Workspace:
         """The absolute, symlink-free form of `path` (relative to the root), if allowed.
 
         Raises:
-            ToolError: of type ``path_not_in_workspace`` when it resolves outside.
+            ToolError: of type ``path_not_in_workspace`` when it resolves outside; of type
+                ``invalid_tool_params`` for a path with a NUL character; ``tool_error`` when
+                it cannot be resolved (a symlink loop).
         """
-        raw = Path(os.fspath(path)).expanduser()
+        text = os.fspath(path)
+        if "\x00" in text:
+            raise ToolError(
+                f"Path {text!r} contains a NUL character; no file has such a name.",
+                type=ToolErrorType.INVALID_TOOL_PARAMS,
+                details={"path": text},
+            )
+        raw = Path(text).expanduser()
         candidate = raw if raw.is_absolute() else self.root / raw
-        resolved = candidate.resolve(strict=False)
+        try:
+            resolved = candidate.resolve(strict=False)
+        except (RuntimeError, OSError) as exc:  # a symlink loop (RuntimeError before 3.13)
+            raise ToolError(
+                f"Path '{text}' cannot be resolved: {exc}.",
+                details={"path": text},
+            ) from None
         if not self.allowed(resolved):
             raise ToolError(
-                f"Path '{os.fspath(path)}' is outside the workspace ({self.root}); use a path "
-                "inside it.",
+                f"Path '{text}' is outside the workspace ({self.root}); use a path inside it.",
                 type=ToolErrorType.PATH_NOT_IN_WORKSPACE,
-                details={"path": os.fspath(path), "resolved": str(resolved)},
+                details={"path": text, "resolved": str(resolved)},
             )
         return resolved
 
@@ -90,13 +104,24 @@ class FilePool:
     def _stamp(path: Path) -> tuple[int, int] | None:
         try:
             st = path.stat()
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # no such file (a parent may be a file)
             return None
         return st.st_mtime_ns, st.st_size
 
-    def record_read(self, path: Path) -> None:
-        """Note that the agent has just read `path` (as it is on disk now)."""
-        stamp = self._stamp(path)
+    def record_read(self, path: Path, *, stat_result: os.stat_result | None = None) -> None:
+        """Note that the agent has just read `path`.
+
+        Args:
+            path: The file, resolved.
+            stat_result: Its `stat` taken before reading it (default: taken now). A stamp
+                from before the read is the safe one: a change made while the file was being
+                read then counts as unseen.
+        """
+        stamp = (
+            (stat_result.st_mtime_ns, stat_result.st_size)
+            if stat_result is not None
+            else self._stamp(path)
+        )
         with self._lock:
             seen = self._files.setdefault(path, _Seen())
             seen.read_mtime, seen.read_size = stamp if stamp else (None, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
+import anyio
 import pytest
 
 from kode.models import (
@@ -366,7 +367,7 @@ async def test_connection_refused() -> None:
             await collect(model, ask())
     finally:
         await model.aclose()
-        assert not client.is_closed  # a client passed in belongs to the caller
+        assert not client.is_closed()  # a client passed in belongs to the caller
         await client.close()
 
 
@@ -416,6 +417,7 @@ async def test_tool_json_split_at_awkward_places(server: FakeProviderServer) -> 
 
 def test_repr_and_name() -> None:
     model = AnthropicModel(MODEL)
+    assert isinstance(model, Model)
     assert model.name == MODEL
     assert repr(model) == "AnthropicModel('claude-test-1')"
 
@@ -467,3 +469,58 @@ def _events(
         },
         {"type": "message_stop"},
     ]
+
+
+async def test_aclose_closes_the_client_it_made(server: FakeProviderServer) -> None:
+    model = model_for(server)
+    client = model.client
+    assert model.client is client
+    await model.aclose()
+    assert client.is_closed()
+
+
+async def test_connection_cut_mid_stream(server: FakeProviderServer) -> None:
+    server.reply(RawEvents(events=_events()[:2], cut=True))
+    async with model_for(server) as model:
+        with pytest.raises(ModelError, match=r"^Anthropic stream failed: RemoteProtocolError: "):
+            await collect(model, ask())
+
+
+# On trio only: the anthropic SDK's AsyncStream lets the JSON error escape its SSE loop without
+# closing its inner async generators; trio reports each one it collects with a ResourceWarning.
+@pytest.mark.filterwarnings(
+    r"ignore:Exception ignored in. <async_generator object "
+    r"(Response\.aiter_bytes|SSEDecoder\.aiter_bytes|AsyncStream\._iter_events) "
+    ":pytest.PytestUnraisableExceptionWarning"
+)
+async def test_undecodable_event(server: FakeProviderServer) -> None:
+    server.reply(RawEvents(events=["event: message_start\ndata: {not json\n\n"]))
+    async with model_for(server) as model:
+        with pytest.raises(ModelError, match=r"^Anthropic stream failed: JSONDecodeError: "):
+            await collect(model, ask())
+
+
+async def test_cancelled_stream_leaves_the_model_usable(server: FakeProviderServer) -> None:
+    server.reply(Reply(content=["slow " * 20], chunk_size=5, delay=0.02), Reply(content=["fast"]))
+    async with model_for(server) as model:
+        seen: list[Any] = []
+        with anyio.CancelScope() as scope:
+            async for event in model.stream(ask()):
+                seen.append(event)
+                if len(seen) == 3:
+                    scope.cancel()  # the next read from the server is cancelled
+        assert scope.cancelled_caught
+        assert seen == [TextDelta(text=t) for t in ["slow ", "slow ", "slow "]]
+        _, response = await collect(model, ask())
+    assert response.message.text == "fast"
+
+
+async def test_a_non_json_error_body_is_shown(server: FakeProviderServer) -> None:
+    server.reply(ErrorReply(status=502, body="<html>502 Bad Gateway</html>"))
+    async with model_for(server) as model:
+        with pytest.raises(ModelError) as caught:
+            await collect(model, ask())
+    assert (
+        str(caught.value) == "Anthropic request failed with HTTP 502: <html>502 Bad Gateway</html>"
+    )
+    assert caught.value.status_code == 502

@@ -10,7 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from kode import ToolErrorType, ToolRegistry, define_tool
@@ -223,6 +222,13 @@ def _gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
+def _wait_until_gone(pid: int, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return _gone(pid)
+
+
 @pytest.mark.anyio
 async def test_a_call_past_its_timeout_is_killed_with_its_children(
     tools: ToolRegistry, tmp_path: Path
@@ -238,10 +244,7 @@ async def test_a_call_past_its_timeout_is_killed_with_its_children(
     with pytest.raises(ProcessLookupError):
         os.kill(pids["parent"], 0)
     # its child was killed with the process group; its new parent reaps it
-    deadline = time.monotonic() + 5
-    while not _gone(pids["child"]) and time.monotonic() < deadline:
-        await anyio.sleep(0.02)
-    assert _gone(pids["child"])
+    assert _wait_until_gone(pids["child"])
 
 
 # --- discovery problems -----------------------------------------------------------------------

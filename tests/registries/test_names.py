@@ -184,3 +184,16 @@ def test_parameter_aliases_are_declared_with_pydantic_alias_choices() -> None:
     assert list(fs_read.input_schema["properties"]) == ["path"]  # the model sees one name
     assert fs_read.run_sync({"file_path": "a.txt"}).text == "read a.txt"
     assert fs_read.run_sync({"path": "b.txt"}).text == "read b.txt"
+
+
+def test_parameter_aliases_are_declared_with_param_aliases() -> None:
+    tools = ToolRegistry()
+
+    @define_tool(registry=tools, param_aliases={"file_path": "path"})
+    def fs_read(path: str) -> str:
+        """Read a file."""
+        return f"read {path}"
+
+    assert list(fs_read.input_schema["properties"]) == ["path"]
+    assert tools.get("FS_READ").run_sync({"file_path": "a.txt"}).text == "read a.txt"
+    assert tools.get("fs_read").run_sync({"path": "b.txt"}).text == "read b.txt"

@@ -323,3 +323,34 @@ def test_an_invalid_json_schema_is_a_definition_error() -> None:
 
 def test_groups_are_normalised() -> None:
     assert declare_tool("g", groups=[" Group:Web ", "fs"]).groups == ("group:web", "fs")
+
+
+def test_parameter_aliases() -> None:
+    tool = declare_tool(
+        "fs_read",
+        input_schema={
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+        handler=_echo,
+        param_aliases={"file_path": "path"},
+    )
+    assert list(tool.input_schema["properties"]) == ["path"]  # the model sees one name
+    assert tool.validate({"file_path": "a.txt"}) == {"path": "a.txt"}
+    assert tool.validate({"path": "b.txt"}) == {"path": "b.txt"}
+    assert tool.run_sync({"file_path": "a", "path": "b"}).text == _invalid(
+        tool, "'file_path' and 'path' are the same parameter; send one"
+    )
+    with pytest.raises(ToolDefinitionError) as info:
+        declare_tool(
+            "bad",
+            input_schema={"properties": {"path": {"type": "string"}, "p": {}}},
+            param_aliases={"file": "nope", "p": "path", "x": 3},  # type: ignore[dict-item]
+        )
+    assert info.value.problems == [
+        "param_aliases maps 'file' to 'nope', which is not a parameter",
+        "param_aliases maps 'p', which is itself a parameter",
+        "param_aliases maps 'x' to 3: use strings",
+    ]

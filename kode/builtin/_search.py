@@ -1,0 +1,206 @@
+"""Web search providers for ``web_search``: the `SearchProvider` protocol and `BraveSearch`.
+
+This module owns the seam a search backend fills and the Brave Search API client. It does not
+format results for the model (``kode.builtin.web`` does). httpx is imported when a search runs,
+so this module imports without the optional ``kode[web]`` dependencies.
+
+A provider's URL is set by the application, never by the model, so provider requests are not
+subject to `web_fetch`'s address rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import os
+import re
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from kode.tools.errors import ToolError, ToolErrorType
+
+__all__ = [
+    "BRAVE_SEARCH_URL",
+    "BraveSearch",
+    "Freshness",
+    "SearchProvider",
+    "SearchResult",
+]
+
+BRAVE_SEARCH_URL = "https://api.search.brave.com/res/v1/web/search"
+"""The Brave Search web search endpoint."""
+
+Freshness = Literal["day", "week", "month", "year"]
+"""How recent results must be."""
+
+_BRAVE_FRESHNESS: dict[str, str] = {"day": "pd", "week": "pw", "month": "pm", "year": "py"}
+_TAG = re.compile(r"<[^>]{0,200}>")
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class SearchResult:
+    """One web search hit."""
+
+    title: str
+    """The page's title."""
+    url: str
+    """The page's address."""
+    snippet: str = ""
+    """A short extract of the page, as plain text."""
+    age: str | None = None
+    """How old the page is, as the provider words it (``"2 days ago"``), when known."""
+
+
+@runtime_checkable
+class SearchProvider(Protocol):
+    """A web search backend for ``web_search``.
+
+    Implement `search` and put an instance in ``WebConfig(search=...)``. Raise `ToolError`
+    with a message the model can act on (or that tells the developer how to configure it)
+    when the search cannot run.
+    """
+
+    @property
+    def name(self) -> str:
+        """A short name shown with the results, e.g. ``"brave"``."""
+        ...
+
+    async def search(
+        self, query: str, *, count: int, freshness: Freshness | None = None
+    ) -> list[SearchResult]:
+        """The best `count` results for `query`, best first."""
+        ...
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    # Loading the CA bundle takes tens of milliseconds: once per process, not per search.
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+def _plain(text: Any) -> str:
+    """Provider text (may hold ``<strong>`` and entities) as plain text."""
+    if not isinstance(text, str):
+        return ""
+    return " ".join(html.unescape(_TAG.sub("", text)).split())
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class BraveSearch:
+    """The Brave Search API (https://brave.com/search/api/).
+
+    Sends ``GET {base_url}?q=...&count=...`` with the ``X-Subscription-Token`` header and reads
+    ``{"web": {"results": [{"title", "url", "description"}]}}``.
+
+    Example:
+        ```python
+        from kode.builtin.web import BraveSearch, WebConfig
+
+        config = WebConfig(search=BraveSearch(api_key="...", extra_params={"country": "DE"}))
+        ```
+    """
+
+    api_key: str | None = field(default=None, repr=False)
+    """The subscription token (default: the ``BRAVE_API_KEY`` environment variable, read at
+    each search)."""
+    base_url: str = BRAVE_SEARCH_URL
+    """The endpoint (change it for a proxy or a test server)."""
+    timeout: float = 15.0
+    """Seconds one search may take."""
+    extra_params: Mapping[str, str] = field(default_factory=dict)
+    """More query parameters sent with each search (``country``, ``search_lang``,
+    ``safesearch``, ...)."""
+    trust_env: bool = True
+    """Let httpx read proxy settings from the environment."""
+
+    @property
+    def name(self) -> str:
+        """``"brave"``."""
+        return "brave"
+
+    def _key(self) -> str:
+        key = self.api_key or os.environ.get("BRAVE_API_KEY", "").strip()
+        if not key:
+            raise ToolError(
+                "web_search is not configured: it needs a Brave Search API key. Set the "
+                "BRAVE_API_KEY environment variable, or give the agent "
+                'services={"web": WebConfig(search=BraveSearch(api_key=...))} '
+                "(kode.builtin.web). Keys: https://brave.com/search/api/.",
+                type=ToolErrorType.TOOL_ERROR,
+                details={"reason": "not_configured", "provider": "brave"},
+            )
+        return key
+
+    async def search(
+        self, query: str, *, count: int, freshness: Freshness | None = None
+    ) -> list[SearchResult]:
+        """Search the web with Brave; see `SearchProvider.search`."""
+        key = self._key()
+        import httpx
+
+        params: dict[str, str] = {**self.extra_params, "q": query, "count": str(count)}
+        if freshness is not None:
+            params["freshness"] = _BRAVE_FRESHNESS[freshness]
+        headers = {"Accept": "application/json", "X-Subscription-Token": key}
+        try:
+            async with httpx.AsyncClient(
+                timeout=self.timeout, trust_env=self.trust_env, verify=_ssl_context()
+            ) as client:
+                response = await client.get(self.base_url, params=params, headers=headers)
+        except httpx.TimeoutException:
+            raise ToolError(
+                f"Brave Search did not answer within {self.timeout:g} s; try again later.",
+                type=ToolErrorType.TIMEOUT,
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ToolError(
+                f"Brave Search could not be reached: {type(exc).__name__}: {exc}",
+                type=ToolErrorType.TOOL_ERROR,
+            ) from None
+        if response.status_code in (401, 403):
+            raise ToolError(
+                f"Brave Search refused the API key (HTTP {response.status_code}); check "
+                "BRAVE_API_KEY or BraveSearch(api_key=...).",
+                type=ToolErrorType.PERMISSION_DENIED,
+                details={"status": response.status_code, "provider": "brave"},
+            )
+        if response.status_code == 429:
+            raise ToolError(
+                "Brave Search's rate limit was reached (HTTP 429); wait before searching again.",
+                type=ToolErrorType.TOOL_ERROR,
+                details={"status": 429, "provider": "brave"},
+            )
+        if response.status_code != 200:
+            raise ToolError(
+                f"Brave Search failed with HTTP {response.status_code}: "
+                f"{_plain(response.text)[:300]}",
+                type=ToolErrorType.TOOL_ERROR,
+                details={"status": response.status_code, "provider": "brave"},
+            )
+        try:
+            data = response.json()
+        except ValueError:
+            raise ToolError(
+                "Brave Search answered with something that is not JSON.",
+                type=ToolErrorType.TOOL_ERROR,
+            ) from None
+        web = data.get("web") if isinstance(data, dict) else None
+        items = web.get("results") if isinstance(web, dict) else None
+        results: list[SearchResult] = []
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict) or not isinstance(item.get("url"), str):
+                continue
+            age = item.get("age")
+            results.append(
+                SearchResult(
+                    title=_plain(item.get("title")) or item["url"],
+                    url=item["url"],
+                    snippet=_plain(item.get("description")),
+                    age=age if isinstance(age, str) else None,
+                )
+            )
+        return results[:count]

@@ -1,0 +1,594 @@
+"""Built-in file tools (``group:fs``): read, write, edit, glob, grep and list, in the workspace.
+
+Every path is resolved in ``ctx.workspace`` (the current directory when there is none) and
+refused with ``path_not_in_workspace`` when it escapes by ``..``, an absolute path or a
+symlink. Writes and edits go through ``ctx.files``, the agent's file pool: a file that exists
+must have been read first and must not have changed on disk since, so an agent never overwrites
+edits it has not seen. Writes are atomic and keep the file's mode. Each tool is an ordinary
+``@define_tool`` function; the plumbing lives in `kode.builtin._files`, `kode.builtin._text`,
+`kode.builtin._globs` and `kode.builtin._grep`.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Annotated, Literal
+
+import anyio
+from pydantic import BaseModel, ConfigDict, Field
+
+from kode.builtin._files import (
+    BINARY_SNIFF_BYTES,
+    HUGE_FILE_BYTES,
+    PRUNED_DIRS,
+    Target,
+    atomic_write,
+    file_lock,
+    image_type,
+    is_binary,
+    not_found,
+    read_editable,
+    require_file,
+    target,
+)
+from kode.builtin._globs import find_files, glob_regex
+from kode.builtin._grep import (
+    GrepQuery,
+    find_ripgrep,
+    format_outcome,
+    python_grep,
+    ripgrep,
+)
+from kode.builtin._text import apply_edit, read_numbered, short_diff
+from kode.tools.context import ToolContext
+from kode.tools.define import define_tool
+from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.results import Image, ToolResult, image_result, text_result
+
+__all__ = [
+    "FileEdit",
+    "fs_edit",
+    "fs_glob",
+    "fs_grep",
+    "fs_ls",
+    "fs_multi_edit",
+    "fs_read",
+    "fs_write",
+]
+
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+"""Images larger than this are not returned (providers refuse them)."""
+MAX_SCAN_ENTRIES = 200_000
+"""Directory entries `fs_glob` looks at before it stops and says so."""
+
+_FILE_PATH = {"file_path": "path"}
+
+
+def _mb(size: int) -> str:
+    return f"{size / 2**20:.1f} MB"
+
+
+def _human(size: int) -> str:
+    if size < 1024:
+        return f"{size} byte{'' if size == 1 else 's'}"
+    value = size / 1024
+    for unit in ("KB", "MB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
+
+
+def _unchanged(error: ToolError) -> ToolError:
+    """`error` with a note that the file was left as it was."""
+    return ToolError(
+        f"{error.message} The file was not changed.", type=error.type, details=error.details
+    )
+
+
+def _prune(*texts: str) -> frozenset[str]:
+    """The noise directories to skip: all but those the model named."""
+    return frozenset(d for d in PRUNED_DIRS if not any(d in t for t in texts))
+
+
+@define_tool(
+    kind="read", groups=["group:fs"], aliases=["read", "read_file"], param_aliases=_FILE_PATH
+)
+def fs_read(
+    path: str,
+    offset: Annotated[int, Field(ge=1)] | None = None,
+    limit: Annotated[int, Field(ge=1, le=10_000)] | None = None,
+    *,
+    ctx: ToolContext,
+) -> ToolResult:
+    """Read a file: text as numbered lines (like `cat -n`), or an image.
+
+    Read long files in parts with `offset` and `limit`. The number and tab before each line
+    are not part of the file: leave them out of fs_edit's old_string. Reading a file is what
+    lets fs_write and fs_edit change it afterwards.
+
+    Limits and errors: at most 2000 lines per call (output capped at 100,000 characters; the
+    output says which offset continues); lines over 2000 characters are cut with a marker.
+    PNG, JPEG, GIF and WebP files come back as images (up to 5 MB). Binary files are refused.
+    Files over 10 MB must be read in parts with offset/limit. Bytes that are not UTF-8 are
+    shown as U+FFFD, and the output says so. Paths outside the workspace are refused.
+
+    Args:
+        path: The file, relative to the workspace root (or absolute, inside it).
+        offset: The first line to show, counting from 1 (default: the first line).
+        limit: How many lines to show (default: 2000).
+        ctx: Injected by kode (not shown to the model).
+    """
+    where = target(ctx, path)
+    info = require_file(where)  # stamped before reading: a change while reading is not "seen"
+    try:
+        return _read(ctx, where, info, offset, limit)
+    except OSError as exc:
+        raise ToolError(
+            f"File '{where.shown}' cannot be read: {exc.strerror or exc}.",
+            details={"path": str(where.path)},
+        ) from None
+
+
+def _read(
+    ctx: ToolContext, where: Target, info: os.stat_result, offset: int | None, limit: int | None
+) -> ToolResult:
+    size = info.st_size
+    if size == 0:
+        _record_read(ctx, where, info)
+        return text_result(
+            f"File '{where.shown}' is empty (0 bytes).", details={"path": where.shown}
+        )
+    with where.path.open("rb") as fh:
+        head = fh.read(BINARY_SNIFF_BYTES)
+    media_type = image_type(head)
+    if media_type is not None:
+        if size > MAX_IMAGE_BYTES:
+            raise ToolError(
+                f"Image '{where.shown}' is {_mb(size)}, larger than the {_mb(MAX_IMAGE_BYTES)} "
+                "an image result may be.",
+                details={"path": str(where.path), "bytes": size},
+            )
+        data = where.path.read_bytes()
+        _record_read(ctx, where, info)
+        return image_result(
+            Image(data=data, media_type=media_type),
+            caption=f"Image '{where.shown}' ({media_type}, {_human(len(data))}).",
+        )
+    if is_binary(head):
+        raise ToolError(
+            f"File '{where.shown}' is binary ({_human(size)}); fs_read shows text files and "
+            "PNG, JPEG, GIF or WebP images only.",
+            details={"path": str(where.path), "bytes": size},
+        )
+    huge = size > HUGE_FILE_BYTES
+    if huge and offset is None and limit is None:
+        raise ToolError(
+            f"File '{where.shown}' is {_mb(size)}, too large to read whole (the limit is "
+            f"{_mb(HUGE_FILE_BYTES)}). Read a part with offset and limit (e.g. offset=1, "
+            "limit=500), or search it with fs_grep.",
+            details={"path": str(where.path), "bytes": size},
+        )
+    text, details = read_numbered(
+        where.path, where.shown, offset=offset, limit=limit, count_lines=not huge
+    )
+    _record_read(ctx, where, info)
+    return text_result(text, details=details)
+
+
+def _record_read(ctx: ToolContext, where: Target, info: os.stat_result) -> None:
+    if ctx.files is not None:
+        ctx.files.record_read(where.path, stat_result=info)
+
+
+def _write(ctx: ToolContext, where: Target, data: bytes) -> bool:
+    """Write atomically and record it; return whether the file existed. Caller holds the lock."""
+    try:
+        existed = atomic_write(where.path, data)
+    except OSError as exc:
+        raise ToolError(
+            f"Could not write '{where.shown}': {exc.strerror or exc}. The file was not changed.",
+            details={"path": str(where.path)},
+        ) from None
+    if ctx.files is not None:
+        ctx.files.record_write(where.path)
+    return existed
+
+
+@define_tool(
+    kind="edit", groups=["group:fs"], aliases=["write", "write_file"], param_aliases=_FILE_PATH
+)
+def fs_write(path: str, content: str, *, ctx: ToolContext) -> ToolResult:
+    """Write a whole file: create it, or replace all of its content.
+
+    Prefer fs_edit to change part of an existing file. Missing parent directories are created.
+    The write is atomic (readers never see half a file) and keeps the file's permissions.
+
+    Limits and errors: an existing file must have been read (fs_read) in this session and not
+    changed on disk since; otherwise the write is refused and nothing changes: read it again,
+    then write. Paths outside the workspace and directories are refused. Content is written
+    as UTF-8, exactly as given.
+
+    Args:
+        path: The file, relative to the workspace root (or absolute, inside it).
+        content: The complete new content of the file.
+        ctx: Injected by kode (not shown to the model).
+    """
+    where = target(ctx, path)
+    if where.path.is_dir():
+        raise ToolError(
+            f"'{where.shown}' is a directory; give the path of a file inside it.",
+            details={"path": str(where.path)},
+        )
+    data = content.encode("utf-8")
+    with file_lock(where.path):
+        if ctx.files is not None:
+            try:
+                ctx.files.check_writable(where.path, display=where.shown)
+            except ToolError as exc:
+                raise _unchanged(exc) from None
+        existed = _write(ctx, where, data)
+    lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
+    how = "replaced its previous content" if existed else "new file"
+    counted = f"{lines} line{'' if lines == 1 else 's'}"
+    return text_result(
+        f"Wrote {counted} ({_human(len(data))}) to '{where.shown}' ({how}).",
+        details={"path": where.shown, "bytes": len(data), "lines": lines, "created": not existed},
+    )
+
+
+class FileEdit(BaseModel):
+    """One exact-string replacement of `fs_multi_edit`."""
+
+    model_config = ConfigDict(extra="forbid")
+    old_string: Annotated[str, Field(description="The exact text to replace.")]
+    new_string: Annotated[str, Field(description="The text to put in its place.")]
+    replace_all: Annotated[
+        bool, Field(description="Replace every occurrence, not just a unique one.")
+    ] = False
+
+
+def _edit(ctx: ToolContext, where: Target, edits: list[FileEdit]) -> ToolResult:
+    with file_lock(where.path):
+        try:
+            current = read_editable(where, ctx)
+        except ToolError as exc:
+            raise _unchanged(exc) from None
+        text = current.text
+        replaced = 0
+        for i, edit in enumerate(edits, 1):
+            label = f"'{where.shown}'" if len(edits) == 1 else f"Edit {i} of {len(edits)}"
+            old, new = edit.old_string, edit.new_string
+            if current.crlf:
+                old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
+            try:
+                text, count = apply_edit(text, old, new, replace_all=edit.replace_all, where=label)
+            except ToolError as exc:
+                raise _unchanged(exc) from None
+            replaced += count
+        _write(ctx, where, current.encode(text))
+    diff = short_diff(current.text, text, where.shown)
+    what = f"{replaced} replacement{'s' if replaced != 1 else ''}"
+    if len(edits) > 1:
+        what = f"{len(edits)} edits, {what}"
+    return text_result(
+        f"Edited '{where.shown}' ({what}).\n{diff}",
+        details={"path": where.shown, "replacements": replaced, "edits": len(edits)},
+    )
+
+
+@define_tool(
+    kind="edit", groups=["group:fs"], aliases=["edit", "edit_file"], param_aliases=_FILE_PATH
+)
+def fs_edit(
+    path: str, old_string: str, new_string: str, replace_all: bool = False, *, ctx: ToolContext
+) -> ToolResult:
+    """Replace an exact piece of text in a file; returns a short diff of the change.
+
+    Copy old_string exactly from fs_read's output (whitespace and indentation included,
+    without the line-number prefix), with enough surrounding lines to be unique. For several
+    changes to one file, use fs_multi_edit.
+
+    Limits and errors: the file must have been read (fs_read) in this session and not
+    changed on disk since. Refused, with the file left unchanged, when old_string is not found,
+    occurs more than once without replace_all, equals new_string, or is empty; and for binary,
+    non-UTF-8 or over-10 MB files and paths outside the workspace.
+
+    Args:
+        path: The file, relative to the workspace root (or absolute, inside it).
+        old_string: The exact text to replace.
+        new_string: The text to put in its place.
+        replace_all: Replace every occurrence instead of requiring exactly one.
+        ctx: Injected by kode (not shown to the model).
+    """
+    edit = FileEdit(old_string=old_string, new_string=new_string, replace_all=replace_all)
+    return _edit(ctx, target(ctx, path), [edit])
+
+
+@define_tool(
+    kind="edit",
+    groups=["group:fs"],
+    aliases=["multi_edit", "multiedit"],
+    param_aliases=_FILE_PATH,
+)
+def fs_multi_edit(
+    path: str,
+    edits: Annotated[list[FileEdit], Field(min_length=1, max_length=100)],
+    *,
+    ctx: ToolContext,
+) -> ToolResult:
+    """Apply several exact-string replacements to one file, in order, all or none.
+
+    Each edit works like fs_edit on the result of the edits before it. Returns a short diff.
+
+    Limits and errors: if any edit fails (old_string not found, not unique without
+    replace_all, empty, or equal to new_string) nothing is written and the error names the
+    edit. The file must have been read (fs_read) in this session and not changed on disk
+    since; binary, non-UTF-8 and over-10 MB files and paths outside the workspace are refused.
+    At most 100 edits per call.
+
+    Args:
+        path: The file, relative to the workspace root (or absolute, inside it).
+        edits: The replacements, applied in this order.
+        ctx: Injected by kode (not shown to the model).
+    """
+    return _edit(ctx, target(ctx, path), list(edits))
+
+
+def _directory(ctx: ToolContext, path: str) -> Target:
+    where = target(ctx, path)
+    if not where.path.exists():
+        raise not_found(where, what="Directory")
+    if not where.path.is_dir():
+        raise ToolError(
+            f"'{where.shown}' is a file, not a directory; use fs_read to read it.",
+            details={"path": str(where.path)},
+        )
+    return where
+
+
+@define_tool(kind="search", groups=["group:fs"], aliases=["glob"], timeout=60)
+def fs_glob(
+    pattern: str,
+    path: str = ".",
+    sort: Literal["mtime", "name"] = "mtime",
+    limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+    *,
+    ctx: ToolContext,
+) -> ToolResult:
+    """Find files by name pattern, e.g. "**/*.py" or "src/**/*.{ts,tsx}".
+
+    `*` and `?` stay within one directory, `**` spans any number of directories, `{a,b}` is
+    either. The pattern matches paths relative to `path`, so "*.py" finds only files directly
+    in it. Results are files (not directories), shown relative to the workspace root, newest
+    first (sort="mtime") or by name.
+
+    Limits and errors: at most `limit` files (default 100; the output says when there are
+    more). Skips .git, node_modules, virtualenvs (.venv, venv) and cache directories unless
+    the pattern or path names them, and does not follow directory symlinks. Stops after
+    200,000 directory entries. Paths outside the workspace are refused.
+
+    Args:
+        pattern: The glob, relative to `path`.
+        path: The directory to search (default: the workspace root).
+        sort: "mtime" (most recently modified first) or "name".
+        limit: How many files to list at most.
+        ctx: Injected by kode (not shown to the model).
+    """
+    if pattern.startswith("/") or ".." in pattern.split("/"):
+        raise ToolError(
+            f"Pattern {pattern!r} must be relative and stay below `path`; pass the directory "
+            "to search as `path` instead.",
+            type=ToolErrorType.INVALID_TOOL_PARAMS,
+        )
+    where = _directory(ctx, path)
+    found, stopped = find_files(
+        where.path,
+        glob_regex(pattern.removeprefix("./")),
+        prune=_prune(pattern, path),
+        allowed=lambda p: where.workspace.allowed(Path(p)),
+        cancelled=lambda: ctx.cancelled,
+        max_entries=MAX_SCAN_ENTRIES,
+    )
+    found = [(mtime, where.workspace.display(where.path / rel)) for mtime, rel in found]
+    if sort == "mtime":
+        found.sort(key=lambda item: (-item[0], item[1]))
+    else:
+        found.sort(key=lambda item: item[1])
+    paths = [p for _, p in found[:limit]]
+    lines = list(paths)
+    if not paths:
+        hint = ""
+        if "/" not in pattern and "**" not in pattern:
+            hint = (
+                f" A pattern without '/' matches only files directly in '{where.shown}'; use "
+                f"'**/{pattern}' to search subdirectories too."
+            )
+        lines.append(f"No files match {pattern!r} in '{where.shown}'.{hint}")
+    elif len(found) > limit:
+        order = "newest first" if sort == "mtime" else "by name"
+        lines.append(
+            f"(Showing {limit} of {len(found)} files, {order}; narrow the pattern or path, or "
+            "raise limit.)"
+        )
+    if stopped:
+        lines.append(
+            f"(Stopped after looking at {MAX_SCAN_ENTRIES:,} entries; results may be "
+            "incomplete: search a narrower path.)"
+        )
+    return text_result(
+        "\n".join(lines),
+        details={"paths": paths, "total": len(found), "complete": not stopped},
+    )
+
+
+@define_tool(kind="search", groups=["group:fs"], aliases=["grep"], timeout=60)
+async def fs_grep(
+    pattern: str,
+    path: str = ".",
+    glob: str = "",
+    ignore_case: bool = False,
+    context: Annotated[int, Field(ge=0, le=20)] = 0,
+    output_mode: Literal["content", "files", "count"] = "content",
+    limit: Annotated[int, Field(ge=1, le=1000)] = 100,
+    *,
+    ctx: ToolContext,
+) -> ToolResult:
+    r"""Search file contents with a regular expression; list matching lines, files or counts.
+
+    Output: "content" gives `file:line:text` for matches and `file-line-text` for context
+    lines ("--" between separate groups); "files" gives the paths of matching files; "count"
+    gives `file:count`. Files come in path order, paths relative to the workspace root.
+
+    Limits and errors: stops after `limit` matching lines ("content") or files (default 100)
+    and says so; lines over 500 characters are cut. Searches hidden files but skips binary
+    files, files over 20 MB, symlinks, .git, node_modules, virtualenvs and cache directories
+    (unless the path or glob names them); .gitignore is not read. An invalid regex is refused
+    with the reason. Paths outside the workspace are refused.
+
+    Args:
+        pattern: A regular expression (Python/ripgrep syntax), e.g. "def \w+\(" or "TODO".
+        path: A directory to search recursively, or one file (default: the workspace root).
+        glob: Only search files matching this glob, e.g. "*.py" (file name at any depth),
+            "src/**/*.ts" (path below `path`) or "!*.min.js" (exclude).
+        ignore_case: Match letters case-insensitively.
+        context: Lines to show before and after each match ("content" only).
+        output_mode: "content", "files" or "count".
+        limit: How many matching lines ("content") or files to report at most.
+        ctx: Injected by kode (not shown to the model).
+    """
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ToolError(
+            f"Invalid regular expression {pattern!r}: {exc}. Escape characters meant "
+            "literally, such as '(' '[' '.' or '*', with a backslash.",
+            type=ToolErrorType.INVALID_TOOL_PARAMS,
+        ) from None
+    where = target(ctx, path)
+    if not where.path.exists():
+        raise not_found(where, what="Path")
+    single = not where.path.is_dir()
+    if single:
+        require_file(where)
+        with where.path.open("rb") as fh:
+            if is_binary(fh.read(BINARY_SNIFF_BYTES)):
+                raise ToolError(
+                    f"File '{where.shown}' is binary; fs_grep searches text files.",
+                    details={"path": str(where.path)},
+                )
+    base = where.path.parent if single else where.path
+    query = GrepQuery(
+        pattern=pattern,
+        ignore_case=ignore_case,
+        base=base,
+        file=where.path.name if single else None,
+        glob=glob or None,
+        prune=_prune(glob, path),
+        mode=output_mode,
+        context=context,
+        limit=limit,
+    )
+    rg = find_ripgrep()
+    outcome = await ripgrep(rg, query) if rg is not None else None
+    if outcome is None:
+        outcome = await anyio.to_thread.run_sync(
+            functools.partial(python_grep, query, lambda: ctx.cancelled), abandon_on_cancel=True
+        )
+    text = format_outcome(
+        outcome, query, lambda rel: where.workspace.display(base / rel), where.shown
+    )
+    return text_result(
+        text,
+        details={
+            "engine": outcome.engine,
+            "truncated": outcome.truncated,
+            "files": [where.workspace.display(base / f.path) for f in outcome.files],
+            "matches": sum(f.count for f in outcome.files),
+        },
+    )
+
+
+@define_tool(kind="read", groups=["group:fs"], aliases=["ls", "list_directory"])
+def fs_ls(
+    path: str = ".",
+    include_hidden: bool = False,
+    limit: Annotated[int, Field(ge=1, le=1000)] = 200,
+    *,
+    ctx: ToolContext,
+) -> ToolResult:
+    """List a directory: each entry's type (dir, file, link), name and size.
+
+    Directories come first, then the rest, each sorted by name; directory names end in "/",
+    symlinks show their target. Not recursive: use fs_glob to find files deeper down.
+
+    Limits and errors: at most `limit` entries (default 200; the output says how many more).
+    Names starting with "." are left out unless include_hidden is true (the output says how
+    many). A missing directory, a file, or a path outside the workspace is refused.
+
+    Args:
+        path: The directory, relative to the workspace root (default: the root itself).
+        include_hidden: Also list names starting with ".".
+        limit: How many entries to list at most.
+        ctx: Injected by kode (not shown to the model).
+    """
+    where = _directory(ctx, path)
+    rows: list[tuple[int, str, str, dict[str, object]]] = []
+    hidden = 0
+    try:
+        with os.scandir(where.path) as it:
+            for entry in it:
+                if entry.name.startswith(".") and not include_hidden:
+                    hidden += 1
+                    continue
+                rows.append(_ls_row(entry))
+    except OSError as exc:
+        raise ToolError(
+            f"Directory '{where.shown}' cannot be listed: {exc.strerror or exc}.",
+            details={"path": str(where.path)},
+        ) from None
+    rows.sort(key=lambda row: (row[0], row[1]))
+    total = len(rows)
+    lines = [f"Directory '{where.shown}' ({total} entr{'y' if total == 1 else 'ies'}):"]
+    if not rows:
+        lines = [f"Directory '{where.shown}' is empty."]
+    lines += [line for _, _, line, _ in rows[:limit]]
+    if total > limit:
+        lines.append(f"({total - limit} more entries not shown; raise limit to see them.)")
+    if hidden:
+        lines.append(
+            f"({hidden} hidden entr{'y' if hidden == 1 else 'ies'} not shown; set "
+            "include_hidden to list them.)"
+        )
+    return text_result(
+        "\n".join(lines),
+        details={"path": where.shown, "entries": [info for *_, info in rows[:limit]]},
+    )
+
+
+def _ls_row(entry: os.DirEntry[str]) -> tuple[int, str, str, dict[str, object]]:
+    """(sort group, name, line, details) of one directory entry."""
+    name = entry.name
+    try:
+        if entry.is_symlink():
+            link = os.readlink(entry.path)
+            return (
+                1,
+                name,
+                f"link  {name} -> {link}",
+                {"name": name, "type": "link", "target": link},
+            )
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return 1, name, f"?     {name}", {"name": name, "type": "unknown"}
+    if stat.S_ISDIR(st.st_mode):
+        return 0, name, f"dir   {name}/", {"name": name, "type": "dir"}
+    if stat.S_ISREG(st.st_mode):
+        size = st.st_size
+        line = f"file  {name}  ({_human(size)})"
+        return 1, name, line, {"name": name, "type": "file", "size": size}
+    return 1, name, f"other {name}", {"name": name, "type": "other"}

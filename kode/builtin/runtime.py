@@ -1,0 +1,304 @@
+"""Built-in runtime tools (``group:runtime``): run shell commands in the agent's workspace.
+
+``bash_run`` runs a command with ``bash -c`` in the workspace root, in its own process group,
+and returns its output (capped) and exit code; its ``timeout`` kills the whole group.
+``background=true`` starts it and returns a shell id at once; ``bash_logs`` then returns the new
+output and the exit status, and ``bash_kill`` kills the shell's process group. Background
+shells live in ``ctx.services["processes"]`` (a `ProcessManager`), so closing the agent kills
+them.
+
+Every command first goes through a `RuntimePolicy` (see `kode.builtin._runtime_policy`): a
+block-list of the obviously destructive, refused before anything runs; a ``security`` level
+(``deny | allowlist | full``); and an ``ask`` level (``off | on_miss | always``) that feeds the
+agent's approval flow through ``requires_approval``. This module owns the tools; processes are
+`kode.builtin._processes`.
+
+Setting the policy:
+
+- for the whole process: ``set_default_runtime_policy(RuntimePolicy(security="full"))``;
+- around a run: ``with using_runtime_policy(policy): await agent.send(...)``;
+- for one agent: ``agent.services["runtime_policy"] = policy`` (decides what runs; the approval
+  check cannot see it, so commands it would ask about and the ambient policy would not are
+  refused — set ``ask`` through one of the two above).
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import Field
+
+from kode.builtin._processes import BackgroundShell, ProcessManager, run_command
+from kode.builtin._runtime_policy import (
+    DEFAULT_BLOCKED,
+    DEFAULT_SAFE_COMMANDS,
+    BlockRule,
+    CommandCheck,
+    RuntimePolicy,
+    ambient_runtime_policy,
+    check_command,
+    runtime_policy_for,
+    set_default_runtime_policy,
+    using_runtime_policy,
+)
+from kode.tools.context import ToolContext
+from kode.tools.define import define_tool
+from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.results import TextBlock, ToolResult
+
+__all__ = [
+    "DEFAULT_BLOCKED",
+    "DEFAULT_SAFE_COMMANDS",
+    "GROUP",
+    "POLICY",
+    "PROCESSES",
+    "BlockRule",
+    "CommandCheck",
+    "ProcessManager",
+    "RuntimePolicy",
+    "bash_kill",
+    "bash_logs",
+    "bash_run",
+    "check_command",
+    "set_default_runtime_policy",
+    "using_runtime_policy",
+]
+
+GROUP = "group:runtime"
+"""The group of the runtime tools."""
+PROCESSES = "processes"
+"""The ``ctx.services`` key of the agent's `ProcessManager`."""
+POLICY = "runtime_policy"
+"""The ``ctx.services`` key of an agent's own `RuntimePolicy`."""
+
+
+def _needs_approval(arguments: dict[str, Any]) -> bool:
+    """``requires_approval`` of ``bash_run``: ask when the ambient policy says so."""
+    command = arguments.get("command")
+    if not isinstance(command, str):
+        return True
+    return check_command(ambient_runtime_policy(), command).action == "ask"
+
+
+def _policy(ctx: ToolContext[Any]) -> RuntimePolicy:
+    try:
+        return runtime_policy_for(ctx.services)
+    except TypeError as exc:
+        raise ToolError(str(exc), type=ToolErrorType.EXECUTION_FAILED) from None
+
+
+def _processes(ctx: ToolContext[Any]) -> ProcessManager:
+    found = ctx.services.get(PROCESSES)
+    if found is None:
+        found = ctx.services[PROCESSES] = ProcessManager()
+    if not isinstance(found, ProcessManager):
+        raise ToolError(
+            f"ctx.services['{PROCESSES}'] must be a ProcessManager, got {type(found).__name__}.",
+            type=ToolErrorType.EXECUTION_FAILED,
+        )
+    return found
+
+
+def _enforce(policy: RuntimePolicy, command: str) -> None:
+    """Refuse `command` before anything runs, when the policy says so."""
+    check = check_command(policy, command)
+    details = {"reason": check.reason, "misses": list(check.misses)}
+    if check.action == "refuse":
+        raise ToolError(
+            f"Command refused: {check.reason}. Nothing was run.",
+            type=ToolErrorType.PERMISSION_DENIED,
+            details=details,
+        )
+    if check.action == "ask" and policy is not ambient_runtime_policy():
+        if check_command(ambient_runtime_policy(), command).action != "ask":
+            raise ToolError(
+                "Command refused: this agent's runtime policy requires the user's approval for "
+                "it, and approval was not asked for (the approval check cannot see a policy set "
+                "in agent.services; set it with using_runtime_policy or "
+                "set_default_runtime_policy). Nothing was run.",
+                type=ToolErrorType.PERMISSION_DENIED,
+                details=details,
+            )
+
+
+def _directory(ctx: ToolContext[Any], cwd: str | None) -> Path:
+    root = ctx.workspace.root if ctx.workspace is not None else Path.cwd()
+    if not cwd:
+        return root
+    where = ctx.resolve_path(cwd)
+    if not where.is_dir():
+        raise ToolError(
+            f"Directory '{cwd}' does not exist in the workspace; run without cwd, or give an "
+            "existing directory.",
+            type=ToolErrorType.FILE_NOT_FOUND,
+        )
+    return where
+
+
+def _result(
+    text: str, *, details: dict[str, Any], error: ToolErrorType | None = None
+) -> ToolResult:
+    return ToolResult(
+        content=(TextBlock(text=text),),
+        details=details,
+        is_error=error is not None,
+        error_type=error,
+    )
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _status(shell: BackgroundShell) -> str:
+    code = shell.exit_code
+    if code is None:
+        return (
+            f"[{shell.id} is still running (pid {shell.pid}, for "
+            f"{time.monotonic() - shell.started:.0f} s)]"
+        )
+    if shell.killed_with is not None:
+        return f"[{shell.id} was killed ({shell.killed_with}); exit code {code}]"
+    if code < 0:
+        return f"[{shell.id} was killed by {_signal_name(code)}; exit code {code}]"
+    return f"[{shell.id} exited with code {code}]"
+
+
+@define_tool(
+    kind="execute",
+    groups=[GROUP],
+    aliases=["bash", "exec"],
+    requires_approval=_needs_approval,
+)
+async def bash_run(
+    command: Annotated[str, Field(min_length=1, max_length=100_000)],
+    timeout: Annotated[float | None, Field(gt=0)] = None,  # noqa: ASYNC109 - the model's knob
+    background: bool = False,
+    cwd: str | None = None,
+    *,
+    ctx: ToolContext,
+) -> ToolResult:
+    """Run a shell command with bash in the workspace; return its output and exit code.
+
+    stdout and stderr come back together; a long output keeps its first and last 15,000
+    characters with a marker between. For servers, watchers and long jobs use
+    background=true, then bash_logs and bash_kill. Commands outside a safe list may need
+    the user's approval; destructive ones (rm -rf /, curl ... | sh, mkfs, ...) are refused.
+
+    Args:
+        command: The command line, run with `bash -c` (pipes, &&, redirections work).
+        timeout: Seconds before the command and every process it started are killed
+            (default 120, at most 600). Not used with background=true.
+        background: Start the command and return a shell id at once, without waiting.
+        cwd: A directory inside the workspace to run in (default: the workspace root).
+        ctx: Injected by kode (not shown to the model).
+    """
+    policy = _policy(ctx)
+    _enforce(policy, command)
+    where = _directory(ctx, cwd)
+    if background:
+        manager = _processes(ctx)
+        manager.max_shells = policy.max_background
+        shell = manager.start(command, cwd=where)
+        note = " (timeout does not apply to background shells)" if timeout is not None else ""
+        return _result(
+            f"Started background shell {shell.id} (pid {shell.pid}){note}. Read its output "
+            f'with bash_logs(shell_id="{shell.id}"); stop it with '
+            f'bash_kill(shell_id="{shell.id}").',
+            details={"shell_id": shell.id, "pid": shell.pid, "cwd": str(where)},
+        )
+    limit = policy.default_timeout if timeout is None else timeout
+    notes: list[str] = []
+    if limit > policy.max_timeout:
+        notes.append(f"[timeout lowered from {limit:g} s to the limit of {policy.max_timeout:g} s]")
+        limit = policy.max_timeout
+    outcome = await run_command(
+        command, cwd=where, seconds=limit, max_chars=policy.max_output_chars
+    )
+    details: dict[str, Any] = {
+        "pid": outcome.pid,
+        "exit_code": outcome.exit_code,
+        "timed_out": outcome.timed_out,
+        "killed_with": outcome.killed_with,
+        "leftovers_killed": outcome.leftovers_killed,
+        "output_chars": outcome.total_chars,
+        "truncated": outcome.truncated,
+        "cwd": str(where),
+    }
+    parts = [outcome.output if outcome.output else "(no output)", *notes]
+    if outcome.timed_out:
+        how = "SIGTERM" if outcome.killed_with == "SIGTERM" else "SIGTERM, then SIGKILL"
+        parts.append(
+            f"Command timed out after {limit:g} s: it and every process it started were killed "
+            f"({how}). Run long commands with background=true, or give a longer timeout."
+        )
+        return _result("\n".join(parts), details=details, error=ToolErrorType.TIMEOUT)
+    if outcome.leftovers_killed:
+        parts.append(
+            "[the command left processes running after it exited; they were killed. Use "
+            "background=true for servers and other long-running processes]"
+        )
+    code = outcome.exit_code
+    if code is not None and code < 0:
+        parts.append(f"[killed by {_signal_name(code)}; exit code {code}]")
+    else:
+        parts.append(f"[exit code {code}]")
+    return _result("\n".join(parts), details=details)
+
+
+@define_tool(kind="read", groups=[GROUP], aliases=["bash_output", "BashOutput"])
+async def bash_logs(shell_id: str, *, ctx: ToolContext) -> ToolResult:
+    """Return a background shell's new output since the last read, and whether it ended.
+
+    Args:
+        shell_id: The id bash_run(background=true) returned, e.g. "shell_1".
+        ctx: Injected by kode (not shown to the model).
+    """
+    read = _processes(ctx).read_new(shell_id, max_chars=_policy(ctx).max_output_chars)
+    shell = read.shell
+    text = read.output if read.output else "(no new output)"
+    return _result(
+        f"{text}\n{_status(shell)}",
+        details={
+            "shell_id": shell.id,
+            "running": shell.exit_code is None,
+            "exit_code": shell.exit_code,
+            "new_chars": read.new_chars,
+            "truncated": read.truncated,
+        },
+    )
+
+
+@define_tool(
+    kind="execute",
+    groups=[GROUP],
+    aliases=["kill_shell", "KillShell"],
+    requires_approval=False,
+)
+async def bash_kill(shell_id: str, *, ctx: ToolContext) -> ToolResult:
+    """Stop a background shell: kill it and every process it started.
+
+    Args:
+        shell_id: The id bash_run(background=true) returned, e.g. "shell_1".
+        ctx: Injected by kode (not shown to the model).
+    """
+    manager = _processes(ctx)
+    shell = manager.get(shell_id)
+    sent = await manager.kill(shell.id)
+    read = manager.read_new(shell.id, max_chars=_policy(ctx).max_output_chars)
+    if sent is None:
+        head = f"{shell.id} had already ended; nothing was left to kill."
+    else:
+        how = "SIGTERM" if sent == "SIGTERM" else "SIGTERM, then SIGKILL"
+        head = f"Killed {shell.id} and every process it started ({how})."
+    body = f"\nOutput since the last read:\n{read.output}" if read.output else ""
+    return _result(
+        f"{head}{body}\n{_status(shell)}",
+        details={"shell_id": shell.id, "killed_with": sent, "exit_code": shell.exit_code},
+    )

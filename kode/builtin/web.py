@@ -1,0 +1,214 @@
+"""Built-in web tools (``group:web``): ``web_fetch`` reads a page, ``web_search`` searches.
+
+Both read their settings from ``ctx.services["web"]``, a `WebConfig` (defaults when absent):
+allowed and denied domains, whether private networks may be reached, size, time and character
+limits, the resolver, TLS verification and the search provider. ``web_fetch`` refuses what
+could reach inside the network it runs in (see `kode.builtin._ssrf` for every rule), connects
+only to addresses it checked, checks every redirect itself, and turns HTML into markdown.
+``web_search`` asks a `SearchProvider` (default: `BraveSearch`, with ``BRAVE_API_KEY``).
+
+The HTTP side needs the optional ``kode[web]`` dependencies (httpx, markdownify); this module
+imports without them, and the tools answer with an error result saying how to install them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from kode.builtin._search import BraveSearch, Freshness, SearchProvider, SearchResult
+from kode.builtin._ssrf import ResolveFunc, system_resolve
+from kode.builtin._webconfig import WebCache, WebConfig
+from kode.tools.context import ToolContext
+from kode.tools.define import define_tool
+from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.results import ToolResult, image_result, text_result
+
+__all__ = [
+    "BraveSearch",
+    "Freshness",
+    "ResolveFunc",
+    "SearchProvider",
+    "SearchResult",
+    "WebCache",
+    "WebConfig",
+    "default_config",
+    "system_resolve",
+    "web_fetch",
+    "web_search",
+]
+
+_DEFAULT_CONFIG: WebConfig | None = None
+_DEPENDENCIES = frozenset({"httpx", "httpcore", "markdownify", "bs4"})
+
+
+def default_config() -> WebConfig:
+    """The `WebConfig` used when ``ctx.services`` has no ``"web"`` entry (one per process)."""
+    global _DEFAULT_CONFIG
+    if _DEFAULT_CONFIG is None:
+        _DEFAULT_CONFIG = WebConfig()
+    return _DEFAULT_CONFIG
+
+
+def _config(ctx: ToolContext[Any]) -> WebConfig:
+    config = ctx.services.get("web")
+    if config is None:
+        return default_config()
+    if not isinstance(config, WebConfig):
+        raise ToolError(
+            f"ctx.services['web'] must be a kode.builtin.web.WebConfig, got "
+            f"{type(config).__name__}.",
+            type=ToolErrorType.EXECUTION_FAILED,
+        )
+    return config
+
+
+def _missing(exc: ImportError, tool: str) -> ToolError:
+    if (exc.name or "").split(".")[0] not in _DEPENDENCIES:
+        raise exc
+    return ToolError(
+        f"{tool} needs the optional dependencies httpx and markdownify, which are not "
+        f"installed ({exc.name} is missing): pip install 'kode[web]'.",
+        type=ToolErrorType.EXECUTION_FAILED,
+        details={"missing": exc.name},
+    )
+
+
+def _size(n: int) -> str:
+    if n >= 1024 * 1024:
+        return f"{n / (1024 * 1024):g} MB"
+    if n >= 1024:
+        return f"{n / 1024:g} KB"
+    return f"{n} bytes"
+
+
+@define_tool(kind="fetch", groups=["group:web"], aliases=["WebFetch"])
+async def web_fetch(
+    url: Annotated[str, Field(min_length=1, max_length=8000)],
+    ctx: ToolContext,
+    format: Literal["markdown", "text", "raw"] = "markdown",
+    max_chars: Annotated[int, Field(ge=100)] | None = None,
+    start: Annotated[int, Field(ge=0)] = 0,
+) -> ToolResult:
+    """Fetch a public web page (http or https) and return its content as readable text.
+
+    HTML is turned into markdown (or plain text), with links made absolute; text, JSON and
+    XML are returned as they are; PNG, JPEG, GIF and WebP images as images. Redirects are
+    followed. Long pages are cut: the result says where, and calling again with `start`
+    reads on. Addresses inside private networks are refused. Results are cached briefly.
+
+    Args:
+        url: The absolute http:// or https:// URL to fetch.
+        format: For HTML pages: "markdown" (default), "text" (no markup) or "raw" (the HTML).
+        max_chars: The most characters to return (default and upper bound: the configured
+            limit, 50,000 unless configured otherwise).
+        start: The character to start from, to read on in a long page.
+        ctx: Injected by kode (not shown to the model).
+    """
+    config = _config(ctx)
+    try:
+        from kode.builtin._fetch import fetch_page, parse_url
+    except ImportError as exc:
+        raise _missing(exc, "web_fetch") from None
+    key = ("fetch", str(parse_url(url)), format)
+    page = config.cache.get(key)
+    cached = page is not None
+    if page is None:
+        page = await fetch_page(url, config=config, format=format)
+        if page.cacheable:
+            size = len(page.image) if page.image is not None else len(page.text or "")
+            config.cache.put(key, page, size=max(size, 1))
+    details: dict[str, Any] = {
+        "url": page.url,
+        "final_url": page.final_url,
+        "status": page.status,
+        "media_type": page.media_type,
+        "title": page.title,
+        "redirects": list(page.redirects),
+        "bytes_read": page.bytes_read,
+        "truncated_bytes": page.truncated,
+        "cached": cached,
+    }
+    if page.image is not None:
+        result = image_result(page.image, media_type=page.media_type, caption=page.final_url)
+        return ToolResult(content=result.content, details={**details, **(result.details or {})})
+    text = page.text or ""
+    limit = min(max_chars or config.max_chars, config.max_chars)
+    if start and start >= len(text):
+        raise ToolError(
+            f"start={start} is past the end of {page.final_url}, which has {len(text)} characters.",
+            type=ToolErrorType.INVALID_TOOL_PARAMS,
+        )
+    end = min(start + limit, len(text))
+    lines = [f"URL: {page.final_url}"]
+    if page.redirects:
+        lines.append(f"Redirected from: {page.url}")
+    if page.title:
+        lines.append(f"Title: {page.title}")
+    if page.media_type and page.media_type != "text/html":
+        lines.append(f"Content-Type: {page.media_type}")
+    lines += ["", text[start:end] if text else "(the page has no readable text)"]
+    if start or end < len(text):
+        more = f" Call web_fetch again with start={end} to read on." if end < len(text) else ""
+        lines += ["", f"[Showing characters {start}-{end} of {len(text)}.{more}]"]
+    if page.truncated:
+        limit_bytes = _size(config.max_response_bytes)
+        lines += ["", f"[The response was larger than {limit_bytes}; only that much was read.]"]
+    details.update(total_chars=len(text), start=start, end=end)
+    return text_result("\n".join(lines), details=details)
+
+
+def _format_results(query: str, provider: str, results: list[SearchResult]) -> str:
+    if not results:
+        return f"No results for {query!r}."
+    lines = [f"Results for {query!r} ({provider}):"]
+    for i, hit in enumerate(results, 1):
+        lines += ["", f"{i}. {hit.title}", f"   {hit.url}"]
+        if hit.snippet or hit.age:
+            age = f" ({hit.age})" if hit.age else ""
+            lines.append(f"   {hit.snippet}{age}".rstrip())
+    return "\n".join(lines)
+
+
+@define_tool(kind="fetch", groups=["group:web"], aliases=["WebSearch"])
+async def web_search(
+    query: Annotated[str, Field(min_length=1, max_length=400)],
+    ctx: ToolContext,
+    count: Annotated[int, Field(ge=1, le=20)] = 5,
+    freshness: Freshness | None = None,
+) -> ToolResult:
+    """Search the web; return the top results' titles, URLs and snippets.
+
+    Use web_fetch on a result's URL to read the page.
+
+    Args:
+        query: What to search for, as you would type it into a search engine.
+        count: How many results to return (1-20).
+        freshness: Only pages from the last "day", "week", "month" or "year".
+        ctx: Injected by kode (not shown to the model).
+    """
+    config = _config(ctx)
+    provider: SearchProvider = config.search if config.search is not None else BraveSearch()
+    key = ("search", provider.name, query, count, freshness)
+    results: list[SearchResult] | None = config.cache.get(key)
+    cached = results is not None
+    if results is None:
+        try:
+            results = list(await provider.search(query, count=count, freshness=freshness))
+        except ImportError as exc:
+            raise _missing(exc, "web_search") from None
+        size = sum(len(r.title) + len(r.url) + len(r.snippet) for r in results)
+        config.cache.put(key, results, size=max(size, 1))
+    return text_result(
+        _format_results(query, provider.name, results),
+        details={
+            "query": query,
+            "provider": provider.name,
+            "cached": cached,
+            "results": [
+                {"title": r.title, "url": r.url, "snippet": r.snippet, "age": r.age}
+                for r in results
+            ],
+        },
+    )

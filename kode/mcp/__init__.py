@@ -1,0 +1,59 @@
+"""MCP both ways: serve registered tools to any MCP client, and use any MCP server's tools.
+
+- `serve` (and ``kode mcp serve my_module``) exposes registered tools over stdio or streamable
+  HTTP, with their schemas, annotations, progress, log messages and cancellation
+  (`kode.mcp.server`);
+- `connect` registers an MCP server's tools as ``mcp__<server>__<tool>``, ready for any agent
+  whose template names them (`kode.mcp.client`).
+
+Both need the official SDK: ``pip install 'kode[mcp]'``. Importing `kode` never imports it;
+the names here load it on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kode.mcp.client import MCPConnection, MCPConnectionError, connect
+    from kode.mcp.server import ToolServer, serve, serve_async
+
+__all__ = [
+    "MCPConnection",
+    "MCPConnectionError",
+    "ToolServer",
+    "connect",
+    "serve",
+    "serve_async",
+]
+
+_SOURCES = {
+    "MCPConnection": "kode.mcp.client",
+    "MCPConnectionError": "kode.mcp.client",
+    "ToolServer": "kode.mcp.server",
+    "connect": "kode.mcp.client",
+    "serve": "kode.mcp.server",
+    "serve_async": "kode.mcp.server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    source = _SOURCES.get(name)
+    if source is None:
+        raise AttributeError(f"module 'kode.mcp' has no attribute {name!r}")
+    try:
+        module = importlib.import_module(source)
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types"):
+            raise ModuleNotFoundError(
+                f"kode.mcp.{name} needs the MCP SDK: pip install 'kode[mcp]'", name=exc.name
+            ) from exc
+        raise
+    value = getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

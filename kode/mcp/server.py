@@ -1,0 +1,545 @@
+"""Serving registered tools over MCP: `serve`, `serve_async` and `ToolServer`.
+
+This module owns the server direction. It is built on the official SDK's low-level ``Server``
+(`mcp.server.lowlevel.Server`) rather than ``MCPServer``: ``MCPServer`` infers schemas from
+functions itself, while a kode tool already has its schemas, its validation, its context and
+its result normalisation, which must stay exactly what a model gets inside kode.
+
+What a client sees:
+
+- ``tools/list``: each selected tool's name, description, inferred input schema, output schema
+  (when its return type gives a structured one; not an object → wrapped as ``{"result": ...}``)
+  and annotations from its kind (`kode.mcp.convert`);
+- ``tools/call``: kode validates the arguments and runs the tool as an agent would; every
+  failure (invalid arguments, `ToolError`, an exception, a timeout) is an ``isError`` result
+  with the text kode gives a model. An unknown name is a protocol error (``-32602``), as the
+  MCP specification requires, with kode's message;
+- ``ctx.progress(...)`` becomes ``notifications/progress`` for the call, when the client asked
+  for progress; ``ctx.emit(...)`` and records logged on ``ctx.logger`` become
+  ``notifications/message`` log messages (level ``info`` for events);
+- a client's ``notifications/cancelled`` cancels the call: an async tool is cancelled, a sync
+  one in a worker thread sees ``ctx.cancelled`` (its result is discarded);
+- tools registered (or removed) after the server started: ``notifications/tools/list_changed``,
+  on the connection for handshake-era clients and through ``subscriptions/listen`` for
+  2026-07-28 clients. The registry is watched by polling, every `poll_interval` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from kode.mcp.convert import annotations_for_kind, call_result, output_schema_for
+from kode.registries.meta import ToolSource
+from kode.registries.registry import ToolRegistry, normalize_name
+from kode.registries.registry import registry as global_registry
+from kode.tools.context import ToolContext, ToolEvent
+from kode.tools.errors import ToolError
+from kode.tools.results import ToolResult, error_result
+from kode.tools.tool import Tool
+from kode.tools.workspace import FilePool
+
+__all__ = ["ToolServer", "Transport", "serve", "serve_async"]
+
+Transport = Literal["stdio", "http"]
+"""How a server talks to its clients: over its stdin/stdout, or streamable HTTP."""
+
+_log = logging.getLogger("kode.mcp")
+
+_LEVELS: tuple[types.LoggingLevel, ...] = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+_MAX_SESSIONS_NOTIFIED = 1024
+
+
+def _mcp_level(levelno: int) -> types.LoggingLevel:
+    if levelno >= logging.CRITICAL:
+        return "critical"
+    if levelno >= logging.ERROR:
+        return "error"
+    if levelno >= logging.WARNING:
+        return "warning"
+    if levelno >= logging.INFO:
+        return "info"
+    return "debug"
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class _LogItem:
+    level: types.LoggingLevel
+    text: str
+
+
+class _ForwardingLogger(logging.LoggerAdapter[logging.Logger]):
+    """A tool's ``ctx.logger``: records go to the ``kode.tools`` logger and to the client."""
+
+    def __init__(self, logger: logging.Logger, forward: Callable[[_LogItem], None]) -> None:
+        super().__init__(logger, {})
+        self._forward = forward
+
+    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
+        try:
+            text = str(msg) % args if args else str(msg)
+        except (TypeError, ValueError):
+            text = f"{msg} {args}"
+        self._forward(_LogItem(level=_mcp_level(level), text=text))
+        super().log(level, msg, *args, **kwargs)
+
+
+class _LowLevelServer(Server[Any]):
+    """The SDK's server, announcing ``tools.listChanged`` on every transport.
+
+    The streamable HTTP session manager builds the initialization options itself, from
+    `create_initialization_options()` without arguments, hence the default here.
+    """
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+@dataclass(kw_only=True, slots=True)
+class _Listed:
+    tool: Tool[..., Any]
+    entry: types.Tool
+    wrapped: bool
+
+
+class ToolServer:
+    """Registered tools as an MCP server (the low-level SDK ``Server`` in `server`).
+
+    `serve` builds one and runs it; build one yourself to mount its HTTP app in a larger
+    application (`streamable_http_app`) or to run it on streams you own (`run`).
+
+    Args:
+        tools: Tools and names or patterns as a template writes them (``"fs_*"``,
+            ``"group:web"``, ``"mcp__github__*"``); `None` serves every non-optional tool.
+            Patterns are resolved again whenever the registry changes.
+        name: The server's name, as clients show it.
+        registry: Where names are looked up (default: the global registry).
+        poll_interval: Seconds between two looks at the registry for new or removed tools.
+        tool_timeout: Seconds a call may take when its tool has no `timeout` of its own
+            (`None`: no limit), as an agent template's ``tool_timeout``.
+        instructions: Text telling clients what the server is for.
+    """
+
+    def __init__(
+        self,
+        tools: Sequence[Tool[..., Any] | str] | None = None,
+        *,
+        name: str = "kode",
+        registry: ToolRegistry | None = None,
+        poll_interval: float = 0.5,
+        tool_timeout: float | None = None,
+        instructions: str | None = None,
+    ) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        if isinstance(tools, str):
+            raise TypeError(f"tools must be a list of tools or patterns, got the string {tools!r}")
+        self.registry = registry if registry is not None else global_registry
+        """Where tool names and patterns are looked up."""
+        self.poll_interval = poll_interval
+        """Seconds between two looks at the registry."""
+        self.tool_timeout = tool_timeout
+        """Seconds a call may take when its tool has no `timeout` of its own."""
+        self.unmatched: list[str] = []
+        """Names and patterns that selected no tool, at the last look at the registry."""
+        self._fixed = [t for t in tools or () if isinstance(t, Tool)]
+        self._patterns: list[str] | None = (
+            None if tools is None else [t for t in tools if isinstance(t, str)]
+        )
+        self._listing: dict[str, _Listed] = {}
+        self._listed_for: tuple[Any, ...] | None = None
+        self._sessions: list[ServerSession] = []
+        self._bus = InMemorySubscriptionBus()
+        self._min_level: types.LoggingLevel = "debug"
+        self.services: dict[str, Any] = {}
+        """Shared by every call this server runs (`ToolContext.services`)."""
+        self.files = FilePool()
+        """What the served tools read and wrote (`ToolContext.files`)."""
+        try:
+            kode_version = version("kode")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            kode_version = ""
+        self.server: Server[Any] = _LowLevelServer(
+            name,
+            version=kode_version,
+            instructions=instructions,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+            on_subscriptions_listen=ListenHandler(self._bus),
+        )
+        """The SDK's low-level server."""
+        # Registered here, not as `on_set_logging_level=`, which warns that logging is
+        # deprecated in 2026-07-28: kode still serves the handshake era, where it is not.
+        self.server.add_request_handler(
+            "logging/setLevel", types.SetLevelRequestParams, self._set_level
+        )
+        self.server.middleware.append(self._remember_sessions)
+        self.refresh()
+
+    # --- selection ---------------------------------------------------------------------------
+
+    def _signature(self) -> tuple[Any, ...]:
+        entries = self.registry.entries()
+        factories = self.registry._snapshot()[1]
+        return (
+            tuple((e.name, id(e.tool), id(e.factory)) for e in entries),
+            tuple(id(f.factory) for f in factories),
+        )
+
+    def refresh(self) -> bool:
+        """Choose the tools again if the registry changed; return whether the list changed."""
+        signature = self._signature()
+        if signature == self._listed_for:
+            return False
+        self._listed_for = signature
+        chosen: list[Tool[..., Any]] = list(self._fixed)
+        if self._patterns is None or self._patterns:
+            resolution = self.registry.resolve(self._patterns)
+            self.unmatched = [u.entry for u in resolution.unmatched]
+            for made in resolution.tools:
+                meta = resolution.metas.get(made.name)
+                if meta is not None and meta.source is ToolSource.CLIENT:
+                    continue  # its caller runs it: nothing to serve
+                chosen.append(made)
+        listing: dict[str, _Listed] = {}
+        for made in chosen:
+            key = normalize_name(made.name)
+            if key in listing:
+                continue
+            output, wrapped = output_schema_for(made.output_schema)
+            entry = types.Tool(
+                name=made.name,
+                description=made.description or None,
+                input_schema=made.input_schema,
+                output_schema=output,
+                annotations=annotations_for_kind(made.kind),
+            )
+            listing[key] = _Listed(tool=made, entry=entry, wrapped=wrapped)
+        before = {k: id(v.tool) for k, v in self._listing.items()}
+        self._listing = listing
+        return before != {k: id(v.tool) for k, v in listing.items()}
+
+    @property
+    def tools(self) -> list[Tool[..., Any]]:
+        """The tools served now, in order."""
+        return [listed.tool for listed in self._listing.values()]
+
+    # --- handlers ------------------------------------------------------------------------------
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        self.refresh()
+        return types.ListToolsResult(tools=[listed.entry for listed in self._listing.values()])
+
+    def _unknown(self, name: str) -> MCPError:
+        import difflib
+
+        names = [listed.tool.name for listed in self._listing.values()]
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        return MCPError(
+            code=types.INVALID_PARAMS,
+            message=f"Tool '{name.strip()}' is not available.{hint} Available tools: "
+            f"{', '.join(names) or 'none'}.",
+        )
+
+    async def _set_level(
+        self, ctx: ServerRequestContext[Any, Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        self._min_level = params.level
+        return types.EmptyResult()
+
+    def _levels_for(self, ctx: ServerRequestContext[Any, Any]) -> frozenset[str]:
+        """The log levels this request may receive (2026-07-28: the request's own opt-in)."""
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            wanted = (ctx.meta or {}).get(types.LOG_LEVEL_META_KEY)
+        else:
+            wanted = self._min_level
+        if wanted not in _LEVELS:
+            return frozenset()
+        return frozenset(_LEVELS[_LEVELS.index(wanted) :])
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        listed = self._listing.get(normalize_name(params.name))
+        if listed is None:
+            self.refresh()
+            listed = self._listing.get(normalize_name(params.name))
+            if listed is None:
+                raise self._unknown(params.name)
+        tool = listed.tool
+        send, receive = anyio.create_memory_object_stream[ToolEvent | _LogItem](math.inf)
+        token = anyio.lowlevel.current_token()
+        loop_thread = threading.get_ident()
+
+        def forward(item: ToolEvent | _LogItem) -> None:
+            # A sync tool runs in a worker thread: hand its events to the loop.
+            if threading.get_ident() == loop_thread:
+                send.send_nowait(item)
+                return
+            try:
+                anyio.from_thread.run_sync(send.send_nowait, item, token=token)
+            except (RuntimeError, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass  # the call is over (or the loop is gone): nobody to tell
+
+        call_ctx: ToolContext[Any] = ToolContext(
+            tool_call_id=str(ctx.request_id) if ctx.request_id is not None else "",
+            tool_name=tool.name,
+            event_sink=forward,
+            logger=_ForwardingLogger(logging.getLogger("kode.tools"), forward),
+            files=self.files,
+            services=self.services,
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._relay, receive, ctx, tool.name)
+            try:
+                result = await self._run(tool, params.arguments or {}, call_ctx)
+            finally:
+                send.close()  # the relay sends what is left, then ends
+        return call_result(
+            result, has_output_schema=listed.entry.output_schema is not None, wrapped=listed.wrapped
+        )
+
+    async def _run(
+        self, tool: Tool[..., Any], arguments: dict[str, Any], ctx: ToolContext[Any]
+    ) -> ToolResult:
+        """`Tool.run`, with the server's default timeout: the same results an agent gets."""
+        try:
+            kwargs = tool.validate(arguments)
+        except ToolError as exc:
+            return error_result(exc.message, type=exc.type, details=exc.details)
+        except Exception as exc:  # a user validator that raised something odd
+            return tool._failure(exc, ctx)
+        return await tool.execute(kwargs, ctx, default_timeout=self.tool_timeout)
+
+    async def _relay(
+        self,
+        receive: MemoryObjectReceiveStream[ToolEvent | _LogItem],
+        ctx: ServerRequestContext[Any, Any],
+        tool_name: str,
+    ) -> None:
+        """Send a call's progress and log messages to the client, in order."""
+        levels = self._levels_for(ctx)
+        last: float | None = None
+        async with receive:
+            async for item in receive:
+                try:
+                    if isinstance(item, ToolEvent) and item.event == "progress":
+                        data = item.data if isinstance(item.data, Mapping) else {}
+                        fraction = data.get("fraction")
+                        value = float(fraction) if isinstance(fraction, int | float) else 0.0
+                        if last is not None and value <= last:
+                            value = last + 1e-6  # MCP wants each value larger than the last
+                        last = value
+                        await ctx.session.report_progress(
+                            value,
+                            1.0 if fraction is not None else None,
+                            str(data.get("message", "")) or None,
+                        )
+                        continue
+                    level: types.LoggingLevel
+                    data_out: Any
+                    if isinstance(item, _LogItem):
+                        level, data_out = item.level, item.text
+                    else:
+                        level, data_out = "info", {"event": item.event, "data": item.data}
+                    if level not in levels:
+                        continue
+                    await ctx.session.send_notification(
+                        types.LoggingMessageNotification(
+                            params=types.LoggingMessageNotificationParams(
+                                level=level, data=data_out, logger=tool_name
+                            )
+                        ),
+                        related_request_id=ctx.request_id,
+                    )
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    return  # the client left; the call's result will not reach it either
+                except Exception as exc:  # a payload that is not JSON: lose it, not the call
+                    _log.warning("could not send %r to the MCP client: %s", item, exc)
+
+    # --- list changes --------------------------------------------------------------------------
+
+    async def _remember_sessions(
+        self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
+    ) -> HandlerResult:
+        """Keep each handshake-era connection, to tell it when the tool list changes."""
+        out = await call_next(ctx)
+        if ctx.method == "notifications/initialized":
+            self._sessions.append(ctx.session)
+            del self._sessions[:-_MAX_SESSIONS_NOTIFIED]
+        return out
+
+    async def notify_tools_changed(self) -> None:
+        """Tell every client that the tool list changed."""
+        for session in list(self._sessions):
+            try:
+                await session.send_tool_list_changed()
+            except Exception as exc:  # a closed connection: notifications are best-effort
+                _log.debug("tools/list_changed not sent: %s", exc)
+        await self._bus.publish(ToolsListChanged())
+
+    async def watch(self) -> None:
+        """Look at the registry every `poll_interval` seconds; announce changes. Never returns."""
+        while True:
+            await anyio.sleep(self.poll_interval)
+            if self.refresh():
+                await self.notify_tools_changed()
+
+    # --- running -------------------------------------------------------------------------------
+
+    async def run(self, read_stream: Any, write_stream: Any) -> None:
+        """Serve one connection over a pair of SDK streams until it closes."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.watch)
+            await self.server.run(
+                read_stream, write_stream, self.server.create_initialization_options()
+            )
+            tg.cancel_scope.cancel()
+
+    async def run_stdio(self) -> None:
+        """Serve one client over this process's stdin and stdout until it closes them."""
+        import contextlib
+        import sys
+
+        from mcp.server.stdio import stdio_server
+
+        sys.stdout.flush()
+        async with stdio_server() as (read_stream, write_stream):
+            # stdout is the protocol: what tools print goes to stderr (the SDK moves fd 1 to
+            # stderr, but Python's own buffer of sys.stdout would be flushed onto the wire).
+            with contextlib.redirect_stdout(sys.stderr):
+                await self.run(read_stream, write_stream)
+
+    def streamable_http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
+        """A Starlette app serving the tools over streamable HTTP at `path`."""
+        from starlette.applications import Starlette
+
+        app: Starlette = self.server.streamable_http_app(streamable_http_path=path, host=host)
+        return app
+
+    async def run_http(
+        self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp"
+    ) -> None:
+        """Serve over streamable HTTP on ``http://host:port/path`` until cancelled."""
+        import uvicorn
+
+        config = uvicorn.Config(
+            self.streamable_http_app(host=host, path=path),
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="on",
+        )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.watch)
+            await uvicorn.Server(config).serve()
+            tg.cancel_scope.cancel()
+
+
+async def serve_async(
+    tools_or_patterns: Sequence[Tool[..., Any] | str] | None = None,
+    *,
+    name: str = "kode",
+    transport: Transport = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    registry: ToolRegistry | None = None,
+    poll_interval: float = 0.5,
+    tool_timeout: float | None = None,
+) -> None:
+    """`serve`, in a running event loop (stdio: asyncio or trio; HTTP: asyncio)."""
+    server = ToolServer(
+        tools_or_patterns,
+        name=name,
+        registry=registry,
+        poll_interval=poll_interval,
+        tool_timeout=tool_timeout,
+    )
+    if transport == "stdio":
+        await server.run_stdio()
+    elif transport == "http":
+        await server.run_http(host=host, port=port, path=path)
+    else:
+        raise ValueError(f"unknown MCP transport {transport!r}: use 'stdio' or 'http'")
+
+
+def serve(
+    tools_or_patterns: Sequence[Tool[..., Any] | str] | None = None,
+    *,
+    name: str = "kode",
+    transport: Transport = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    path: str = "/mcp",
+    registry: ToolRegistry | None = None,
+    poll_interval: float = 0.5,
+    tool_timeout: float | None = None,
+) -> None:
+    """Serve registered tools over MCP until the client leaves (stdio) or the process stops.
+
+    Args:
+        tools_or_patterns: Tools, names and patterns as a template writes them (``"fs_*"``,
+            ``"group:web"``); `None` serves every non-optional tool of the registry.
+        name: The server's name, as clients show it.
+        transport: ``"stdio"`` (the process's stdin and stdout) or ``"http"`` (streamable
+            HTTP on ``http://host:port/path``).
+        host: The interface to listen on (HTTP only; the default is the loopback one).
+        port: The port to listen on (HTTP only).
+        path: The endpoint's path (HTTP only).
+        registry: Where names are looked up (default: the global registry).
+        poll_interval: Seconds between two looks at the registry for tools defined later.
+        tool_timeout: Seconds a call may take when its tool has no `timeout` of its own.
+    """
+    anyio.run(
+        lambda: serve_async(
+            tools_or_patterns,
+            name=name,
+            transport=transport,
+            host=host,
+            port=port,
+            path=path,
+            registry=registry,
+            poll_interval=poll_interval,
+            tool_timeout=tool_timeout,
+        ),
+        backend="asyncio",
+    )

@@ -1,0 +1,480 @@
+"""The live connection to one MCP server, kept in an event loop of its own.
+
+This module owns `RemoteServer`: starting an MCP server (a command over stdio, or a URL over
+streamable HTTP) with the official SDK's ``ClientSession``, noticing when it dies, starting it
+again, and calling its tools. It does not name or register tools (`kode.mcp.client` does).
+
+Why a thread: the SDK's sessions are anyio task groups that must be entered and left by one
+task of one event loop, but a kode tool is called from whatever loop the agent runs in
+(asyncio or trio), from a fresh loop per ``send_sync``, or from several tasks at once. So the
+session lives in an asyncio loop in a daemon thread (an anyio blocking portal); a call sends
+the request there and waits for the answer in a worker thread of the caller's loop, which is
+also where the server's progress notifications reach ``ctx.progress``. Cancelling the call
+(a timeout, an interrupted agent) cancels the request, and the SDK tells the server
+(``notifications/cancelled``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import tempfile
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError, Future
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from typing import IO, Any, TextIO, cast
+
+import anyio
+import anyio.abc
+import anyio.from_thread
+import anyio.to_thread
+import mcp_types as types
+from mcp.client.session import ClientSession, IncomingMessage
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
+
+from kode.tools.context import ToolContext
+from kode.tools.errors import KodeError, ToolError, ToolErrorType
+
+__all__ = ["MCPConnectionError", "RemoteServer", "ServerSpec"]
+
+_STDERR_TAIL = 1500
+_STDERR_LINES = 6
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+class MCPConnectionError(KodeError):
+    """An MCP server could not be started, reached or initialised."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ServerSpec:
+    """How to reach one MCP server."""
+
+    name: str
+    """The server's name in kode."""
+    command: tuple[str, ...] | None = None
+    """The command that starts it (stdio), executable first."""
+    url: str | None = None
+    """Its streamable HTTP endpoint."""
+    env: dict[str, str] | None = None
+    """Environment variables for the command, over the SDK's safe defaults (PATH, HOME, ...)."""
+    cwd: str | None = None
+    """The command's working directory."""
+    headers: dict[str, str] | None = None
+    """HTTP headers for every request (authorisation, ...)."""
+    connect_timeout: float = 30.0
+    """Seconds to start the server and list its tools."""
+
+    def describe(self) -> str:
+        """The server as a person recognises it, for messages."""
+        where = " ".join(self.command) if self.command else self.url
+        return f"MCP server '{self.name}' ({where})"
+
+
+class _WatchedStream:
+    """The session's read stream, telling `RemoteServer` when the server has gone."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    async def receive(self) -> SessionMessage | Exception:
+        try:
+            item: SessionMessage | Exception = await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_end()
+            raise
+        return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _WatchedStream:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _WatchedStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+@dataclass(kw_only=True, slots=True)
+class _Live:
+    """One running session (in the portal's loop)."""
+
+    session: ClientSession
+    stop: anyio.Event
+    tasks: anyio.abc.TaskGroup
+    dead: bool = False
+    errlog: IO[str] | None = None
+    future: Future[None] | None = field(default=None)
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class _Progress:
+    progress: float
+    total: float | None
+    message: str | None
+
+
+_DONE = object()
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real error inside nested exception groups (task groups wrap them)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+class RemoteServer:
+    """One MCP server, started on demand and restarted after it dies."""
+
+    def __init__(
+        self,
+        spec: ServerSpec,
+        *,
+        on_tools_changed: Callable[[list[types.Tool]], None] | None = None,
+    ) -> None:
+        self.spec = spec
+        """How to reach the server."""
+        self.logger = logging.getLogger(f"kode.mcp.{spec.name}")
+        """Where the server's log messages go (``kode.mcp.<server>``)."""
+        self.on_tools_changed = on_tools_changed
+        """Called with the new listing when the server says its tools changed."""
+        self.server_info: types.Implementation | None = None
+        """The server's name and version, from the last start."""
+        self._lock = threading.Lock()
+        self._portal_cm: contextlib.AbstractContextManager[anyio.from_thread.BlockingPortal] | None
+        self._portal_cm = None
+        self._portal: anyio.from_thread.BlockingPortal | None = None
+        self._live: _Live | None = None
+        self._last_stderr = ""
+
+    # --- state -------------------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        """Whether a session is open and the server has not gone away."""
+        live = self._live
+        return live is not None and not live.dead
+
+    def stderr_tail(self) -> str:
+        """The end of what a stdio server wrote on stderr (its last words, when it died)."""
+        live = self._live
+        if live is not None and live.errlog is not None:
+            self._keep_stderr(live.errlog)
+        return self._last_stderr.strip()
+
+    def _keep_stderr(self, errlog: IO[str]) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            errlog.flush()
+            errlog.seek(0, 2)
+            size = errlog.tell()
+            errlog.seek(max(0, size - _STDERR_TAIL * 4))
+            lines = errlog.read()[-_STDERR_TAIL:].rstrip().splitlines()
+            self._last_stderr = "\n".join(lines[-_STDERR_LINES:])
+
+    def _why(self) -> str:
+        tail = self.stderr_tail()
+        return f"; its stderr ends with:\n{tail}" if tail else ""
+
+    # --- the session, in the portal's loop -------------------------------------------------------
+
+    async def _open_transport(self, stack: AsyncExitStack, errlog: TextIO) -> tuple[Any, Any]:
+        spec = self.spec
+        if spec.command is not None:
+            from mcp.client.stdio import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(
+                command=spec.command[0], args=list(spec.command[1:]), env=spec.env, cwd=spec.cwd
+            )
+            return await stack.enter_async_context(stdio_client(params, errlog=errlog))
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        assert spec.url is not None
+        client = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=spec.headers, timeout=httpx2.Timeout(30.0, read=300.0))
+        )
+        streams = await stack.enter_async_context(
+            streamable_http_client(spec.url, http_client=client)
+        )
+        return streams[0], streams[1]
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        level = _LOG_LEVELS.get(params.level, logging.INFO)
+        where = f" [{params.logger}]" if params.logger else ""
+        self.logger.log(level, "%s%s: %s", self.spec.name, where, params.data)
+
+    async def _on_message(self, message: IncomingMessage) -> None:
+        live = self._live
+        if isinstance(message, types.ToolListChangedNotification) and live is not None:
+            live.tasks.start_soon(self._relist, live)
+
+    async def _relist(self, live: _Live) -> None:
+        try:
+            tools = await _list_all(live.session)
+        except Exception as exc:
+            self.logger.warning("listing the tools of %s again failed: %s", self.spec.name, exc)
+            return
+        if self.on_tools_changed is not None:
+            self.on_tools_changed(tools)
+
+    async def _run_session(
+        self, *, task_status: anyio.abc.TaskStatus[list[types.Tool]] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            kode_version = version("kode")
+        except PackageNotFoundError:  # pragma: no cover - running from a source tree
+            kode_version = "0"
+        errlog = cast("TextIO", tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))
+        stop = anyio.Event()
+        live: _Live | None = None
+
+        def gone() -> None:
+            if live is not None:
+                live.dead = True
+            stop.set()
+
+        try:
+            async with AsyncExitStack() as stack:
+                stack.callback(errlog.close)
+                stack.callback(self._keep_stderr, errlog)  # once the server has stopped
+                self._last_stderr = ""
+                read, write = await self._open_transport(stack, errlog)
+                session = await stack.enter_async_context(
+                    ClientSession(
+                        _WatchedStream(read, gone),
+                        write,
+                        logging_callback=self._on_log,
+                        message_handler=self._on_message,
+                        client_info=types.Implementation(name="kode", version=kode_version),
+                    )
+                )
+                with anyio.fail_after(self.spec.connect_timeout):
+                    init = await session.initialize()
+                    tools = await _list_all(session)
+                self.server_info = init.server_info
+                async with anyio.create_task_group() as tg:
+                    live = _Live(session=session, stop=stop, tasks=tg, errlog=errlog)
+                    self._live = live
+                    task_status.started(tools)
+                    await stop.wait()
+                    tg.cancel_scope.cancel()
+        finally:
+            if live is not None:
+                live.dead = True
+                live.errlog = None
+
+    # --- starting and stopping (blocking: call from a worker thread) ---------------------------
+
+    def start(self) -> list[types.Tool]:
+        """Start the server (a new session) and return its tools.
+
+        Raises:
+            MCPConnectionError: it could not be started, did not answer in time, or failed.
+        """
+        with self._lock:
+            return self._start()
+
+    def _start(self) -> list[types.Tool]:
+        self._stop_session()
+        if self._portal is None:
+            cm = anyio.from_thread.start_blocking_portal(
+                "asyncio", name=f"kode-mcp-{self.spec.name}"
+            )
+            self._portal = cm.__enter__()
+            self._portal_cm = cm
+        tools: list[types.Tool]
+        try:
+            future, tools = self._portal.start_task(self._run_session)
+        except BaseException as exc:
+            cause = _leaf(exc)
+            if isinstance(cause, TimeoutError):
+                what = f"did not answer within {self.spec.connect_timeout:g} s"
+            elif isinstance(cause, FileNotFoundError | PermissionError):
+                what = f"could not be started: {cause}"
+            elif isinstance(cause, MCPError) and cause.code == types.CONNECTION_CLOSED:
+                what = "stopped before it finished starting"
+            else:
+                what = f"failed to start: {type(cause).__name__}: {cause}"
+            raise MCPConnectionError(f"{self.spec.describe()} {what}{self._why()}") from cause
+        if self._live is not None:
+            self._live.future = future
+        return tools
+
+    def ensure(self) -> None:
+        """Start the server again if it is not running (after it died, or was closed)."""
+        if self.alive:
+            return
+        with self._lock:
+            if not self.alive:
+                self._start()
+                self.logger.info("%s started", self.spec.describe())
+
+    def _stop_session(self) -> None:
+        live, portal = self._live, self._portal
+        self._live = None
+        if live is None or portal is None:
+            return
+        with contextlib.suppress(RuntimeError):
+            portal.call(live.stop.set)
+        if live.future is not None:
+            with contextlib.suppress(Exception, CancelledError):
+                live.future.result(timeout=10)
+
+    def stop(self) -> None:
+        """End the session, the server process (stdio) and the thread. Idempotent."""
+        with self._lock:
+            self._stop_session()
+            cm, self._portal_cm, self._portal = self._portal_cm, None, None
+            if cm is not None:
+                with contextlib.suppress(Exception):
+                    cm.__exit__(None, None, None)
+
+    def list_tools(self) -> list[types.Tool]:
+        """The server's tools now (starting it if needed)."""
+        self.ensure()
+        live, portal = self._live, self._portal
+        if live is None or portal is None:
+            raise MCPConnectionError(f"{self.spec.describe()} is not running")
+        tools: list[types.Tool] = portal.call(_list_all, live.session)
+        return tools
+
+    # --- calls (from any event loop) -----------------------------------------------------------
+
+    async def call(
+        self,
+        remote_name: str,
+        arguments: dict[str, Any],
+        ctx: ToolContext[Any],
+        *,
+        tool_name: str,
+    ) -> types.CallToolResult:
+        """Call one of the server's tools; the server's progress reaches ``ctx.progress``.
+
+        Raises:
+            ToolError: the server could not be started, died during the call, refused it, or
+                broke the protocol: the message says which, for the model.
+        """
+        try:
+            await anyio.to_thread.run_sync(self.ensure, abandon_on_cancel=True)
+        except MCPConnectionError as exc:
+            raise ToolError(
+                f"Tool '{tool_name}' could not run: {exc}", type=ToolErrorType.EXECUTION_FAILED
+            ) from None
+        live, portal = self._live, self._portal
+        if live is None or portal is None:
+            raise ToolError(
+                f"Tool '{tool_name}' could not run: {self.spec.describe()} was closed.",
+                type=ToolErrorType.EXECUTION_FAILED,
+            )
+        inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            inbox.put(_Progress(progress=progress, total=total, message=message))
+
+        async def remote_call() -> types.CallToolResult:
+            result: types.CallToolResult = await live.session.call_tool(
+                remote_name, arguments, progress_callback=progress
+            )
+            return result
+
+        future: Future[types.CallToolResult] = portal.start_task_soon(remote_call)
+        future.add_done_callback(lambda _: inbox.put(_DONE))
+
+        def wait() -> None:
+            # In a worker thread of the caller's loop: ctx.progress reaches the agent from here.
+            while (item := inbox.get()) is not _DONE:
+                if isinstance(item, _Progress):
+                    fraction = (
+                        min(1.0, max(0.0, item.progress / item.total)) if item.total else None
+                    )
+                    with contextlib.suppress(Exception):
+                        ctx.progress(item.message or f"{item.progress:g}", fraction)
+
+        try:
+            await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
+        except BaseException:
+            future.cancel()  # the SDK sends notifications/cancelled to the server
+            raise
+        try:
+            return future.result()
+        except CancelledError:
+            raise ToolError(
+                f"Tool '{tool_name}' was cancelled: {self.spec.describe()} was closed during "
+                "the call.",
+                type=ToolErrorType.CANCELLED,
+            ) from None
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED or live.dead:
+                live.dead = True
+                raise ToolError(
+                    f"Tool '{tool_name}' failed: {self.spec.describe()} closed the connection "
+                    f"during the call{self._why()}. It will be started again on the next call.",
+                    type=ToolErrorType.EXECUTION_FAILED,
+                ) from None
+            raise ToolError(
+                f"Tool '{tool_name}' failed: {self.spec.describe()} refused the call: "
+                f"{exc.message} (error {exc.code}).",
+                type=ToolErrorType.EXECUTION_FAILED,
+            ) from None
+        except Exception as exc:
+            if live.dead:
+                raise ToolError(
+                    f"Tool '{tool_name}' failed: {self.spec.describe()} stopped during the call"
+                    f"{self._why()}. It will be started again on the next call.",
+                    type=ToolErrorType.EXECUTION_FAILED,
+                ) from None
+            raise ToolError(
+                f"Tool '{tool_name}' failed: {self.spec.describe()} answered with something kode "
+                f"could not use: {type(exc).__name__}: {exc}",
+                type=ToolErrorType.EXECUTION_FAILED,
+            ) from None
+
+
+async def _list_all(session: ClientSession) -> list[types.Tool]:
+    """Every tool of the server, following pagination."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    for _ in range(1000):  # a server whose cursor never ends cannot hang kode
+        params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+        page = await session.list_tools(params=params)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+def split_command(command: str | Sequence[str]) -> tuple[str, ...]:
+    """A command as a tuple of arguments (a string is split like a shell would)."""
+    import shlex
+
+    parts = shlex.split(command) if isinstance(command, str) else [str(c) for c in command]
+    if not parts:
+        raise ValueError("the command of an MCP server cannot be empty")
+    return tuple(parts)

@@ -1,0 +1,68 @@
+"""Fixtures for the MCP tests: tool modules and servers written to tmp_path, a live HTTP server."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp", reason="the MCP tests need the mcp extra: pip install 'kode[mcp]'")
+
+from mcp_peers import KODE_TOOLS, SDK_SERVER, free_port, serve_command, wait_until, write
+
+
+@pytest.fixture
+def marks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory the test servers touch files in (inherited through the environment)."""
+    path = tmp_path / "marks"
+    path.mkdir()
+    monkeypatch.setenv("KODE_TEST_MARKS", str(path))
+    return path
+
+
+@pytest.fixture
+def kode_tools(tmp_path: Path, marks: Path) -> Path:
+    """A module of kode tools, written to ``tmp_path/served_tools.py``."""
+    return write(tmp_path / "served_tools.py", KODE_TOOLS)
+
+
+@pytest.fixture
+def sdk_server(tmp_path: Path, marks: Path) -> Path:
+    """A script serving tools with the official SDK's MCPServer over stdio."""
+    return write(tmp_path / "sdk_server.py", SDK_SERVER)
+
+
+@pytest.fixture
+def http_server(kode_tools: Path, tmp_path: Path) -> Iterator[str]:
+    """`kode mcp serve --http` on a free loopback port; yields its URL."""
+    port = free_port()
+    log = (tmp_path / "http-server.log").open("w")
+    proc = subprocess.Popen(
+        serve_command(kode_tools, "--http", str(port)),
+        cwd=tmp_path,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+    def listening() -> bool:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+        except OSError:
+            return proc.poll() is not None  # stop waiting if it died
+        return True
+
+    try:
+        assert wait_until(listening, 30), "the HTTP server did not start"
+        assert proc.poll() is None, (tmp_path / "http-server.log").read_text()
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            proc.kill()
+            proc.wait()
+        log.close()
