@@ -159,14 +159,13 @@ class ToolRegistry:
         """Record a diagnostic and log it (``kode.registry`` logger).
 
         Every call logs; `diagnostics` keeps each distinct diagnostic once (a factory failing on
-        every resolution is one entry, not one per agent), the newest `MAX_DIAGNOSTICS`.
+        every resolution is one entry, not one per agent), at most `MAX_DIAGNOSTICS` of them.
         """
         diagnostic = Diagnostic(level=level, source=source, plugin_id=plugin_id, message=message)
         with self._lock:
-            if diagnostic in self._diagnostics:
-                self._diagnostics.remove(diagnostic)
-            self._diagnostics.append(diagnostic)
-            del self._diagnostics[: -self.MAX_DIAGNOSTICS]
+            if diagnostic not in self._diagnostics:
+                self._diagnostics.append(diagnostic)
+                del self._diagnostics[: -self.MAX_DIAGNOSTICS]
         log_level = {"info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
         _log.log(log_level[level], "%s", diagnostic)
         return diagnostic

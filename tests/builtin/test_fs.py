@@ -233,6 +233,17 @@ async def test_write_over_a_file_changed_since_read_is_refused(ctx: ToolContext,
     assert f.read_text() == "agent\n"
 
 
+async def test_a_change_during_the_read_counts_as_unseen(ctx: ToolContext, ws: Path) -> None:
+    f = ws / "racy.txt"
+    f.write_text("before\n")
+    stamp = f.stat()  # what fs_read stamps: the file as it was before reading it
+    f.write_text("changed while being read\n")
+    assert ctx.files is not None
+    ctx.files.record_read(f, stat_result=stamp)
+    result = await call(fs_write, ctx, path="racy.txt", content="x")
+    assert "changed on disk" in error(result, ToolErrorType.PERMISSION_DENIED)
+
+
 async def test_own_writes_count_as_seen(ctx: ToolContext, ws: Path) -> None:
     assert not (await call(fs_write, ctx, path="new.txt", content="a\n")).is_error
     assert not (await call(fs_edit, ctx, path="new.txt", old_string="a", new_string="b")).is_error
@@ -352,6 +363,11 @@ async def test_read_non_utf8_is_decoded_with_replacement(ctx: ToolContext, ws: P
 async def test_read_crlf_and_bom(ctx: ToolContext, ws: Path) -> None:
     (ws / "win.txt").write_bytes(b"\xef\xbb\xbffirst\r\nsecond\r\n")
     assert (await call(fs_read, ctx, path="win.txt")).text == "     1\tfirst\n     2\tsecond"
+
+
+async def test_read_refuses_a_fifo_without_blocking(ctx: ToolContext, ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    assert "not a regular file" in error(await call(fs_read, ctx, path="pipe"))
 
 
 async def test_read_empty_missing_and_directory(ctx: ToolContext, ws: Path) -> None:

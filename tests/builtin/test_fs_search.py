@@ -128,6 +128,26 @@ async def test_glob_symlinks(ctx: ToolContext, ws: Path, tmp_path: Path) -> None
     assert result.text.splitlines() == ["inside.txt", "real.txt"]
 
 
+async def test_deep_trees_do_not_exhaust_the_stack(
+    ctx: ToolContext, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    levels = [ws]
+    for _ in range(1100):  # deeper than Python's recursion limit
+        levels.append(levels[-1] / "d")
+        levels[-1].mkdir()  # one by one: mkdir(parents=True) itself recurses
+    (levels[-1] / "deep.txt").write_text("needle\n")
+    try:
+        found = await call(fs_glob, ctx, pattern="**/deep.txt")
+        assert found.text.endswith("d/d/deep.txt")
+        monkeypatch.setenv("KODE_RG", "off")
+        grepped = await call(fs_grep, ctx, pattern="needle", output_mode="files")
+        assert grepped.text == found.text
+    finally:  # shutil.rmtree recurses too: take the tree down from the bottom
+        (levels[-1] / "deep.txt").unlink()
+        for level in reversed(levels[1:]):
+            level.rmdir()
+
+
 async def test_glob_refuses_escaping_patterns(ctx: ToolContext) -> None:
     for pattern in ["/etc/*", "../*", "a/../../b"]:
         result = await call(fs_glob, ctx, pattern=pattern)

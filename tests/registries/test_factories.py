@@ -289,3 +289,19 @@ def test_optional_factory_tools_need_naming() -> None:
     assert tools.meta("deploy").optional is True
     assert tools.resolve().names == []
     assert tools.resolve(["deploy"]).names == ["deploy"]
+
+
+def test_a_factory_failing_on_every_resolution_is_one_diagnostic_but_logged_each_time(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    tools = ToolRegistry()
+    tools.register_factory(lambda ctx: 1 / 0, plugin_id="div")
+    with caplog.at_level(logging.ERROR, logger="kode.registry"):
+        for _ in range(3):
+            assert len(tools.resolve().diagnostics) == 1
+    assert len(tools.diagnostics) == 1
+    assert len(caplog.records) == 3
+    tools.MAX_DIAGNOSTICS = 2
+    for i in range(5):
+        tools.report("info", f"note {i}")
+    assert [d.message for d in tools.diagnostics] == ["note 3", "note 4"]

@@ -21,6 +21,7 @@ pytest.importorskip("mcp_server_time", reason="the test extra installs mcp-serve
 
 pytestmark = pytest.mark.anyio
 
+TOKYO = "Asia/Tokyo"
 TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "Europe/Oslo"]
 
 
@@ -40,7 +41,7 @@ async def test_agent_calls_the_reference_time_server() -> None:
                 [
                     tool_use(
                         "mcp__time__convert_time",
-                        {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"},
+                        {"source_timezone": "UTC", "time": "12:00", "target_timezone": TOKYO},
                     ),
                     tool_use("mcp__time__get_current_time", {"timezone": "Mars/Olympus_Mons"}),
                 ],

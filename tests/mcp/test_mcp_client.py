@@ -106,7 +106,7 @@ async def test_trusted_server_tools_follow_the_agent_mode(
 def test_bad_names_and_arguments_are_refused_at_once() -> None:
     with pytest.raises(ValueError, match="MCP server name 'git__hub' is invalid"):
         connect("git__hub", command="x")
-    with pytest.raises(ValueError, match="exactly one of command= .* or url="):
+    with pytest.raises(ValueError, match=r"exactly one of command= .* or url="):
         connect("x")
     with pytest.raises(ValueError, match="exactly one of command="):
         connect("x", command="a", url="http://b")
@@ -197,7 +197,8 @@ async def test_a_server_that_cannot_start_says_why(sdk_server: Path, reg: ToolRe
     with pytest.raises(MCPConnectionError) as caught:
         await failing
     message = str(caught.value)
-    assert message.startswith(f"MCP server 'broken' ({sys.executable} {sdk_server} --fail-at-start)")
+    command = f"{sys.executable} {sdk_server} --fail-at-start"
+    assert message.startswith(f"MCP server 'broken' ({command})")
     assert "missing configuration: set SDK_TEST_TOKEN" in message
     with pytest.raises(MCPConnectionError, match="could not be started"):
         await connect("nothing", command=["/no/such/program"], registry=reg)
