@@ -15,12 +15,14 @@ decisions it returns. The rule, in order:
 from __future__ import annotations
 
 import fnmatch
+import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kode.tools.context import ToolContext
 from kode.tools.kinds import Kind
 from kode.tools.tool import Tool
 
@@ -65,6 +67,18 @@ class Verdict:
     """Why, in a few words."""
 
 
+def _ask_tool(own: Callable[..., Any], arguments: dict[str, Any], ctx: Any) -> Any:
+    try:
+        params = [
+            p
+            for p in inspect.signature(own).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        params = []
+    return own(arguments, ctx) if len(params) >= 2 else own(arguments)
+
+
 def _matches(name: str, patterns: Sequence[str]) -> bool:
     lowered = name.lower()
     return any(fnmatch.fnmatchcase(lowered, p.strip().lower()) for p in patterns)
@@ -76,8 +90,14 @@ def check_permission(
     config: PermissionConfig,
     *,
     always_allowed: set[str],
+    ctx: ToolContext[Any] | None = None,
 ) -> Verdict:
-    """Decide a call by the rule in this module's docstring."""
+    """Decide a call by the rule in this module's docstring.
+
+    A tool's ``requires_approval`` function gets the validated arguments, and the call's
+    `ToolContext` too when it takes two parameters (to read ``ctx.services``); it returns a
+    bool, or a non-empty string: approval is needed, and the string says why.
+    """
     name = tool.name
     if _matches(name, config.deny):
         return Verdict(action="deny", reason=f"tool '{name}' is denied by the agent's settings")
@@ -94,9 +114,12 @@ def check_permission(
         return Verdict(action="ask", reason="the agent's settings require approval for it")
     own = tool.requires_approval
     if callable(own):
+        answer = _ask_tool(own, arguments, ctx)
+        if isinstance(answer, str) and answer:
+            return Verdict(action="ask", reason=answer)
         return (
             Verdict(action="ask", reason="the tool asks for approval for this input")
-            if own(arguments)
+            if answer
             else Verdict(action="allow", reason="the tool needs no approval for this input")
         )
     if own is True:

@@ -178,7 +178,11 @@ class _Call:
                 _ALLOWED
                 if _can_only_allow(permission, tool)
                 else check_permission(
-                    tool, arguments, permission, always_allowed=agent._always_allowed
+                    tool,
+                    arguments,
+                    permission,
+                    always_allowed=agent._always_allowed,
+                    ctx=self.context(tool),
                 )
             )
         except Exception as exc:  # a requires_approval function that raised

@@ -75,12 +75,19 @@ POLICY = "runtime_policy"
 """The ``ctx.services`` key of an agent's own `RuntimePolicy`."""
 
 
-def _needs_approval(arguments: dict[str, Any]) -> bool:
-    """``requires_approval`` of ``bash_run``: ask when the ambient policy says so."""
+def _needs_approval(arguments: dict[str, Any], ctx: ToolContext[Any] | None = None) -> bool | str:
+    """``requires_approval`` of ``bash_run``: ask when the agent's policy says so, and why."""
     command = arguments.get("command")
     if not isinstance(command, str):
         return True
-    return check_command(ambient_runtime_policy(), command).action == "ask"
+    try:
+        policy = runtime_policy_for(ctx.services) if ctx is not None else ambient_runtime_policy()
+    except TypeError:
+        return True
+    decision = check_command(policy, command)
+    if decision.action != "ask":
+        return False
+    return getattr(decision, "reason", "") or True
 
 
 def _policy(ctx: ToolContext[Any]) -> RuntimePolicy:
@@ -102,8 +109,12 @@ def _processes(ctx: ToolContext[Any]) -> ProcessManager:
     return found
 
 
-def _enforce(policy: RuntimePolicy, command: str) -> None:
-    """Refuse `command` before anything runs, when the policy says so."""
+def _enforce(policy: RuntimePolicy, command: str, *, in_agent: bool) -> None:
+    """Refuse `command` before anything runs, when the policy says so.
+
+    Inside an agent, a command the policy asks about was already approved by the agent's
+    approval flow (``requires_approval``); outside one nobody could approve it.
+    """
     check = check_command(policy, command)
     details = {"reason": check.reason, "misses": list(check.misses)}
     if check.action == "refuse":
@@ -112,16 +123,14 @@ def _enforce(policy: RuntimePolicy, command: str) -> None:
             type=ToolErrorType.PERMISSION_DENIED,
             details=details,
         )
-    if check.action == "ask" and policy is not ambient_runtime_policy():
-        if check_command(ambient_runtime_policy(), command).action != "ask":
-            raise ToolError(
-                "Command refused: this agent's runtime policy requires the user's approval for "
-                "it, and approval was not asked for (the approval check cannot see a policy set "
-                "in agent.services; set it with using_runtime_policy or "
-                "set_default_runtime_policy). Nothing was run.",
-                type=ToolErrorType.PERMISSION_DENIED,
-                details=details,
-            )
+    if check.action == "ask" and not in_agent:
+        raise ToolError(
+            f"Command refused: it needs the user's approval ({check.reason}), and only an agent "
+            "can ask for it; run it through an agent with an approver, or use a policy with "
+            "ask='off'. Nothing was run.",
+            type=ToolErrorType.PERMISSION_DENIED,
+            details=details,
+        )
 
 
 def _directory(ctx: ToolContext[Any], cwd: str | None) -> Path:
@@ -200,7 +209,7 @@ async def bash_run(
         ctx: Injected by kode (not shown to the model).
     """
     policy = _policy(ctx)
-    _enforce(policy, command)
+    _enforce(policy, command, in_agent="agent" in ctx.services)
     where = _directory(ctx, cwd)
     if background:
         manager = _processes(ctx)

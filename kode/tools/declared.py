@@ -176,7 +176,7 @@ class DeclaredTool(Tool[..., Any]):
         groups: tuple[str, ...],
         optional: bool,
         timeout: float | None,
-        requires_approval: bool | Callable[[dict[str, Any]], bool] | None,
+        requires_approval: bool | Callable[..., bool | str] | None,
         output_schema: Mapping[str, Any] | None,
         param_aliases: Mapping[str, str] | None = None,
     ) -> None:
@@ -259,7 +259,7 @@ def declare_tool(
     groups: Iterable[str] = (),
     optional: bool = False,
     timeout: float | None = None,
-    requires_approval: bool | Callable[[dict[str, Any]], bool] | None = None,
+    requires_approval: bool | Callable[..., bool | str] | None = None,
     output_schema: Mapping[str, Any] | None = None,
     param_aliases: Mapping[str, str] | None = None,
 ) -> DeclaredTool:

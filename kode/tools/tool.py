@@ -85,7 +85,7 @@ class Tool(Generic[P, R]):
     """Whether the tool is left out unless a template or policy names it explicitly."""
     timeout: float | None
     """Seconds a call may take before it ends with a ``timeout`` error (`None`: no limit)."""
-    requires_approval: bool | Callable[[dict[str, Any]], bool] | None
+    requires_approval: bool | Callable[..., bool | str] | None
     """Whether a call needs approval: `None` lets the agent's permission mode decide by kind."""
     run_in_thread: bool
     """Whether a sync function runs in a worker thread (the default) or inline in the loop."""
@@ -104,7 +104,7 @@ class Tool(Generic[P, R]):
         groups: tuple[str, ...],
         optional: bool,
         timeout: float | None,
-        requires_approval: bool | Callable[[dict[str, Any]], bool] | None,
+        requires_approval: bool | Callable[..., bool | str] | None,
         run_in_thread: bool,
     ) -> None:
         functools.update_wrapper(self, fn)

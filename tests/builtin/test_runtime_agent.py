@@ -194,7 +194,7 @@ async def test_agent_services_policy_decides_what_runs(tmp_path: Path) -> None:
     assert "security=deny" in results(model)[0].text
 
 
-async def test_agent_services_policy_asking_more_than_the_approval_check_fails_closed(
+async def test_agent_services_policy_decides_approval_for_that_agent(
     tmp_path: Path,
 ) -> None:
     approver = Approver("allow")
@@ -203,10 +203,10 @@ async def test_agent_services_policy_asking_more_than_the_approval_check_fails_c
     agent.services["runtime_policy"] = RuntimePolicy(security="full", ask="always")
     async with agent:
         await agent.send("go")
-    assert approver.asked == []  # the approval check cannot see agent.services
+    assert approver.commands == ["touch marker"]  # the agent's own policy asked
     (result,) = results(model)
-    assert result.is_error and "approval was not asked for" in result.text
-    assert not (tmp_path / "marker").exists()
+    assert not result.is_error
+    assert (tmp_path / "marker").exists()
 
 
 async def test_agent_services_policy_runs_what_the_approval_check_approved(

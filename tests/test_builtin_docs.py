@@ -1,0 +1,53 @@
+"""docs/builtin-tools.md is generated from the built-in tools: it must equal `render()`.
+
+To rewrite the page from the code as it is now, run
+
+    KODE_DOCS_UPDATE=1 python -m pytest tests/test_builtin_docs.py
+
+and review the diff.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from pathlib import Path
+
+from kode.builtin import MODULES
+from kode.builtin._reference import render
+
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "builtin-tools.md"
+
+
+def test_builtin_tools_page_is_generated_from_the_tools() -> None:
+    expected = render()
+    if os.environ.get("KODE_DOCS_UPDATE") == "1":
+        PAGE.write_text(expected, encoding="utf-8")
+    shown = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
+    diff = "".join(
+        difflib.unified_diff(
+            shown.splitlines(keepends=True),
+            expected.splitlines(keepends=True),
+            "docs/builtin-tools.md",
+            "render()",
+            n=1,
+        )
+    )
+    assert shown == expected, (
+        "docs/builtin-tools.md is out of date (KODE_DOCS_UPDATE=1 rewrites it):\n" + diff[:4000]
+    )
+
+
+def test_every_builtin_tool_is_on_the_page() -> None:
+    import importlib
+
+    from kode import Tool
+
+    page = render()
+    for short in MODULES:
+        module = importlib.import_module(f"kode.builtin.{short}")
+        for value in vars(module).values():
+            if isinstance(value, Tool) and value.fn.__module__ == module.__name__:
+                assert f"### `{value.name}`" in page, value.name
+                for name in value.input_schema.get("properties", {}):
+                    assert f"| `{name}`" in page, f"{value.name}.{name}"
