@@ -63,3 +63,21 @@ def test_agent_demo_runs_offline_and_prints_events() -> None:
     assert "x does not exist; use search_files first." in out
     assert "? approval for fs_write" in out and "✓ fs_write" in out
     assert out.rstrip().endswith("Done in 4 turns.")
+
+
+def test_deps_and_progress_example() -> None:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "deps_and_progress.py")],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.splitlines()
+    assert out[:3] == [
+        "  … customer_orders: scanned order 1 (33%)",
+        "  … customer_orders: scanned order 2 (67%)",
+        "  … customer_orders: scanned order 3 (100%)",
+    ]
+    assert "  * customer_orders says rows_scanned: {'rows': 3, 'matches': 2}" in out
+    assert "  ✓ mark_shipped: Order 3 is now shipped." in out
+    assert out[-1] == "Order 3 is now: shipped"
