@@ -137,12 +137,16 @@ class _Call:
         pending = result.pending
         if pending:
             status = "pending"
+        # Each attribute set on a pydantic model costs about a microsecond: skip the no-ops.
         record = self.record
         record.status = status
         record.result = None if pending else block
-        record.error_type = result.error_type.value if result.error_type else None
+        error_type = result.error_type.value if result.error_type else None
+        if record.error_type != error_type:
+            record.error_type = error_type
         record.ended_at = time.time()
-        record.client = record.client or pending
+        if pending:
+            record.client = True
         self.emit(
             ToolEnd(
                 call_id=self.call.id,

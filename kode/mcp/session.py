@@ -376,22 +376,43 @@ class RemoteServer:
     ) -> types.CallToolResult:
         """Call one of the server's tools; the server's progress reaches ``ctx.progress``.
 
+        A streamable HTTP server that forgot the session (it restarted, or let the session
+        expire) refuses the call before running it: the call is made again in a new session.
+
         Raises:
             ToolError: the server could not be started, died during the call, refused it, or
                 broke the protocol: the message says which, for the model.
         """
         try:
-            await anyio.to_thread.run_sync(self.ensure, abandon_on_cancel=True)
-        except MCPConnectionError as exc:
-            raise ToolError(
-                f"Tool '{tool_name}' could not run: {exc}", type=ToolErrorType.EXECUTION_FAILED
-            ) from None
+            return await self._call_once(remote_name, arguments, ctx)
+        except MCPError as exc:
+            if not self._session_lost(exc):
+                raise self._failure(exc, tool_name) from None
+            self.logger.info("%s lost the session; starting a new one", self.spec.describe())
+        except Exception as exc:
+            raise self._failure(exc, tool_name) from None
+        try:
+            return await self._call_once(remote_name, arguments, ctx)
+        except Exception as exc:
+            raise self._failure(exc, tool_name) from None
+
+    def _session_lost(self, exc: MCPError) -> bool:
+        if self.spec.url is None or exc.code != types.INVALID_REQUEST:
+            return False
+        if "session" not in exc.message.lower():
+            return False
+        live = self._live
+        if live is not None:
+            live.dead = True
+        return True
+
+    async def _call_once(
+        self, remote_name: str, arguments: dict[str, Any], ctx: ToolContext[Any]
+    ) -> types.CallToolResult:
+        await anyio.to_thread.run_sync(self.ensure, abandon_on_cancel=True)
         live, portal = self._live, self._portal
         if live is None or portal is None:
-            raise ToolError(
-                f"Tool '{tool_name}' could not run: {self.spec.describe()} was closed.",
-                type=ToolErrorType.EXECUTION_FAILED,
-            )
+            raise MCPConnectionError(f"{self.spec.describe()} was closed")
         inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
@@ -423,37 +444,49 @@ class RemoteServer:
             raise
         try:
             return future.result()
-        except CancelledError:
-            raise ToolError(
-                f"Tool '{tool_name}' was cancelled: {self.spec.describe()} was closed during "
-                "the call.",
-                type=ToolErrorType.CANCELLED,
-            ) from None
         except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED or live.dead:
+            if exc.code == types.CONNECTION_CLOSED:
                 live.dead = True
-                raise ToolError(
-                    f"Tool '{tool_name}' failed: {self.spec.describe()} closed the connection "
-                    f"during the call{self._why()}. It will be started again on the next call.",
-                    type=ToolErrorType.EXECUTION_FAILED,
-                ) from None
-            raise ToolError(
-                f"Tool '{tool_name}' failed: {self.spec.describe()} refused the call: "
-                f"{exc.message} (error {exc.code}).",
-                type=ToolErrorType.EXECUTION_FAILED,
-            ) from None
-        except Exception as exc:
+            raise
+        except Exception:
             if live.dead:
-                raise ToolError(
-                    f"Tool '{tool_name}' failed: {self.spec.describe()} stopped during the call"
-                    f"{self._why()}. It will be started again on the next call.",
-                    type=ToolErrorType.EXECUTION_FAILED,
-                ) from None
-            raise ToolError(
-                f"Tool '{tool_name}' failed: {self.spec.describe()} answered with something kode "
-                f"could not use: {type(exc).__name__}: {exc}",
-                type=ToolErrorType.EXECUTION_FAILED,
-            ) from None
+                raise MCPError(types.CONNECTION_CLOSED, "Connection closed") from None
+            raise
+
+    def _failure(self, exc: BaseException, tool_name: str) -> ToolError:
+        """The error result for a call that did not get a result from the server."""
+        where = self.spec.describe()
+        if isinstance(exc, MCPConnectionError):
+            text = f"Tool '{tool_name}' could not run: {exc}"
+            kind = ToolErrorType.EXECUTION_FAILED
+        elif isinstance(exc, CancelledError):
+            text = f"Tool '{tool_name}' was cancelled: {where} was closed during the call."
+            kind = ToolErrorType.CANCELLED
+        elif isinstance(exc, MCPError) and exc.code == types.CONNECTION_CLOSED:
+            how = (
+                "closed the connection during the call"
+                if self.spec.command is not None
+                else "could not be reached, or dropped the call"
+            )
+            text = (
+                f"Tool '{tool_name}' failed: {where} {how}{self._why()}. "
+                "It will be started again on the next call."
+                if self.spec.command is not None
+                else f"Tool '{tool_name}' failed: {where} {how}. kode will connect again on "
+                "the next call."
+            )
+            kind = ToolErrorType.EXECUTION_FAILED
+        elif isinstance(exc, MCPError):
+            text = f"Tool '{tool_name}' failed: {where} refused the call: {exc.message} "
+            text += f"(error {exc.code})."
+            kind = ToolErrorType.EXECUTION_FAILED
+        else:
+            text = (
+                f"Tool '{tool_name}' failed: {where} answered with something kode could not "
+                f"use: {type(exc).__name__}: {exc}"
+            )
+            kind = ToolErrorType.EXECUTION_FAILED
+        return ToolError(text, type=kind)
 
 
 async def _list_all(session: ClientSession) -> list[types.Tool]:

@@ -23,10 +23,18 @@ import difflib
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from typing import TYPE_CHECKING, Any
 
+from kode.registries.entries import (
+    FactoryRecord,
+    RegisteredTool,
+    describe_entry,
+    is_rerun,
+    normalize_name,
+    origin_of,
+    same_factory,
+)
 from kode.registries.factories import ToolFactoryContext, ToolFactoryFunc
 from kode.registries.meta import Diagnostic, DiagnosticLevel, ToolMeta, ToolSource
 from kode.registries.policy import (
@@ -49,55 +57,8 @@ __all__ = ["RegisteredTool", "ToolRegistry", "normalize_name", "registry"]
 _log = logging.getLogger("kode.registry")
 
 
-def normalize_name(name: str) -> str:
-    """The lookup key of a tool name: trimmed and lower-cased."""
-    return name.strip().lower()
-
-
-@dataclass(kw_only=True, frozen=True, slots=True)
-class RegisteredTool:
-    """One registry entry: a tool, or a factory that makes it per context."""
-
-    meta: ToolMeta
-    """Where it came from, its groups, kind and aliases."""
-    tool: Tool[..., Any] | None
-    """The tool itself, when it does not depend on a context."""
-    factory: ToolFactoryFunc | None
-    """Makes the tool for a context, when it does."""
-    origin: tuple[str, str]
-    """``(module, qualname)`` of the definition, to recognise a re-run of the same code."""
-
-    @property
-    def name(self) -> str:
-        """The tool's name."""
-        return self.meta.name
-
-
-@dataclass(kw_only=True, frozen=True, slots=True)
-class _Factory:
-    factory: ToolFactoryFunc
-    names: tuple[str, ...] | None
-    optional: bool
-    groups: tuple[str, ...]
-    source: ToolSource
-    plugin_id: str | None
-    origin: tuple[str, str]
-    removed: frozenset[str] = frozenset()
-    """Normalised names unregistered since: the factory's tools of these names are dropped."""
-
-
-def _origin(fn: Any) -> tuple[str, str]:
-    inner = getattr(fn, "__func__", fn)
-    qualname = getattr(inner, "__qualname__", "") or ""
-    code = getattr(inner, "__code__", None)
-    if qualname.endswith("<lambda>") and code is not None:
-        # every lambda of a scope has the same qualname: its line tells two of them apart
-        qualname = f"{qualname}:{code.co_firstlineno}"
-    return (getattr(inner, "__module__", "") or "", qualname)
-
-
 def _default_source(tool: Tool[..., Any]) -> ToolSource:
-    module = _origin(tool.fn)[0]
+    module = origin_of(tool.fn)[0]
     return ToolSource.CORE if module.startswith("kode.builtin") else ToolSource.USER
 
 
@@ -131,7 +92,7 @@ class ToolRegistry:
         """A label for messages and reprs."""
         self._entries: dict[str, RegisteredTool] = {}
         self._aliases: dict[str, str] = {}
-        self._factories: list[_Factory] = []
+        self._factories: list[FactoryRecord] = []
         self._groups: dict[str, tuple[str, ...]] = {}
         self._profiles: dict[str, tuple[str, ...]] = dict(BUILTIN_PROFILES)
         self._diagnostics: list[Diagnostic] = []
@@ -226,7 +187,7 @@ class ToolRegistry:
             kind=tool.kind,
             aliases=tuple(normalize_name(a) for a in getattr(tool, "aliases", ())),
         )
-        entry = RegisteredTool(meta=meta, tool=tool, factory=None, origin=_origin(tool.fn))
+        entry = RegisteredTool(meta=meta, tool=tool, factory=None, origin=origin_of(tool.fn))
         self._add(entry, replace=replace)
         return tool
 
@@ -262,19 +223,19 @@ class ToolRegistry:
         group_names = tuple(dict.fromkeys(normalize_group(g) for g in groups if g.strip()))
         if tool_source is ToolSource.PLUGIN and "group:plugins" not in group_names:
             group_names = (*group_names, "group:plugins")
-        record = _Factory(
+        record = FactoryRecord(
             factory=factory,
             names=tuple(names) if names is not None else None,
             optional=optional,
             groups=group_names,
             source=tool_source,
             plugin_id=plugin_id,
-            origin=_origin(factory),
+            origin=origin_of(factory),
         )
         with self._lock:
             # The same definition run again (a notebook cell) replaces its record; two factories
             # sharing a qualname (lambdas, closures made in a loop) for other names are both kept.
-            self._factories = [f for f in self._factories if not _same_factory(f, record)]
+            self._factories = [f for f in self._factories if not same_factory(f, record)]
             self._factories.append(record)
         for name in record.names or ():
             meta = ToolMeta(
@@ -302,7 +263,7 @@ class ToolRegistry:
                 if not replace:
                     return self._conflict(entry, f"an alias of {target!r}")
                 del self._aliases[key]
-            if existing is not None and not replace and not _rerun(existing, entry):
+            if existing is not None and not replace and not is_rerun(existing, entry):
                 old = existing.meta
                 if new.source is ToolSource.CORE and old.source is ToolSource.PLUGIN:
                     self._drop_aliases(key)
@@ -314,7 +275,7 @@ class ToolRegistry:
                         plugin_id=old.plugin_id,
                     )
                 else:
-                    where = _describe(existing)
+                    where = describe_entry(existing)
                     return self._conflict(entry, where)
             if existing is not None:
                 self._drop_aliases(key)
@@ -397,7 +358,7 @@ class ToolRegistry:
             entry = self._entries.pop(key)
             self._drop_aliases(key)
             if entry.factory is not None:
-                kept: list[_Factory] = []
+                kept: list[FactoryRecord] = []
                 for record in self._factories:
                     if record.factory is entry.factory:
                         record = dc_replace(record, removed=record.removed | {key})
@@ -586,7 +547,7 @@ class ToolRegistry:
         self,
     ) -> tuple[
         list[RegisteredTool],
-        list[_Factory],
+        list[FactoryRecord],
         dict[str, str],
         dict[str, tuple[str, ...]],
         dict[str, tuple[str, ...]],
@@ -599,48 +560,6 @@ class ToolRegistry:
                 dict(self._groups),
                 dict(self._profiles),
             )
-
-
-def _owner(meta: ToolMeta) -> tuple[ToolSource, str | None, str | None]:
-    return (meta.source, meta.plugin_id, meta.server)
-
-
-def _rerun(existing: RegisteredTool, entry: RegisteredTool) -> bool:
-    """Whether `entry` is `existing`'s own definition again, so it may replace it quietly.
-
-    The same code (module and qualname) registered by the same owner is a re-run; registering
-    a user tool again with another source re-labels it (a plugin adopting a tool its module
-    defined with a bare ``@define_tool``). The same code from two owners (two plugins
-    registering one shared tool, two MCP servers) is a conflict.
-    """
-    if existing.origin != entry.origin:
-        return False
-    old, new = existing.meta, entry.meta
-    return _owner(old) == _owner(new) or (
-        old.source is ToolSource.USER and new.source is not ToolSource.USER
-    )
-
-
-def _same_factory(old: _Factory, new: _Factory) -> bool:
-    return (
-        old.origin == new.origin
-        and old.names == new.names
-        and (old.source, old.plugin_id) == (new.source, new.plugin_id)
-    )
-
-
-def _describe(entry: RegisteredTool) -> str:
-    meta = entry.meta
-    if meta.source is ToolSource.PLUGIN:
-        return f"plugin {meta.plugin_id!r}"
-    if meta.source is ToolSource.MCP:
-        return f"MCP server {meta.server!r}"
-    if meta.source is ToolSource.CORE:
-        return "a core tool"
-    if meta.source is not ToolSource.USER:
-        return f"a {meta.source.value} tool"
-    where = ".".join(p for p in entry.origin if p)
-    return where or "a user tool"
 
 
 registry = ToolRegistry("global")

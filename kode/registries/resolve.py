@@ -30,7 +30,8 @@ from kode.registries.policy import (
 from kode.tools.tool import Tool
 
 if TYPE_CHECKING:
-    from kode.registries.registry import RegisteredTool, ToolRegistry, _Factory
+    from kode.registries.entries import FactoryRecord, RegisteredTool
+    from kode.registries.registry import ToolRegistry
 
 __all__ = ["Exclusion", "Resolution", "UnmatchedEntry", "factory_tools", "resolve"]
 
@@ -303,7 +304,7 @@ def resolve(
 
 def _candidates(
     entries: list[RegisteredTool],
-    factories: list[_Factory],
+    factories: list[FactoryRecord],
     ctx: ToolFactoryContext,
     diag: Callable[..., None],
 ) -> tuple[list[tuple[ToolMeta, Tool[..., Any]]], list[tuple[ToolMeta, str]]]:

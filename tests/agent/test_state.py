@@ -300,3 +300,23 @@ async def test_a_state_saved_while_the_model_answers_restores_to_the_prompt(
         role="user", content=[TextContent(text="hello"), TextContent(text="again")]
     )
     assert_history_valid(restored.messages)
+
+
+async def test_odd_inputs_and_images_round_trip(tools: ToolRegistry) -> None:
+    from kode import Image
+
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
+
+    @define_tool(registry=tools, kind="read")
+    def shot() -> Image:
+        """Take a screenshot."""
+        return Image(data=png)
+
+    turn = [tool_use("echo", "{not json", id="j1"), tool_use("shot", id="i1")]
+    agent = Agent.create(TEMPLATE, model=ScriptedModel([turn, "ok"]), registry=tools)
+    await agent.send("go")
+    state = agent.state
+    assert state.tool_calls[0].input == "{not json"
+    assert state.tool_calls[1].result is not None
+    assert state.tool_calls[1].result.content[0].type == "image"
+    assert AgentState.model_validate_json(state.model_dump_json()) == state

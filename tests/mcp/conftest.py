@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +9,7 @@ import pytest
 
 pytest.importorskip("mcp", reason="the MCP tests need the mcp extra: pip install 'kode[mcp]'")
 
-from mcp_peers import KODE_TOOLS, SDK_SERVER, free_port, serve_command, wait_until, write
+from mcp_peers import KODE_TOOLS, SDK_SERVER, HttpServer, free_port, write
 
 
 @pytest.fixture
@@ -38,31 +36,8 @@ def sdk_server(tmp_path: Path, marks: Path) -> Path:
 @pytest.fixture
 def http_server(kode_tools: Path, tmp_path: Path) -> Iterator[str]:
     """`kode mcp serve --http` on a free loopback port; yields its URL."""
-    port = free_port()
-    log = (tmp_path / "http-server.log").open("w")
-    proc = subprocess.Popen(
-        serve_command(kode_tools, "--http", str(port)),
-        cwd=tmp_path,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-
-    def listening() -> bool:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-        except OSError:
-            return proc.poll() is not None  # stop waiting if it died
-        return True
-
+    server = HttpServer(kode_tools, free_port())
     try:
-        assert wait_until(listening, 30), "the HTTP server did not start"
-        assert proc.poll() is None, (tmp_path / "http-server.log").read_text()
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield server.start()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
-            proc.wait()
-        log.close()
+        server.stop()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import sys
 import textwrap
 import time
@@ -250,3 +251,46 @@ def wait_until(check: object, timeout: float = 10.0) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+class HttpServer:
+    """`kode mcp serve --http PORT` for `module`: a subprocess to stop and start again."""
+
+    def __init__(self, module: Path, port: int) -> None:
+        self.module = module
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}/mcp"
+        self.log = module.parent / f"http-server-{port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> str:
+        with self.log.open("a") as log:
+            proc = subprocess.Popen(
+                serve_command(self.module, "--http", str(self.port)),
+                cwd=self.module.parent,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        self.proc = proc
+
+        def listening() -> bool:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+            except OSError:
+                return proc.poll() is not None  # stop waiting if it died
+            return True
+
+        assert wait_until(listening, 30), "the HTTP server did not start"
+        assert proc.poll() is None, self.log.read_text()
+        return self.url
+
+    def stop(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            proc.kill()
+            proc.wait()

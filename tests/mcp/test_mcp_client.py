@@ -12,7 +12,7 @@ import anyio
 import anyio.to_thread
 import jsonschema
 import pytest
-from mcp_peers import serve_command, subprocess_env, wait_until
+from mcp_peers import HttpServer, free_port, serve_command, subprocess_env, wait_until
 
 from kode import Agent, AgentTemplate, Kind, ToolContext, ToolErrorType, ToolRegistry
 from kode.agent import ApprovalDecision, ApprovalRequest
@@ -202,6 +202,14 @@ async def test_a_server_that_cannot_start_says_why(sdk_server: Path, reg: ToolRe
     assert "missing configuration: set SDK_TEST_TOKEN" in message
     with pytest.raises(MCPConnectionError, match="could not be started"):
         await connect("nothing", command=["/no/such/program"], registry=reg)
+    silent = connect(
+        "silent",
+        command=[sys.executable, "-c", "import time; time.sleep(30)"],
+        connect_timeout=0.5,
+        registry=reg,
+    )
+    with pytest.raises(MCPConnectionError, match=r"'silent' .* did not answer within 0.5 s"):
+        await silent
     assert reg.names() == []
 
 
@@ -295,6 +303,31 @@ async def test_kode_tools_round_trip_over_stdio(kode_tools: Path, reg: ToolRegis
         assert await anyio.to_thread.run_sync(wait_until, lambda: "mcp__kode__later" in reg)
         assert (await reg.get("mcp__kode__later").run({"word": "up"})).text == "UP"
         assert server.tools["mcp__kode__later"] == "later"
+
+
+async def test_http_server_that_restarts_or_goes_away(kode_tools: Path, reg: ToolRegistry) -> None:
+    http = HttpServer(kode_tools, free_port())
+    url = http.start()
+    try:
+        async with connect("web", url=url, registry=reg) as server:
+            add = reg.get("mcp__web__add")
+            assert (await add.run({"a": 1, "b": 2})).text == "3"
+            # restarted between two calls: it forgot the session; a new one is made
+            http.stop()
+            http.start()
+            assert (await add.run({"a": 2, "b": 2})).text == "4"
+            # gone: an error result; back: the next call connects again
+            http.stop()
+            down = await add.run({"a": 1, "b": 1})
+            assert down.is_error and down.text == (
+                f"Tool 'mcp__web__add' failed: MCP server 'web' ({url}) could not be reached, "
+                "or dropped the call. kode will connect again on the next call."
+            )
+            assert not server.alive
+            http.start()
+            assert (await add.run({"a": 3, "b": 3})).text == "6"
+    finally:
+        http.stop()
 
 
 async def test_kode_tools_round_trip_over_http(http_server: str, reg: ToolRegistry) -> None:

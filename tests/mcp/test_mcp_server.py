@@ -170,6 +170,14 @@ async def check_progress_and_logs(session: ClientSession, inbox: Inbox) -> None:
         ("info", "count", "counted 2"),
         ("info", "count", {"event": "finished", "data": {"n": 3}}),
     ]
+    # a client that asks for warnings and worse gets no info messages
+    await session.send_request(
+        types.SetLevelRequest(params=types.SetLevelRequestParams(level="warning")),
+        types.EmptyResult,
+    )
+    before = len(inbox.logs)
+    assert text(await session.call_tool("count", {"n": 2})) == "counted to 2"
+    assert len(inbox.logs) == before
 
 
 async def test_stdio_list_call_errors_progress_and_logs(kode_tools: Path) -> None:

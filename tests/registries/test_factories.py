@@ -305,3 +305,27 @@ def test_a_factory_failing_on_every_resolution_is_one_diagnostic_but_logged_each
     for i in range(5):
         tools.report("info", f"note {i}")
     assert [d.message for d in tools.diagnostics] == ["note 3", "note 4"]
+
+
+def test_closures_made_in_a_loop_are_all_kept_and_a_re_run_with_more_names_replaces() -> None:
+    tools = ToolRegistry()
+
+    def make(name: str) -> Any:
+        def factory(ctx: ToolFactoryContext) -> Any:
+            return _tool(name)
+
+        return factory
+
+    for name in ("a", "b", "c"):
+        tools.register_factory(make(name), names=[name])
+    assert tools.resolve().names == ["a", "b", "c"]
+
+    for names in (["x"], ["x", "y"]):  # a cell re-run after adding a tool to it
+
+        def cell(ctx: ToolFactoryContext, names: list[str] = names) -> Any:
+            return [_tool(n) for n in names]
+
+        tools.register_factory(cell, names=names)
+    res = tools.resolve()
+    assert res.names == ["a", "b", "c", "x", "y"]
+    assert res.diagnostics == []
