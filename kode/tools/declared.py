@@ -235,19 +235,6 @@ class DeclaredTool(Tool[..., Any]):
             raise TypeError(f"tool {self.name!r} takes its arguments by keyword only")
         return self.fn(ToolContext(tool_name=self.name), **kwargs)
 
-    def validate(self, input: Mapping[str, Any] | str | None) -> dict[str, Any]:
-        """Check arguments against the schema; return them (nulls for optional keys dropped).
-
-        Raises:
-            ToolError: of type ``invalid_tool_params``, with the message the model would see.
-        """
-        from kode.tools.errors import ToolError, ToolErrorType
-
-        out = self._validator(input)
-        if isinstance(out, str):
-            raise ToolError(out, type=ToolErrorType.INVALID_TOOL_PARAMS)
-        return out
-
 
 def declare_tool(
     name: str,
