@@ -284,6 +284,16 @@ def resolve(
                     "warning",
                     f"{layer.name}: {label} entry {pattern!r} matches no registered tool{tail}",
                 )
+    # a custom group the template or a policy uses, with a member that matches nothing
+    used = set(wanted) | {p for layer in layer_patterns for ps in layer.values() for p in ps}
+    for group, members in groups.items():
+        for member in members if group in used else ():
+            if member != "*" and not any(entry_matches(member, m, a) for m, a in known):
+                diag(
+                    "warning",
+                    f"{group}: member {member!r} matches no registered tool — a typo here "
+                    "leaves the group short",
+                )
     chosen: list[tuple[ToolMeta, Tool[..., Any]]] = []
     for meta, made, tool_aliases in selected:
         for layer, patterns in zip(layers, layer_patterns, strict=True):

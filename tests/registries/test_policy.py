@@ -120,6 +120,26 @@ def test_custom_groups(tools: ToolRegistry) -> None:
     assert resolution.metas["fs_read"].groups == ("group:fs", "group:readonly", "group:safe")
 
 
+def test_a_custom_group_member_that_matches_nothing_is_a_warning_when_the_group_is_used(
+    tools: ToolRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    tools.define_group("readonly", ["fs_read", "web_fecth"])
+    tools.define_group("unused", ["nothing_here"])
+    assert names(tools, template=["think"]) == ["think"]
+    assert tools.diagnostics == []  # neither group is used
+    with caplog.at_level(logging.WARNING, logger="kode.registry"):
+        assert names(tools, template=["group:readonly"]) == ["fs_read"]
+    message = (
+        "group:readonly: member 'web_fecth' matches no registered tool — a typo here leaves "
+        "the group short"
+    )
+    assert tools.diagnostics == [
+        Diagnostic(level="warning", source=None, plugin_id=None, message=message)
+    ]
+    assert caplog.messages == [f"warning: {message}"]
+    assert names(tools, ToolPolicy(deny=["group:readonly"]), template=["fs_*"]) == ["fs_write"]
+
+
 def test_bad_custom_groups_are_refused(tools: ToolRegistry) -> None:
     with pytest.raises(PolicyError, match=r"^group 'x': members must be a list of patterns, got"):
         tools.define_group("x", "fs_read")
