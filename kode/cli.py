@@ -43,7 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 2
-    code: int = handler(args)
+    try:
+        code: int = handler(args)
+    except BrokenPipeError:  # the output was piped into a command that stopped reading
+        sys.stderr.close()
+        return 0
     return code
 
 

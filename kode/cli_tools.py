@@ -8,7 +8,6 @@ built-ins are available with ``--builtin``.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import importlib.util
 import json
@@ -241,7 +240,8 @@ async def _show(agent: Any, event: Any, started: dict[str, float]) -> int:
         print(event.text, end="", flush=True)
     elif isinstance(event, ev.ToolStart):
         started[event.call_id] = time.monotonic()
-        print(f"\n→ {event.name} {json.dumps(event.input, default=str)}", flush=True)
+        shown = json.dumps(event.input, default=str, ensure_ascii=False)
+        print(f"\n→ {event.name} {shown}", flush=True)
     elif isinstance(event, ev.ToolProgress):
         done = f" {event.fraction:.0%}" if event.fraction is not None else ""
         elapsed = time.monotonic() - started.get(event.call_id, time.monotonic())
@@ -365,7 +365,3 @@ def register(commands: Any) -> None:
 def _merge(args: argparse.Namespace) -> argparse.Namespace:
     args.modules = [*getattr(args, "modules_pos", []), *args.modules]
     return args
-
-
-def _suggest(name: str, names: list[str]) -> list[str]:  # pragma: no cover - kept for reuse
-    return difflib.get_close_matches(name, names, n=3)

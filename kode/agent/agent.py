@@ -350,7 +350,8 @@ class Agent:
         workspace and policy layers, plus the sub-agent layer (no ``task_run`` by default).
         """
         options = dict(self._create_options)
-        options["policy"] = [p for p in options["policy"] if p.name != "template"]
+        # The parent's own template layer is the parent's; the sub-agent's template adds its own.
+        options["policy"] = [p for p in options["policy"] if not p.name.startswith("template ")]
         child = Agent.create(templates.get(template_id), model=model or self.model, **options)
         try:
             return await child.send(prompt, on_event=on_event)
@@ -816,7 +817,7 @@ class Agent:
         )
         agent.messages = [m.model_copy(deep=True) for m in state.messages]
         agent._records = {r.id: r.model_copy(deep=True) for r in state.tool_calls}
-        agent.todos = [dict(t) for t in state.todos]
+        agent.todos[:] = [dict(t) for t in state.todos]  # the same list tools see
         agent.usage = state.usage
         agent._always_allowed = set(state.always_allowed)
         last = agent.messages[-1] if agent.messages else None

@@ -78,7 +78,8 @@ class Resolution:
 
     def explain(self) -> str:
         """A readable account: chosen tools with their source, exclusions, typos, problems."""
-        lines = [f"{len(self.tools)} tools chosen:"]
+        count = len(self.tools)
+        lines = [f"{count} tool{'' if count == 1 else 's'} chosen:"]
         for t in self.tools:
             meta = self.metas[t.name]
             extra = meta.plugin_id or meta.server

@@ -61,11 +61,12 @@ def assert_ok(
 
     The failure message shows the result's text, so a failing test says what the tool said.
     """
-    assert not result.is_error, f"expected a successful result, got an error: {result.text!r}"
-    if text is not None:
-        assert result.text == text, f"expected text {text!r}, got {result.text!r}"
-    if contains is not None:
-        assert contains in result.text, f"expected {contains!r} in {result.text!r}"
+    if result.is_error:
+        raise AssertionError(f"expected a successful result, got an error: {result.text!r}")
+    if text is not None and result.text != text:
+        raise AssertionError(f"expected text {text!r}, got {result.text!r}")
+    if contains is not None and contains not in result.text:
+        raise AssertionError(f"expected {contains!r} in {result.text!r}")
     return result
 
 
@@ -76,13 +77,13 @@ def assert_error(
     contains: str | None = None,
 ) -> ToolResult:
     """Assert that `result` is an error (of this type, containing this text); return it."""
-    assert result.is_error, f"expected an error result, got success: {result.text!r}"
+    if not result.is_error:
+        raise AssertionError(f"expected an error result, got success: {result.text!r}")
     if error_type is not None:
         wanted = ToolErrorType(error_type)
-        assert result.error_type is wanted, (
-            f"expected error type {wanted.value}, got "
-            f"{result.error_type.value if result.error_type else None}: {result.text!r}"
-        )
-    if contains is not None:
-        assert contains in result.text, f"expected {contains!r} in {result.text!r}"
+        if result.error_type is not wanted:
+            got = result.error_type.value if result.error_type else None
+            raise AssertionError(f"expected error type {wanted.value}, got {got}: {result.text!r}")
+    if contains is not None and contains not in result.text:
+        raise AssertionError(f"expected {contains!r} in {result.text!r}")
     return result
