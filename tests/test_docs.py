@@ -248,7 +248,9 @@ def test_docs_have_examples() -> None:
 
 
 @pytest.mark.parametrize("page", [p for p in DOC_PAGES if any(b.runs for b in p.blocks)], ids=repr)
-def test_docs_page_examples(page: Page, isolated_registry: kode.ToolRegistry) -> None:
+def test_docs_page_examples(
+    page: Page, isolated_registry: kode.ToolRegistry, isolated_templates: object
+) -> None:
     assert page.path is not None
     printed = run_blocks(page, "docs_" + re.sub(r"\W", "_", page.path.stem))
     check_outputs(page, printed)

@@ -150,4 +150,9 @@ def register(subparsers: Any) -> None:
         help="how often to look for tools defined after the start (default: 0.5)",
     )
     serve.set_defaults(handler=_serve)
-    mcp.set_defaults(handler=lambda _args: (mcp.print_help(), 2)[1])
+
+    def show_help(_args: argparse.Namespace) -> int:
+        mcp.print_help()
+        return 2
+
+    mcp.set_defaults(handler=show_help)

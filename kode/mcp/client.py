@@ -29,7 +29,7 @@ from kode.registries.meta import ToolSource
 from kode.registries.registry import ToolRegistry
 from kode.registries.registry import registry as global_registry
 from kode.tools.context import ToolContext
-from kode.tools.declared import declare_tool
+from kode.tools.declared import DeclaredTool, declare_tool
 from kode.tools.dialects import strip_titles
 from kode.tools.errors import ToolDefinitionError
 from kode.tools.kinds import Kind
@@ -122,7 +122,6 @@ class MCPConnection:
         """Remote tools not registered, and why."""
         self.remote = RemoteServer(spec, on_tools_changed=self._register)
         """The live connection."""
-        self._opened = False
 
     def __repr__(self) -> str:
         state = "alive" if self.remote.alive else "closed"
@@ -135,10 +134,7 @@ class MCPConnection:
             return False
         return not _matches(remote_name, self.exclude)
 
-    def _handler(self, remote_name: str, kode_name: str) -> _Handler:
-        return _Handler(self, remote_name, kode_name)
-
-    def _declare(self, remote: types.Tool, kode_name: str) -> Any:
+    def _declare(self, remote: types.Tool, kode_name: str) -> DeclaredTool:
         read_only = remote.annotations is not None and remote.annotations.read_only_hint is True
         kind: Kind = kind_from_annotations(remote.annotations)
         description = remote.description or (remote.annotations.title if remote.annotations else "")
@@ -146,7 +142,7 @@ class MCPConnection:
             kode_name,
             description=description or remote.title or "",
             input_schema=clean_remote_schema(remote.input_schema),
-            handler=self._handler(remote.name, kode_name),
+            handler=_Handler(self, remote.name, kode_name),
             kind=kind,
             groups=("group:mcp", *self.groups),
             timeout=self.timeout,
@@ -210,9 +206,12 @@ class MCPConnection:
         Raises:
             MCPConnectionError: the server could not be started or did not answer in time.
         """
-        listing = self.remote.start()
+        try:
+            listing = self.remote.start()
+        except BaseException:
+            self.remote.stop()  # no thread left behind
+            raise
         self._register(listing)
-        self._opened = True
         return self
 
     async def open(self) -> MCPConnection:

@@ -217,7 +217,7 @@ class ToolServer:
         entries = self.registry.entries()
         factories = self.registry._snapshot()[1]
         return (
-            tuple((e.name, id(e.tool), id(e.factory)) for e in entries),
+            tuple((e.meta, e.origin, id(e.tool), id(e.factory)) for e in entries),
             tuple(id(f.factory) for f in factories),
         )
 
@@ -311,11 +311,11 @@ class ToolServer:
 
         def forward(item: ToolEvent | _LogItem) -> None:
             # A sync tool runs in a worker thread: hand its events to the loop.
-            if threading.get_ident() == loop_thread:
-                send.send_nowait(item)
-                return
             try:
-                anyio.from_thread.run_sync(send.send_nowait, item, token=token)
+                if threading.get_ident() == loop_thread:
+                    send.send_nowait(item)
+                else:
+                    anyio.from_thread.run_sync(send.send_nowait, item, token=token)
             except (RuntimeError, anyio.ClosedResourceError, anyio.BrokenResourceError):
                 pass  # the call is over (or the loop is gone): nobody to tell
 
@@ -364,14 +364,17 @@ class ToolServer:
                     if isinstance(item, ToolEvent) and item.event == "progress":
                         data = item.data if isinstance(item.data, Mapping) else {}
                         fraction = data.get("fraction")
-                        value = float(fraction) if isinstance(fraction, int | float) else 0.0
+                        # A fraction is progress out of 1.0; without one, count the steps.
+                        total: float | None
+                        if isinstance(fraction, int | float):
+                            value, total = float(fraction), 1.0
+                        else:
+                            value, total = (last or 0.0) + 1.0, None
                         if last is not None and value <= last:
                             value = last + 1e-6  # MCP wants each value larger than the last
                         last = value
                         await ctx.session.report_progress(
-                            value,
-                            1.0 if fraction is not None else None,
-                            str(data.get("message", "")) or None,
+                            value, total, str(data.get("message", "")) or None
                         )
                         continue
                     level: types.LoggingLevel

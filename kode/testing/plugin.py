@@ -2,6 +2,7 @@
 
 - `isolated_registry`: the global registry, emptied for one test and restored after it, so
   ``@define_tool`` inside a test never leaks into another;
+- `isolated_templates`: the same for the global agent template registry;
 - `scripted_model`: a factory of `ScriptedModel` that also checks, after the test, that every
   scripted turn was used (a script longer than the conversation is usually a wrong test);
 - `tool_context`: a standalone `ToolContext` with a workspace in the test's ``tmp_path``.
@@ -20,7 +21,13 @@ from kode.testing.helpers import call_tool
 from kode.tools.context import ToolContext
 from kode.tools.workspace import FilePool, Workspace
 
-__all__ = ["call_tool", "isolated_registry", "scripted_model", "tool_context"]
+__all__ = [
+    "call_tool",
+    "isolated_registry",
+    "isolated_templates",
+    "scripted_model",
+    "tool_context",
+]
 
 
 @pytest.fixture
@@ -31,6 +38,20 @@ def isolated_registry() -> Iterator[ToolRegistry]:
         yield registry
     finally:
         registry._swap_state(saved)
+
+
+@pytest.fixture
+def isolated_templates() -> Iterator[Any]:
+    """The global agent template registry, emptied for this test and restored after it."""
+    from kode.agent import templates
+
+    saved = dict(templates._templates)
+    templates._templates.clear()
+    try:
+        yield templates
+    finally:
+        templates._templates.clear()
+        templates._templates.update(saved)
 
 
 @pytest.fixture

@@ -1,10 +1,8 @@
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from kode.agent import TemplateRegistry, templates
+from kode.agent import TemplateRegistry
 from kode.registries import ToolRegistry
 
 
@@ -15,12 +13,6 @@ def reg() -> ToolRegistry:
 
 
 @pytest.fixture
-def template_registry() -> Iterator[TemplateRegistry]:
+def template_registry(isolated_templates: TemplateRegistry) -> TemplateRegistry:
     """The global template registry, emptied for this test and restored after it."""
-    saved = dict(templates._templates)
-    templates._templates.clear()
-    try:
-        yield templates
-    finally:
-        templates._templates.clear()
-        templates._templates.update(saved)
+    return isolated_templates

@@ -105,7 +105,7 @@ async def test_todos_live_in_the_agent_state() -> None:
     assert state.todos == agent.todos
 
 
-async def test_task_run_delegates_to_a_sub_agent() -> None:
+async def test_task_run_delegates_to_a_sub_agent(isolated_templates: object) -> None:
     @define_tool(registry=None, kind="read")
     def lookup(key: str) -> str:
         """Look a key up."""

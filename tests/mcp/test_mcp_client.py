@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -339,3 +340,12 @@ async def test_kode_tools_round_trip_over_http(http_server: str, reg: ToolRegist
         assert [e.data["message"] for e in ctx.events] == ["at 0", "at 1"]
         added = await reg.get("mcp__web__add").run({"a": 20, "b": 22})
         assert (added.text, added.details) == ("42", {"result": 42})
+
+
+def test_no_thread_is_left_behind(sdk_server: Path, reg: ToolRegistry) -> None:
+    before = {t.name for t in threading.enumerate()}
+    with sdk(sdk_server, reg, include=["echo"]):
+        assert any(t.name == "kode-mcp-sdk" for t in threading.enumerate())
+    with pytest.raises(MCPConnectionError):
+        connect("nothing", command=["/no/such/program"], registry=reg).open_sync()
+    assert wait_until(lambda: {t.name for t in threading.enumerate()} <= before)
