@@ -31,7 +31,7 @@ from kode.agent.permissions import (
     check_permission,
 )
 from kode.agent.state import ToolCallStatus
-from kode.models.messages import ToolResultContent, ToolUseContent
+from kode.models.messages import ImageContent, TextContent, ToolResultContent, ToolUseContent
 from kode.tools.context import ToolContext, ToolEvent
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import TextBlock, ToolResult, error_result, text_result
@@ -108,7 +108,20 @@ def _can_only_allow(config: PermissionConfig, tool: Tool[..., Any]) -> bool:
 
 
 def _block(call_id: str, result: ToolResult) -> ToolResultContent:
-    return ToolResultContent.model_validate(result.to_block(call_id))
+    """The ``tool_result`` block for a result.
+
+    Built with ``model_construct``: every value comes from a `ToolResult`, whose blocks are
+    already well-formed, and validating them again cost as much as running a small tool.
+    """
+    content: list[TextContent | ImageContent] = []
+    for block in result.content:
+        if isinstance(block, TextBlock):
+            content.append(TextContent.model_construct(type="text", text=block.text))
+        else:
+            content.append(ImageContent.model_validate(block.to_dict()))
+    return ToolResultContent.model_construct(
+        type="tool_result", tool_use_id=call_id, content=content, is_error=result.is_error
+    )
 
 
 async def _maybe_await(value: Any) -> Any:
