@@ -25,23 +25,10 @@ class CommandError(Exception):
 
 
 def _import(target: str) -> None:
-    path = Path(target)
+    from kode.registries.modules import import_tools_module
+
     try:
-        if target.endswith(".py") or path.is_file():
-            if not path.is_file():
-                raise CommandError(f"no such file: {target}")
-            sys.path.insert(0, str(path.resolve().parent))
-            spec = importlib.util.spec_from_file_location(path.stem, path)
-            if spec is None or spec.loader is None:
-                raise CommandError(f"cannot import {target}: not a Python module")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[path.stem] = module
-            spec.loader.exec_module(module)
-        else:
-            sys.path.insert(0, os.getcwd())
-            importlib.import_module(target)
-    except CommandError:
-        raise
+        import_tools_module(target)
     except Exception as exc:  # anything the user's module raises at import time
         raise CommandError(
             f"could not import module {target!r}: {type(exc).__name__}: {exc}"

@@ -10,41 +10,17 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
-import importlib.util
-import os
 import sys
-from pathlib import Path
 from typing import Any
+
+from kode.registries.modules import import_tools_module
 
 __all__ = ["load_module", "register"]
 
 
 def load_module(spec: str) -> None:
-    """Import `spec`: a module name (``my_tools``, ``pkg.tools``) or a ``.py`` file's path.
-
-    The current directory is importable, as it is for ``python -m``.
-
-    Raises:
-        ImportError: the module cannot be found, or importing it failed.
-    """
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
-    path = Path(spec)
-    if spec.endswith(".py") or path.is_file():
-        if not path.is_file():
-            raise ImportError(f"no such file: {spec}")
-        name = path.stem if path.stem.isidentifier() else "kode_tools_module"
-        loaded = importlib.util.spec_from_file_location(name, path)
-        if loaded is None or loaded.loader is None:
-            raise ImportError(f"cannot import {spec} as a Python module")
-        module = importlib.util.module_from_spec(loaded)
-        sys.modules[name] = module
-        sys.path.insert(0, str(path.resolve().parent))
-        loaded.loader.exec_module(module)
-        return
-    importlib.import_module(spec)
+    """Import `spec`, a module name or a ``.py`` file's path (see `import_tools_module`)."""
+    import_tools_module(spec)
 
 
 def _patterns(values: list[str] | None) -> list[str] | None:
