@@ -400,18 +400,7 @@ class Agent:
     def _record_for(self, call: ToolUseContent) -> ToolCallRecord:
         record = self._records.get(call.id)
         if record is None:
-            # The call is a validated ToolUseContent: its values need no second validation.
-            record = ToolCallRecord.model_construct(
-                id=call.id,
-                name=call.name,
-                input=call.input,
-                status="pending",
-                result=None,
-                error_type=None,
-                started_at=None,
-                ended_at=None,
-                client=False,
-            )
+            record = ToolCallRecord(id=call.id, name=call.name, input=call.input)
             self._records[call.id] = record
         return record
 
@@ -690,7 +679,11 @@ class Agent:
                     recorded = True
                     used_in += response.usage.input_tokens
                     used_out += response.usage.output_tokens
-                    self.usage = self.usage + response.usage
+                    total = self.usage
+                    self.usage = Usage(
+                        input_tokens=total.input_tokens + response.usage.input_tokens,
+                        output_tokens=total.output_tokens + response.usage.output_tokens,
+                    )
                     self._emit(
                         TurnEnd(turn=turn, stop_reason=response.stop_reason, usage=response.usage)
                     )
@@ -736,7 +729,7 @@ class Agent:
                     if len(outcomes) != len(open_calls):  # hit before the calls started
                         outcomes = [None] * len(open_calls)
                     blocks = self._answer(open_calls, outcomes, interrupted=True)
-                    self.messages.append(Message.model_construct(role="user", content=blocks))
+                    self.messages.append(Message(role="user", content=blocks))
                 cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
                 self.status = "idle" if cancelled else "failed"
                 raise

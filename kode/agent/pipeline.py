@@ -108,20 +108,14 @@ def _can_only_allow(config: PermissionConfig, tool: Tool[..., Any]) -> bool:
 
 
 def _block(call_id: str, result: ToolResult) -> ToolResultContent:
-    """The ``tool_result`` block for a result.
-
-    Built with ``model_construct``: every value comes from a `ToolResult`, whose blocks are
-    already well-formed, and validating them again cost as much as running a small tool.
-    """
+    """The ``tool_result`` block for a result (built field by field, not from a dict)."""
     content: list[TextContent | ImageContent] = []
     for block in result.content:
         if isinstance(block, TextBlock):
-            content.append(TextContent.model_construct(type="text", text=block.text))
+            content.append(TextContent(text=block.text))
         else:
             content.append(ImageContent.model_validate(block.to_dict()))
-    return ToolResultContent.model_construct(
-        type="tool_result", tool_use_id=call_id, content=content, is_error=result.is_error
-    )
+    return ToolResultContent(tool_use_id=call_id, content=content, is_error=result.is_error)
 
 
 async def _maybe_await(value: Any) -> Any:
