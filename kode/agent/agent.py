@@ -16,7 +16,7 @@ import math
 import os
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -207,6 +207,8 @@ class Agent:
         """What its tools read and wrote (refuses writes over unseen changes)."""
         self.services: dict[str, Any] = {"todos": self.todos, "agent": _AgentHandle(self)}
         """Things its tools share by name (see `ToolContext.services`)."""
+        self.subagent_models: dict[str, Model] = {}
+        """Models for sub-agents by template id (others use this agent's model)."""
         self._create_options: dict[str, Any] = {}
         self._records: dict[str, ToolCallRecord] = {}
         self._always_allowed: set[str] = set()
@@ -242,6 +244,7 @@ class Agent:
         sandboxed: bool = False,
         workspace: str | os.PathLike[str] | Workspace | None = None,
         subagent_policy: ToolPolicy | None = None,
+        subagent_models: Mapping[str, Model] | None = None,
     ) -> Agent:
         """Make an agent from a template (or a template id), resolving its tools now.
 
@@ -262,6 +265,8 @@ class Agent:
                 allowed paths); `None` leaves tools to use the current directory.
             subagent_policy: The policy layer added for sub-agents this agent starts
                 (``task_run``); default: sub-agents cannot start sub-agents.
+            subagent_models: Models for sub-agents by template id; a sub-agent whose
+                template is not listed uses this agent's model.
 
         Raises:
             AgentError: a template entry names no tool (the message lists close names), or a
@@ -321,6 +326,7 @@ class Agent:
             session_id=session_id,
         )
         made.workspace = space
+        made.subagent_models = dict(subagent_models or {})
         made._create_options = {
             "deps": deps,
             "registry": reg,
@@ -346,13 +352,15 @@ class Agent:
     ) -> AgentReply:
         """Run a sub-agent from a registered template on `prompt`; return its reply.
 
-        It inherits this agent's model (unless `model` is given), deps, registry, approver,
-        workspace and policy layers, plus the sub-agent layer (no ``task_run`` by default).
+        Its model is `model` if given, else the one `subagent_models` names for the template,
+        else this agent's. It inherits deps, registry, approver, workspace and policy layers,
+        plus the sub-agent layer (no ``task_run`` by default).
         """
+        chosen = model or self.subagent_models.get(template_id) or self.model
         options = dict(self._create_options)
         # The parent's own template layer is the parent's; the sub-agent's template adds its own.
         options["policy"] = [p for p in options["policy"] if not p.name.startswith("template ")]
-        child = Agent.create(templates.get(template_id), model=model or self.model, **options)
+        child = Agent.create(templates.get(template_id), model=chosen, **options)
         try:
             return await child.send(prompt, on_event=on_event)
         finally:
@@ -549,9 +557,18 @@ class Agent:
         failed: list[Exception] = []
 
         async def produce(out: MemoryObjectSendStream[AgentEvent]) -> None:
+            def push(event: AgentEvent) -> None:
+                # Once the consumer has stopped reading, the run is being cancelled: events
+                # emitted meanwhile (a tool finishing) have nowhere to go and are dropped,
+                # instead of failing the tool that emitted them.
+                try:
+                    out.send_nowait(event)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                    pass
+
             async with out:
                 try:
-                    await self._run(prompt, out.send_nowait, interactive=True)
+                    await self._run(prompt, push, interactive=True)
                 except Exception as exc:  # raised to the consumer as itself, not in a group
                     failed.append(exc)
 

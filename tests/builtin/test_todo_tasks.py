@@ -152,3 +152,31 @@ async def test_task_run_outside_an_agent_and_with_an_unknown_template() -> None:
     assert (
         "Sub-agent 'no-such-template' could not run: no agent template with id" in end.result.text
     )
+
+
+async def test_a_sub_agent_can_have_its_own_model(isolated_templates: object) -> None:
+    @define_tool(registry=None, kind="read")
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return "6379"
+
+    reg = registry_with(task_run, lookup)
+    templates.register(AgentTemplate(id="cheap-sub", tools=["lookup"]))
+    parent_model = ScriptedModel(
+        [
+            [tool_use("task_run", {"template_id": "cheap-sub", "prompt": "Find the port."})],
+            "It is 6379.",
+        ],
+        name="big",
+    )
+    sub_model = ScriptedModel([[tool_use("lookup", {"key": "port"})], "6379."], name="small")
+    parent = Agent.create(
+        AgentTemplate(id="boss3", tools=["task_run"]),
+        model=parent_model,
+        registry=reg,
+        subagent_models={"cheap-sub": sub_model},
+    )
+    reply = await parent.send("What port?")
+    assert reply.text == "It is 6379."
+    assert len(parent_model.requests) == 2 and len(sub_model.requests) == 2
+    assert sub_model.turns == [] and parent_model.turns == []
