@@ -630,7 +630,7 @@ class Agent:
         return blocks
 
     def _pending_results(self) -> dict[str, ToolResultContent]:
-        done = dict(getattr(self, "_pending_results_cache", {}))
+        done = dict(self._pending_results_cache)
         done.update({k: v for k, v in self._pending.items() if v is not None})
         return done
 

@@ -67,6 +67,26 @@ class Verdict:
     """Why, in a few words."""
 
 
+ALLOWED = Verdict(action="allow", reason="mode auto")
+"""The verdict of a call `can_only_allow` lets through without `check_permission`."""
+
+
+def can_only_allow(config: PermissionConfig, tool: Tool[..., Any]) -> bool:
+    """Whether `check_permission` could only allow calls of `tool`, so it need not run.
+
+    So in mode ``auto`` with no ``deny`` and no ``require_approval`` patterns, for a tool that
+    does not ask for approval itself (rules 1 and 4 above): the common case, where the check
+    would cost about as much as validating the arguments.
+    """
+    own = tool.requires_approval
+    return (
+        config.mode == "auto"
+        and not config.deny
+        and not config.require_approval
+        and (own is None or own is False)
+    )
+
+
 def _ask_tool(own: Callable[..., Any], arguments: dict[str, Any], ctx: Any) -> Any:
     try:
         params = [

@@ -14,7 +14,7 @@ import inspect
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,10 +24,9 @@ import anyio.from_thread
 from kode.agent.events import AgentEvent, ToolCustom, ToolEnd, ToolProgress, ToolStart
 from kode.agent.hooks import Allow, Deny, Respond, RewriteInput
 from kode.agent.permissions import (
-    ApprovalDecision,
+    ALLOWED,
     ApprovalRequest,
-    PermissionConfig,
-    Verdict,
+    can_only_allow,
     check_permission,
 )
 from kode.agent.state import ToolCallStatus
@@ -85,25 +84,6 @@ def _truncate(result: ToolResult, limit: int) -> ToolResult:
         error_type=result.error_type,
         metadata=result.metadata,
         pending=result.pending,
-    )
-
-
-_ALLOWED = Verdict(action="allow", reason="mode auto")
-
-
-def _can_only_allow(config: PermissionConfig, tool: Tool[..., Any]) -> bool:
-    """Whether `check_permission` could only allow this call, so it need not run.
-
-    So in mode ``auto`` with no ``deny`` and no ``require_approval`` patterns, for a tool that
-    does not ask for approval itself (rules 1 and 4 of `kode.agent.permissions`): the common
-    case, and the check costs about as much as validating the arguments.
-    """
-    own = tool.requires_approval
-    return (
-        config.mode == "auto"
-        and not config.deny
-        and not config.require_approval
-        and (own is None or own is False)
     )
 
 
@@ -186,8 +166,8 @@ class _Call:
         try:
             permission = agent.template.permission
             verdict = (
-                _ALLOWED
-                if _can_only_allow(permission, tool)
+                ALLOWED
+                if can_only_allow(permission, tool)
                 else check_permission(
                     tool,
                     arguments,
@@ -451,6 +431,3 @@ async def run_turn_calls(
                 previous = done
             else:
                 tg.start_soon(one, index, call, None, None)
-
-
-ApproverCall = Callable[[ApprovalRequest], Awaitable[ApprovalDecision]]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kode.agent.hooks import AgentHooks
 from kode.agent.permissions import PermissionConfig
@@ -114,8 +114,6 @@ class AgentTemplate(BaseModel):
         Raises:
             TemplateError: naming every invalid field.
         """
-        from pydantic import ValidationError
-
         try:
             return cls.model_validate(dict(data))
         except ValidationError as exc:

@@ -51,8 +51,6 @@ from kode.registries.meta import ToolSource
 from kode.registries.registry import ToolRegistry, normalize_name
 from kode.registries.registry import registry as global_registry
 from kode.tools.context import ToolContext, ToolEvent
-from kode.tools.errors import ToolError
-from kode.tools.results import ToolResult, error_result
 from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool
 
@@ -330,24 +328,14 @@ class ToolServer:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._relay, receive, ctx, tool.name)
             try:
-                result = await self._run(tool, params.arguments or {}, call_ctx)
+                result = await tool.run(
+                    params.arguments or {}, call_ctx, default_timeout=self.tool_timeout
+                )
             finally:
                 send.close()  # the relay sends what is left, then ends
         return call_result(
             result, has_output_schema=listed.entry.output_schema is not None, wrapped=listed.wrapped
         )
-
-    async def _run(
-        self, tool: Tool[..., Any], arguments: dict[str, Any], ctx: ToolContext[Any]
-    ) -> ToolResult:
-        """`Tool.run`, with the server's default timeout: the same results an agent gets."""
-        try:
-            kwargs = tool.validate(arguments)
-        except ToolError as exc:
-            return error_result(exc.message, type=exc.type, details=exc.details)
-        except Exception as exc:  # a user validator that raised something odd
-            return tool._failure(exc, ctx)
-        return await tool.execute(kwargs, ctx, default_timeout=self.tool_timeout)
 
     async def _relay(
         self,

@@ -39,6 +39,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "AnthropicModel needs the anthropic SDK: install it with `pip install 'kode[anthropic]'`"
     ) from exc
 
+from kode.models._sdk import SDKModel
 from kode.models.base import (
     ModelError,
     ModelEvent,
@@ -76,7 +77,7 @@ _STOP_REASONS: dict[str, StopReason] = {
 }
 
 
-class AnthropicModel:
+class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
     """A Claude model, through the Anthropic Messages API with streaming.
 
     Example:
@@ -112,40 +113,17 @@ class AnthropicModel:
         max_tokens: int | None = None,
         **settings: Any,
     ) -> None:
-        if client is not None and (api_key is not None or base_url is not None):
-            raise ValueError("AnthropicModel: pass either client or api_key/base_url, not both")
-        self.name = model
-        """The model name."""
-        self.max_tokens = max_tokens
-        """The most tokens per response (`None`: the request's ``settings.max_tokens``)."""
-        self.settings: dict[str, Any] = dict(settings)
-        """Request fields sent with every request."""
-        self._client = client
-        self._owns_client = client is None
-        self._api_key = api_key
-        self._base_url = base_url
+        super().__init__(
+            model,
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+            max_tokens=max_tokens,
+            settings=settings,
+        )
 
-    def __repr__(self) -> str:
-        return f"AnthropicModel({self.name!r})"
-
-    @property
-    def client(self) -> anthropic.AsyncAnthropic:
-        """The SDK client (made on first use when none was given)."""
-        if self._client is None:
-            self._client = anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self._base_url)
-        return self._client
-
-    async def aclose(self) -> None:
-        """Close the SDK client if this model made it (a client passed in stays open)."""
-        if self._owns_client and self._client is not None:
-            await self._client.close()
-            self._client = None
-
-    async def __aenter__(self) -> AnthropicModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    def _make_client(self) -> anthropic.AsyncAnthropic:
+        return anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self._base_url)
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of ``client.messages.create`` for `request` (without `stream`).
@@ -153,15 +131,10 @@ class AnthropicModel:
         Fields outside the SDK's typed parameters (``temperature``, `settings`, the request's
         ``settings.extra``) travel in ``extra_body``.
         """
-        extra: dict[str, Any] = dict(self.settings)
-        if request.settings.temperature is not None:
-            extra["temperature"] = request.settings.temperature
-        extra.update(request.settings.extra)
+        extra = self._extra_body(request)
         params: dict[str, Any] = {
             "model": self.name,
-            "max_tokens": request.settings.max_tokens
-            if self.max_tokens is None
-            else self.max_tokens,
+            "max_tokens": self._max_tokens(request),
             "messages": to_anthropic_messages(request.messages),
         }
         if request.system:

@@ -49,6 +49,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "OpenAIModel needs the openai SDK: install it with `pip install 'kode[openai]'`"
     ) from exc
 
+from kode.models._sdk import SDKModel
 from kode.models.base import (
     ModelError,
     ModelEvent,
@@ -83,7 +84,7 @@ _FINISH_REASONS: dict[str, StopReason] = {
 }
 
 
-class OpenAIModel:
+class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
     """A model behind the OpenAI Chat Completions API (or a compatible server), streaming.
 
     Example:
@@ -124,49 +125,23 @@ class OpenAIModel:
         max_tokens_field: MaxTokensField | None = None,
         **settings: Any,
     ) -> None:
-        if client is not None and (api_key is not None or base_url is not None):
-            raise ValueError("OpenAIModel: pass either client or api_key/base_url, not both")
-        self.name = model
-        """The model name."""
-        self.max_tokens = max_tokens
-        """The most tokens per response (`None`: the request's ``settings.max_tokens``)."""
+        super().__init__(
+            model,
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+            max_tokens=max_tokens,
+            settings=settings,
+        )
         self.max_tokens_field = max_tokens_field
         """The request field for the token limit (`None`: chosen by the server's address)."""
-        self.settings: dict[str, Any] = dict(settings)
-        """Request fields sent with every request."""
-        self._client = client
-        self._owns_client = client is None
-        self._api_key = api_key
-        self._base_url = base_url
 
-    def __repr__(self) -> str:
-        return f"OpenAIModel({self.name!r})"
-
-    @property
-    def client(self) -> openai.AsyncOpenAI:
-        """The SDK client (made on first use when none was given).
-
-        Raises:
-            openai.OpenAIError: no API key was given or found (and no `base_url` either).
-        """
-        if self._client is None:
-            api_key = self._api_key
-            if api_key is None and self._base_url is not None:
-                api_key = os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
-            self._client = openai.AsyncOpenAI(api_key=api_key, base_url=self._base_url)
-        return self._client
-
-    async def aclose(self) -> None:
-        """Close the SDK client if this model made it (a client passed in stays open)."""
-        if self._owns_client and self._client is not None:
-            await self._client.close()
-            self._client = None
-
-    async def __aenter__(self) -> OpenAIModel:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    def _make_client(self) -> openai.AsyncOpenAI:
+        """Raises `openai.OpenAIError` when no API key is given or found and no `base_url`."""
+        api_key = self._api_key
+        if api_key is None and self._base_url is not None:
+            api_key = os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+        return openai.AsyncOpenAI(api_key=api_key, base_url=self._base_url)
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of ``client.chat.completions.create`` for `request`.
@@ -174,10 +149,7 @@ class OpenAIModel:
         Streaming is not included. Fields outside the SDK's typed parameters (`settings`,
         ``temperature``, the request's ``settings.extra``) travel in ``extra_body``.
         """
-        extra: dict[str, Any] = dict(self.settings)
-        if request.settings.temperature is not None:
-            extra["temperature"] = request.settings.temperature
-        extra.update(request.settings.extra)
+        extra = self._extra_body(request)
         limit_field = self.max_tokens_field
         if limit_field is None:
             official = str(self.client.base_url).startswith("https://api.openai.com")
@@ -185,9 +157,7 @@ class OpenAIModel:
         params: dict[str, Any] = {
             "model": self.name,
             "messages": to_openai_messages(request.messages, system=request.system),
-            limit_field: request.settings.max_tokens
-            if self.max_tokens is None
-            else self.max_tokens,
+            limit_field: self._max_tokens(request),
         }
         if request.tools:
             params["tools"] = [tool.schema("openai") for tool in request.tools]

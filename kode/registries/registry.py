@@ -44,13 +44,13 @@ from kode.registries.policy import (
     normalize_pattern,
     pattern_list,
 )
+from kode.registries.resolve import Resolution, factory_tools, resolve
 from kode.tools.errors import ToolDefinitionError, ToolNotFoundError
 from kode.tools.kinds import Kind
 from kode.tools.tool import Tool
 
 if TYPE_CHECKING:
     from kode.registries.policy import ToolPolicy
-    from kode.registries.resolve import Resolution
 
 __all__ = ["RegisteredTool", "ToolRegistry", "normalize_name", "registry"]
 
@@ -485,8 +485,6 @@ class ToolRegistry:
             return entry.tool
         assert entry.factory is not None
         produced = entry.factory(ctx if ctx is not None else ToolFactoryContext())
-        from kode.registries.resolve import factory_tools
-
         tools, problem = factory_tools(produced)
         if problem is not None:
             raise TypeError(f"the factory of tool {entry.name!r} returned {problem}")
@@ -539,8 +537,6 @@ class ToolRegistry:
         ctx: ToolFactoryContext | None = None,
     ) -> Resolution:
         """Choose an agent's tools: see `kode.registries.resolve.resolve`."""
-        from kode.registries.resolve import resolve
-
         return resolve(self, names_or_patterns, policy, ctx)
 
     def _snapshot(

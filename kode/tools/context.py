@@ -15,6 +15,7 @@ from typing import Any, Generic
 
 from typing_extensions import TypeVar
 
+from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.workspace import FilePool, Workspace
 
 __all__ = ["DepsT", "EventSinkFunc", "ToolContext", "ToolEvent"]
@@ -182,8 +183,6 @@ class ToolContext(Generic[DepsT]):
     def raise_if_cancelled(self) -> None:
         """Raise `ToolError` (type ``cancelled``) if the call was cancelled or timed out."""
         if self._cancelled.is_set():
-            from kode.tools.errors import ToolError, ToolErrorType
-
             raise ToolError("The tool call was cancelled.", type=ToolErrorType.CANCELLED)
 
     def cancel(self) -> None:

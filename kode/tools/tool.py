@@ -230,6 +230,8 @@ class Tool(Generic[P, R]):
         self,
         input: Mapping[str, Any] | str | None = None,
         ctx: ToolContext[Any] | None = None,
+        *,
+        default_timeout: float | None = None,
     ) -> ToolResult:
         """Validate `input`, run the function and return its outcome as a `ToolResult`.
 
@@ -241,6 +243,8 @@ class Tool(Generic[P, R]):
             input: The model's arguments, as a dict or a JSON string.
             ctx: The context to inject; a standalone one is made when the function asks for
                 one and none is given.
+            default_timeout: The limit for this call when the tool has no `timeout` of its
+                own (a server or an agent's default).
         """
         try:
             kwargs = self._validator(input)
@@ -248,7 +252,7 @@ class Tool(Generic[P, R]):
             return self._failure(exc)
         if isinstance(kwargs, str):
             return error_result(kwargs, type=ToolErrorType.INVALID_TOOL_PARAMS)
-        return await self.execute(kwargs, ctx)
+        return await self.execute(kwargs, ctx, default_timeout=default_timeout)
 
     async def execute(
         self,

@@ -17,9 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails, SchemaValidator
 
-from kode.tools.errors import ToolError, ToolErrorType
-
-__all__ = ["ArgumentValidator", "format_validation_error", "validate_arguments"]
+__all__ = ["ArgumentValidator", "format_validation_error"]
 
 _CONTAINER_ERRORS = frozenset(
     {
@@ -288,24 +286,3 @@ class ArgumentValidator:
                 f"the parameters by name, got {type(raw).__name__} {_short(raw)}."
             )
         return raw
-
-
-def validate_arguments(
-    model: type[BaseModel],
-    raw: Any,
-    *,
-    tool_name: str,
-    params: Sequence[str],
-    field_to_param: Mapping[str, str] | None,
-) -> dict[str, Any]:
-    """Validate `raw` against `model`; return the keyword arguments for the function.
-
-    Raises:
-        ToolError: of type ``invalid_tool_params``, with a message for the model.
-    """
-    out = ArgumentValidator(
-        model, tool_name=tool_name, params=params, field_to_param=field_to_param
-    )(raw)
-    if isinstance(out, str):
-        raise ToolError(out, type=ToolErrorType.INVALID_TOOL_PARAMS)
-    return out
