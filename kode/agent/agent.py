@@ -35,7 +35,7 @@ from kode.agent.events import (
 from kode.agent.hooks import AgentHooks
 from kode.agent.permissions import ApprovalDecision, ApprovalRequest, ApproverFunc
 from kode.agent.pipeline import CallOutcome, _truncate, cancelled_result, run_turn_calls
-from kode.agent.state import AgentState, ToolCallRecord
+from kode.agent.state import AgentState, _Record
 from kode.agent.template import AgentTemplate, TemplateError, templates
 from kode.models.base import Model, ModelError, ModelRequest, ModelResponse
 from kode.models.base import TextDelta as ModelTextDelta
@@ -193,8 +193,8 @@ class Agent:
                 self._by_name.setdefault(alias, found)
         self.messages: list[Message] = []
         """The conversation."""
-        self.usage = Usage()
-        """Tokens used so far."""
+        self._used_in = 0  # tokens so far, as ints: the loop adds to them every turn
+        self._used_out = 0
         self.status: Literal[
             "idle", "running", "awaiting_approval", "awaiting_client", "failed"
         ] = "idle"
@@ -210,7 +210,7 @@ class Agent:
         self.subagent_models: dict[str, Model] = {}
         """Models for sub-agents by template id (others use this agent's model)."""
         self._create_options: dict[str, Any] = {}
-        self._records: dict[str, ToolCallRecord] = {}
+        self._records: dict[str, _Record] = {}
         self._always_allowed: set[str] = set()
         self._approvals: dict[str, tuple[anyio.Event, list[ApprovalDecision]]] = {}
         self._pending: dict[str, ToolResultContent | None] = {}
@@ -218,7 +218,7 @@ class Agent:
         self._pending_results_cache: dict[str, ToolResultContent] = {}
         self._scope: anyio.CancelScope | None = None
         self._loop_thread = threading.get_ident()
-        self._listeners: list[EventCallbackFunc] = []
+        self._listener: EventCallbackFunc | None = None  # the running send's or stream's
         self._interactive = False
         # A flag, not an anyio.Lock: a lock belongs to the event loop that made it, and
         # send_sync runs the agent in a loop of its own when one is already running.
@@ -405,10 +405,20 @@ class Agent:
             type=ToolErrorType.TOOL_NOT_REGISTERED,
         )
 
-    def _record_for(self, call: ToolUseContent) -> ToolCallRecord:
+    @property
+    def usage(self) -> Usage:
+        """Tokens used so far."""
+        return Usage(input_tokens=self._used_in, output_tokens=self._used_out)
+
+    @usage.setter
+    def usage(self, value: Usage) -> None:
+        self._used_in = value.input_tokens
+        self._used_out = value.output_tokens
+
+    def _record_for(self, call: ToolUseContent) -> _Record:
         record = self._records.get(call.id)
         if record is None:
-            record = ToolCallRecord(id=call.id, name=call.name, input=call.input)
+            record = _Record(call.id, call.name, call.input)
             self._records[call.id] = record
         return record
 
@@ -499,7 +509,8 @@ class Agent:
     # --- events ------------------------------------------------------------------------------
 
     def _emit(self, event: AgentEvent) -> None:
-        for listener in list(self._listeners):
+        listener = self._listener
+        if listener is not None:
             listener(event)
 
     # --- running -----------------------------------------------------------------------------
@@ -599,13 +610,13 @@ class Agent:
                 "or call agent.interrupt() first"
             )
         self._running = True
-        self._listeners.append(emit)
+        self._listener = emit
         self._interactive = interactive
         self._loop_thread = threading.get_ident()
         try:
-            result = await self._loop(prompt)
+            result = await self._loop(prompt, emit)
         finally:
-            self._listeners.remove(emit)
+            self._listener = None
             self._interactive = False
             self._running = False
         emit(result)
@@ -640,7 +651,7 @@ class Agent:
     ) -> list[ContentBlock]:
         return [results.get(call.id) or cancelled_result(call) for call in calls]
 
-    async def _loop(self, prompt: str | None) -> Done | ErrorEvent:
+    async def _loop(self, prompt: str | None, emit: EventCallbackFunc) -> Done | ErrorEvent:
         first = self._take_pending(prompt)
         if isinstance(first, ErrorEvent):
             return first
@@ -683,9 +694,9 @@ class Agent:
                             if isinstance(event, ModelResponse):
                                 response = event
                             elif isinstance(event, ModelTextDelta):
-                                self._emit(TextDelta(text=event.text))
+                                emit(TextDelta(text=event.text))
                             elif isinstance(event, ModelThinkingDelta):
-                                self._emit(ThinkingDelta(thinking=event.thinking))
+                                emit(ThinkingDelta(thinking=event.thinking))
                     except ModelError as exc:
                         self.status = "failed"
                         return ErrorEvent(message=f"the model failed: {exc}", error=exc)
@@ -696,14 +707,9 @@ class Agent:
                     recorded = True
                     used_in += response.usage.input_tokens
                     used_out += response.usage.output_tokens
-                    total = self.usage
-                    self.usage = Usage(
-                        input_tokens=total.input_tokens + response.usage.input_tokens,
-                        output_tokens=total.output_tokens + response.usage.output_tokens,
-                    )
-                    self._emit(
-                        TurnEnd(turn=turn, stop_reason=response.stop_reason, usage=response.usage)
-                    )
+                    self._used_in += response.usage.input_tokens
+                    self._used_out += response.usage.output_tokens
+                    emit(TurnEnd(turn=turn, stop_reason=response.stop_reason, usage=response.usage))
                     calls = response.message.tool_uses
                     if not calls:
                         self.status = "idle"
@@ -715,9 +721,10 @@ class Agent:
                     outcomes = [None] * len(calls)
                     for call in calls:
                         self._record_for(call)
-                    await run_turn_calls(self, calls, self._emit, outcomes)
-                    pending = [c for c, o in zip(calls, outcomes, strict=True) if o and o.pending]
-                    if pending:
+                    if await run_turn_calls(self, calls, emit, outcomes):
+                        pending = [
+                            c for c, o in zip(calls, outcomes, strict=True) if o and o.pending
+                        ]
                         self._pending_calls = list(calls)
                         self._pending = {c.id: None for c in pending}
                         self._pending_results_cache = {
@@ -732,11 +739,8 @@ class Agent:
                             turns=turn,
                             pending_calls=tuple(c.id for c in pending),
                         )
-                    self.messages.append(
-                        Message(
-                            role="user", content=self._answer(calls, outcomes, interrupted=False)
-                        )
-                    )
+                    answered = Message(role="user", content=self._answer(calls, outcomes))
+                    self.messages.append(answered)
             except BaseException as exc:
                 # `interrupt`, or a cancellation from outside (a timeout around send(), a
                 # stream closed early): answer the calls of the turn, so no tool_use is left
@@ -767,8 +771,15 @@ class Agent:
         calls: Sequence[ToolUseContent],
         outcomes: Sequence[CallOutcome | None],
         *,
-        interrupted: bool,
+        interrupted: bool = False,
     ) -> list[ContentBlock]:
+        """The ``tool_result`` blocks for a turn's calls, in call order.
+
+        A call without an outcome (and, when `interrupted`, a client call still pending) is
+        answered as cancelled.
+        """
+        if not interrupted and None not in outcomes:  # every call ended: the common case
+            return [outcome.block for outcome in outcomes if outcome is not None]
         blocks: list[ContentBlock] = []
         for call, outcome in zip(calls, outcomes, strict=True):
             if outcome is None or (interrupted and outcome.pending):
@@ -792,7 +803,7 @@ class Agent:
             agent_id=self.agent_id,
             session_id=self.session_id,
             messages=[m.model_copy(deep=True) for m in self.messages],
-            tool_calls=[r.model_copy(deep=True) for r in self._records.values()],
+            tool_calls=[r.to_model() for r in self._records.values()],
             todos=[dict(t) for t in self.todos],
             usage=self.usage,
             status=self.status,
@@ -837,7 +848,7 @@ class Agent:
             **create_options,
         )
         agent.messages = [m.model_copy(deep=True) for m in state.messages]
-        agent._records = {r.id: r.model_copy(deep=True) for r in state.tool_calls}
+        agent._records = {r.id: _Record.from_model(r) for r in state.tool_calls}
         agent.todos[:] = [dict(t) for t in state.todos]  # the same list tools see
         agent.usage = state.usage
         agent._always_allowed = set(state.always_allowed)

@@ -26,7 +26,7 @@ __all__ = [
 ]
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class TextDelta:
     """Text from the model, as it streams."""
 
@@ -35,7 +35,7 @@ class TextDelta:
     type: Literal["text_delta"] = "text_delta"
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class ThinkingDelta:
     """Reasoning from the model, as it streams."""
 
@@ -44,7 +44,7 @@ class ThinkingDelta:
     type: Literal["thinking_delta"] = "thinking_delta"
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class ToolStart:
     """A tool call passed its checks and started."""
 
@@ -57,7 +57,7 @@ class ToolStart:
     type: Literal["tool_start"] = "tool_start"
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class ToolProgress:
     """A running tool reported progress (``ctx.progress``)."""
 
@@ -72,7 +72,7 @@ class ToolProgress:
     type: Literal["tool_progress"] = "tool_progress"
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class ToolCustom:
     """A running tool emitted a custom event (``ctx.emit``)."""
 
@@ -87,7 +87,7 @@ class ToolCustom:
     type: Literal["tool_custom"] = "tool_custom"
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class ToolEnd:
     """A tool call ended (successfully or not) and its result is ready."""
 
@@ -106,7 +106,7 @@ class ToolEnd:
     type: Literal["tool_end"] = "tool_end"
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class ApprovalRequired:
     """A call waits for a decision: answer with ``agent.decide(call_id, ...)``."""
 
@@ -121,7 +121,7 @@ class ApprovalRequired:
     type: Literal["approval_required"] = "approval_required"
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class TurnEnd:
     """The model finished one response."""
 
@@ -134,7 +134,7 @@ class TurnEnd:
     type: Literal["turn_end"] = "turn_end"
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class Done:
     """The run ended: the model answered without calling tools, or the run paused."""
 
@@ -151,7 +151,7 @@ class Done:
     type: Literal["done"] = "done"
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class ErrorEvent:
     """The run failed (the model failed, or the turn limit was reached)."""
 

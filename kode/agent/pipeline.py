@@ -57,7 +57,12 @@ class CallOutcome:
 
 
 def _truncate(result: ToolResult, limit: int) -> ToolResult:
-    total = sum(len(b.text) for b in result.content if isinstance(b, TextBlock))
+    content = result.content
+    if len(content) == 1:  # the common case: one block, short enough or not text
+        only = content[0]
+        if not isinstance(only, TextBlock) or len(only.text) <= limit:
+            return result
+    total = sum(len(b.text) for b in content if isinstance(b, TextBlock))
     if total <= limit:
         return result
     blocks: list[Any] = []
@@ -124,13 +129,10 @@ class _Call:
         pending = result.pending
         if pending:
             status = "pending"
-        # Each attribute set on a pydantic model costs about a microsecond: skip the no-ops.
         record = self.record
         record.status = status
         record.result = None if pending else block
-        error_type = result.error_type.value if result.error_type else None
-        if record.error_type != error_type:
-            record.error_type = error_type
+        record.error_type = result.error_type.value if result.error_type else None
         record.ended_at = time.time()
         if pending:
             record.client = True
@@ -394,15 +396,16 @@ async def run_turn_calls(
     calls: Sequence[ToolUseContent],
     emit: Callable[[AgentEvent], None],
     results: list[CallOutcome | None],
-) -> None:
-    """Run one turn's calls into `results` (same order as `calls`).
+) -> bool:
+    """Run one turn's calls into `results` (same order as `calls`); whether any is pending.
 
     Read-only kinds run concurrently; mutating kinds wait for the previous mutating call, so
     they run one at a time in call order. At most ``max_concurrent_tools`` run at once.
     """
     if len(calls) == 1:  # the common case: no task, no limiter, nothing to order
         await _run_into(results, 0, agent, calls[0], emit)
-        return
+        only = results[0]
+        return only is not None and only.pending
     limit = agent.template.max_concurrent_tools
     limiter = anyio.CapacityLimiter(limit) if len(calls) > limit else None
     previous: anyio.Event | None = None
@@ -431,3 +434,4 @@ async def run_turn_calls(
                 previous = done
             else:
                 tg.start_soon(one, index, call, None, None)
+    return any(outcome is not None and outcome.pending for outcome in results)

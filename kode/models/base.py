@@ -56,7 +56,7 @@ class ModelSettings:
     """Provider-specific request fields, passed through."""
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class ModelRequest:
     """One request: everything a model needs for one response."""
 
@@ -70,7 +70,7 @@ class ModelRequest:
     """Generation settings."""
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class TextDelta:
     """A piece of text as it streams."""
 
@@ -78,7 +78,7 @@ class TextDelta:
     """The new text."""
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class ThinkingDelta:
     """A piece of reasoning as it streams."""
 
@@ -86,7 +86,7 @@ class ThinkingDelta:
     """The new reasoning text."""
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
+@dataclass(kw_only=True, slots=True)
 class ModelResponse:
     """The complete response: the assistant message, why it stopped, and usage."""
 

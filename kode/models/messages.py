@@ -122,7 +122,7 @@ class Message(BaseModel):
     @property
     def text(self) -> str:
         """The text blocks joined (thinking, tools and images left out)."""
-        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+        return "".join([b.text for b in self.content if isinstance(b, TextContent)])
 
     @property
     def tool_uses(self) -> list[ToolUseContent]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import operator
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -57,22 +58,50 @@ def _message(turn: ScriptedTurn) -> Message:
     return Message(role="assistant", content=blocks)
 
 
-def _play(message: Message, name: str, request: ModelRequest) -> list[ModelEvent]:
+class _WordCounter:
+    """Counts the words of a request's messages (the offline models' input "tokens").
+
+    A conversation grows by a message or two per request: when a request starts with the
+    very messages (the same objects) the previous one had, only the new ones are counted, so
+    a long run does not recount its whole history every turn.
+    """
+
+    __slots__ = ("_seen", "_total")
+
+    def __init__(self) -> None:
+        self._seen: list[Message] = []
+        self._total = 0
+
+    def count(self, messages: Sequence[Message]) -> int:
+        seen = self._seen
+        known = len(seen)
+        if len(messages) < known or not all(map(operator.is_, messages, seen)):
+            seen.clear()
+            known = self._total = 0
+        for message in messages[known:]:
+            seen.append(message)
+            self._total += len(message.text.split())
+        return self._total
+
+
+def _play(message: Message, name: str, words_in: int) -> list[ModelEvent]:
     # A list, not an async generator: `stream` is one already, and a second layer of them
-    # cost more than the rest of a scripted turn.
-    events: list[ModelEvent] = [
-        TextDelta(text=piece)
-        for block in message.content
-        if isinstance(block, TextContent)
-        for piece in _WORDS.findall(block.text)
-    ]
-    stop: StopReason = "tool_use" if message.tool_uses else "end_turn"
-    words_in = sum(len(m.text.split()) for m in request.messages)
+    # cost more than the rest of a scripted turn. One pass over the blocks.
+    events: list[ModelEvent] = []
+    texts: list[str] = []
+    stop: StopReason = "end_turn"
+    for block in message.content:
+        if isinstance(block, TextContent):
+            texts.append(block.text)
+            events.extend(TextDelta(text=piece) for piece in _WORDS.findall(block.text))
+        elif isinstance(block, ToolUseContent):
+            stop = "tool_use"
+    words_out = len("".join(texts).split()) if texts else 0
     events.append(
         ModelResponse(
             message=message,
             stop_reason=stop,
-            usage=Usage(input_tokens=words_in, output_tokens=len(message.text.split())),
+            usage=Usage(input_tokens=words_in, output_tokens=words_out),
             model=name,
         )
     )
@@ -100,6 +129,7 @@ class ScriptedModel:
         """The replies still to come."""
         self.requests: list[ModelRequest] = []
         """Every request received, in order."""
+        self._words = _WordCounter()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Yield the next scripted turn.
@@ -114,7 +144,7 @@ class ScriptedModel:
                 "add a turn for every model reply the test expects"
             )
         message = self.turns.pop(0)
-        for event in _play(message, self.name, request):
+        for event in _play(message, self.name, self._words.count(request.messages)):
             yield event
 
 
@@ -146,6 +176,7 @@ class FunctionModel:
         """The function that decides each reply."""
         self.requests: list[ModelRequest] = []
         """Every request received, in order."""
+        self._words = _WordCounter()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Yield the function's reply."""
@@ -153,5 +184,5 @@ class FunctionModel:
         turn = self.function(request)
         if inspect.isawaitable(turn):
             turn = await turn
-        for event in _play(_message(turn), self.name, request):
+        for event in _play(_message(turn), self.name, self._words.count(request.messages)):
             yield event
