@@ -46,7 +46,7 @@ from overhead import (  # the sibling script, found through the path set above
 
 from kode import Agent, AgentTemplate, define_tool
 from kode.models import ScriptedModel, tool_use
-from kode.models.messages import Message, TextContent, ToolResultContent
+from kode.models.messages import Message, TextContent, ToolResultContent, ToolUseContent
 from kode.registries.registry import ToolRegistry
 from kode.tools.tool import Tool
 
@@ -135,6 +135,34 @@ class _Subject:
         return batch
 
 
+async def _bare_loop_send(tool: Tool[..., Any], script: list[Message]) -> list[Message]:
+    """The least a loop can do for the same history, written by hand for the `floor` row.
+
+    The same pydantic messages as an agent's history (the prompt, the model's turns, the
+    ``tool_result`` message), validation and the call; no model stream, events, records,
+    permissions, hooks or cancel scope.
+    """
+    messages = [Message(role="user", content=[TextContent(text="Go.")])]
+    for reply in script:
+        messages.append(reply)
+        calls = [b for b in reply.content if isinstance(b, ToolUseContent)]
+        if not calls:
+            break
+        blocks: list[Any] = []
+        for call in calls:
+            arguments = tool.validate(call.input)
+            result = await tool.execute(arguments)
+            blocks.append(
+                ToolResultContent(
+                    tool_use_id=call.id,
+                    content=[TextContent(text=result.text)],
+                    is_error=result.is_error,
+                )
+            )
+        messages.append(Message(role="user", content=blocks))
+    return messages
+
+
 # --- the figures ---------------------------------------------------------------------------
 
 
@@ -154,12 +182,29 @@ async def bench_round_trip(rounds: int) -> list[Row]:
             await run(ARGS)
         return (CPU_CLOCK() - t0) // BASE_REPEAT
 
+    async def floor(n: int) -> int:
+        # The same difference as round_trip's, for the hand-written loop.
+        with_tool, without = [subject.turn, FINAL], [FINAL]
+        t0 = CPU_CLOCK()
+        for _ in range(n):
+            await _bare_loop_send(tool, with_tool)
+        t1 = CPU_CLOCK()
+        for _ in range(n):
+            await _bare_loop_send(tool, without)
+        return (t1 - t0) - (CPU_CLOCK() - t1)
+
+    history = await _bare_loop_send(tool, [subject.turn, FINAL])
+    assert [m.role for m in history] == ["user", "assistant", "user", "assistant"], history
+    assert history[2].content[0].text == EXPECTED, history  # type: ignore[union-attr]
+
     n = 100
     k, b = await pair_async(subject.tool_turn_batch(), base, rounds=rounds, n=n)
     whole = statistics.median(subject.sends[2:])  # after pair_async's two warm-up rounds
+    f, fb = await pair_async(floor, base, rounds=rounds, n=n)
     return [
         ratio_row("round_trip", "await tool.run(args)", k, b, 5.0, rounds, n),
         Row("send_1_tool", "await tool.run(args)", whole, b, whole / b, "(info)", None, rounds, n),
+        Row("floor", "await tool.run(args)", f, fb, f / fb, "(info)", None, rounds, n),
     ]
 
 

@@ -25,6 +25,7 @@ from kode.agent.permissions import (
     PermissionMode,
 )
 from kode.agent.state import AgentState, ToolCallRecord
+from kode.agent.stream import AgentStream
 from kode.agent.template import (
     AgentTemplate,
     PolicyConfig,
@@ -40,6 +41,7 @@ __all__ = [
     "AgentHooks",
     "AgentReply",
     "AgentState",
+    "AgentStream",
     "AgentTemplate",
     "Allow",
     "ApprovalDecision",

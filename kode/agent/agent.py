@@ -12,16 +12,14 @@ from __future__ import annotations
 import difflib
 import inspect
 import logging
-import math
 import os
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 
 from kode.agent.events import (
     AgentEvent,
@@ -36,6 +34,7 @@ from kode.agent.hooks import AgentHooks
 from kode.agent.permissions import ApprovalDecision, ApprovalRequest, ApproverFunc
 from kode.agent.pipeline import CallOutcome, _truncate, cancelled_result, run_turn_calls
 from kode.agent.state import AgentState, _Record
+from kode.agent.stream import AgentStream
 from kode.agent.template import AgentTemplate, TemplateError, templates
 from kode.models.base import Model, ModelError, ModelRequest, ModelResponse
 from kode.models.base import TextDelta as ModelTextDelta
@@ -223,6 +222,8 @@ class Agent:
         # A flag, not an anyio.Lock: a lock belongs to the event loop that made it, and
         # send_sync runs the agent in a loop of its own when one is already running.
         self._running = False
+        self._abandoned = False  # the running stream was left early; its run is ending
+        self._run_ended: anyio.Event | None = None  # set when it has, for whoever waits
 
     # --- creation ----------------------------------------------------------------------------
 
@@ -558,58 +559,47 @@ class Agent:
         """`send` from sync code: scripts, and notebooks with a running event loop."""
         return run_sync(self.send, prompt)
 
-    async def stream(self, prompt: str | None = None) -> AsyncIterator[AgentEvent]:
-        """Run the agent on `prompt`, yielding events as they happen.
+    def stream(self, prompt: str | None = None) -> AgentStream:
+        """Run the agent on `prompt`; iterate the result for the events as they happen.
 
         The last event is `Done` or `ErrorEvent`. Calls needing approval wait for `decide`
-        (an `ApprovalRequired` event says which).
+        (an `ApprovalRequired` event says which). Leaving the iteration early (``break``, an
+        exception, a cancelled caller) ends the run: running tools are cancelled and every
+        outstanding call gets a cancelled result.
+
+        Example:
+            ```python
+            from kode import Agent, AgentTemplate
+            from kode.models import ScriptedModel
+
+            agent = Agent.create(
+                AgentTemplate(id="streamer", tools=[]), model=ScriptedModel(["Hi there."])
+            )
+            async with agent.stream("Hello") as events:
+                async for event in events:
+                    print(event.type)
+            ```
+
+            ``async with`` is optional: a plain ``async for event in agent.stream(...)``
+            works too; the block only makes the end of the run part of leaving it.
         """
-        send, receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
-        failed: list[Exception] = []
-
-        async def produce(out: MemoryObjectSendStream[AgentEvent]) -> None:
-            def push(event: AgentEvent) -> None:
-                # Once the consumer has stopped reading, the run is being cancelled: events
-                # emitted meanwhile (a tool finishing) have nowhere to go and are dropped,
-                # instead of failing the tool that emitted them.
-                try:
-                    out.send_nowait(event)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    pass
-
-            async with out:
-                try:
-                    await self._run(prompt, push, interactive=True)
-                except Exception as exc:  # raised to the consumer as itself, not in a group
-                    failed.append(exc)
-
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(produce, send)
-                try:
-                    async with receive:
-                        async for event in receive:
-                            yield event
-                finally:
-                    tg.cancel_scope.cancel()  # the consumer stopped early: end the run
-        except BaseExceptionGroup as group:
-            # Closing the stream early (``aclose()``, ``aclosing``) throws GeneratorExit at
-            # the yield, and the task group wraps it: end as a closed generator should.
-            if group.split(GeneratorExit)[1] is None:
-                return
-            raise
-        if failed:
-            raise failed[0]
+        return AgentStream(self, prompt)
 
     async def _run(
         self, prompt: str | None, emit: EventCallbackFunc, *, interactive: bool
     ) -> Done | ErrorEvent:
+        if self._running and self._abandoned:
+            # A stream left early: its run is being cancelled and ends in a moment.
+            ended = self._run_ended or anyio.Event()
+            self._run_ended = ended
+            await ended.wait()
         if self._running:
             raise AgentError(
                 "this agent is already running a send() or stream(); wait for it to end, "
                 "or call agent.interrupt() first"
             )
         self._running = True
+        self._abandoned = False
         self._listener = emit
         self._interactive = interactive
         self._loop_thread = threading.get_ident()
@@ -619,6 +609,10 @@ class Agent:
             self._listener = None
             self._interactive = False
             self._running = False
+            waiting = self._run_ended
+            self._run_ended = None
+            if waiting is not None:
+                waiting.set()
         emit(result)
         return result
 
