@@ -223,6 +223,8 @@ class Agent:
         # send_sync runs the agent in a loop of its own when one is already running.
         self._running = False
         self._abandoned = False  # the running stream was left early; its run is ending
+        self._interrupt_pending = False  # interrupt() came before the run's cancel scope
+        self._token: anyio.lowlevel.EventLoopToken | None = None  # the running loop's
         self._run_ended: anyio.Event | None = None  # set when it has, for whoever waits
 
     # --- creation ----------------------------------------------------------------------------
@@ -428,12 +430,6 @@ class Agent:
     async def _ask(self, request: ApprovalRequest) -> ApprovalDecision:
         if self.approver is not None:
             return await self.approver(request)
-        if not self._interactive:
-            return ApprovalDecision(
-                decision="deny",
-                note="approval is required but nobody can give it: pass approver= to "
-                "Agent.create, or use agent.stream() and answer with agent.decide()",
-            )
         event = anyio.Event()
         box: list[ApprovalDecision] = []
         self._approvals[request.call_id] = (event, box)
@@ -459,7 +455,7 @@ class Agent:
         decision: Literal["allow", "deny", "allow_always"],
         note: str = "",
     ) -> None:
-        """Answer an `ApprovalRequired` event.
+        """Answer an `ApprovalRequired` event (from any thread).
 
         Args:
             call_id: The call's id, from the event.
@@ -469,6 +465,9 @@ class Agent:
         Raises:
             AgentError: no call with this id is waiting for a decision.
         """
+        if self._off_loop():
+            anyio.from_thread.run_sync(self.decide, call_id, decision, note, token=self._token)
+            return
         waiting = self._approvals.get(call_id)
         if waiting is None:
             raise AgentError(
@@ -517,13 +516,23 @@ class Agent:
     # --- running -----------------------------------------------------------------------------
 
     def interrupt(self) -> None:
-        """Cancel the running turn.
+        """Cancel the running turn (from any thread); nothing happens when no run is going.
 
         Running tools are cancelled, and every outstanding ``tool_use`` is answered with a
         cancelled error result, so the history stays valid for the next turn.
         """
-        if self._scope is not None:
+        if self._off_loop():
+            anyio.from_thread.run_sync(self.interrupt, token=self._token)
+        elif self._scope is not None:
             self._scope.cancel()
+        elif self._running:  # the run has started but not yet opened its cancel scope
+            self._interrupt_pending = True
+
+    def _off_loop(self) -> bool:
+        """Whether the caller is outside the thread of the event loop running the agent."""
+        return (
+            self._running and self._token is not None and threading.get_ident() != self._loop_thread
+        )
 
     async def send(
         self, prompt: str | None = None, *, on_event: EventCallbackFunc | None = None
@@ -598,6 +607,8 @@ class Agent:
                 "this agent is already running a send() or stream(); wait for it to end, "
                 "or call agent.interrupt() first"
             )
+        self._interrupt_pending = False
+        self._token = anyio.lowlevel.current_token()
         self._running = True
         self._abandoned = False
         self._listener = emit
@@ -672,6 +683,9 @@ class Agent:
         with anyio.CancelScope() as scope:
             self._scope = scope
             try:
+                if self._interrupt_pending:  # interrupt() came before the scope was open
+                    scope.cancel()
+                    await anyio.lowlevel.checkpoint()
                 for turn in range(1, self.template.max_turns + 1):
                     response = None
                     recorded = False

@@ -196,6 +196,17 @@ class _Call:
                 ),
                 "denied",
             )
+        if verdict.action == "ask" and agent.approver is None and not agent._interactive:
+            return self.finish(
+                error_result(
+                    f"Tool '{tool.name}' was not run: it needs approval ({verdict.reason}) and "
+                    "nobody can give it here. To allow such calls, pass approver= to "
+                    "Agent.create, or run the agent with agent.stream() or "
+                    "send(on_event=...) and answer with agent.decide().",
+                    type=ToolErrorType.PERMISSION_DENIED,
+                ),
+                "denied",
+            )
         if verdict.action == "ask":
             self.record.status = "awaiting_approval"
             try:
@@ -268,6 +279,9 @@ class _Call:
                         "failed",
                     )
                 arguments = rewritten
+                # Later hooks (and post-hooks) see the call as it will run; the history
+                # keeps the model's own call.
+                call = call.model_copy(update={"input": outcome.input})
             elif isinstance(outcome, Respond):
                 answer = (
                     text_result(outcome.result)

@@ -358,6 +358,87 @@ async def test_interrupt_while_the_model_streams(
     assert_history_valid(agent.messages)
 
 
+async def test_interrupt_from_another_thread(reg: ToolRegistry) -> None:
+    started = threading.Event()
+
+    @define_tool(registry=reg, kind="read")
+    async def hang() -> str:
+        """Never finishes."""
+        started.set()
+        await anyio.sleep_forever()
+        return "never"
+
+    agent, _ = make_agent(reg, [[tool_use("hang", id="h1")], "next"])
+
+    def interrupter() -> None:
+        assert started.wait(5)
+        agent.interrupt()  # a UI thread, say: handed to the agent's event loop
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.to_thread.run_sync, interrupter)
+            reply = await agent.send("go")
+    assert reply.interrupted
+    assert agent.state.tool_calls[0].status == "cancelled"
+    assert_history_valid(agent.messages)
+
+
+async def test_decide_from_another_thread(reg: ToolRegistry) -> None:
+    @define_tool(registry=reg, kind="edit")
+    async def write(text: str) -> str:
+        """Write.
+
+        Args:
+            text: What to write.
+        """
+        return f"wrote {text}"
+
+    agent, model = make_agent(
+        reg, [[tool_use("write", {"text": "x"})], "ok"], permission={"mode": "approval"}
+    )
+    asked = threading.Event()
+    call_ids: list[str] = []
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, ApprovalRequired):
+            call_ids.append(event.call_id)
+            asked.set()
+
+    def approver_thread() -> None:
+        assert asked.wait(5)
+        agent.decide(call_ids[0], "allow")
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(anyio.to_thread.run_sync, approver_thread)
+            reply = await agent.send("go", on_event=on_event)
+    assert reply.text == "ok"
+    assert texts(sent_results(model)) == [("wrote x", False)]
+
+
+async def test_an_interrupt_before_the_run_opens_its_scope_is_kept(reg: ToolRegistry) -> None:
+    agent, model = make_agent(reg, ["never sent"])
+    events: list[Any] = []
+
+    def on_event(event: Any) -> None:
+        events.append(event)
+
+    # The moment between "the run has started" and "its cancel scope is open" is reached
+    # here by calling interrupt() at the start of the loop itself.
+    original = agent._loop
+
+    async def loop_after_interrupt(prompt: Any, emit: Any) -> Any:
+        agent.interrupt()  # _running is set, _scope is not open yet
+        return await original(prompt, emit)
+
+    agent._loop = loop_after_interrupt  # type: ignore[method-assign]
+    with anyio.fail_after(5):
+        await agent.send("go", on_event=on_event)
+    assert isinstance(events[-1], Done) and events[-1].interrupted
+    assert model.requests == []  # the model was never asked
+    agent._loop = original  # type: ignore[method-assign]
+
+
 async def test_interrupt_when_idle_does_nothing(reg: ToolRegistry) -> None:
     agent, _ = make_agent(reg, ["hello"])
     agent.interrupt()

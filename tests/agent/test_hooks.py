@@ -145,6 +145,30 @@ async def test_a_later_hook_runs_after_a_rewrite(tools: ToolRegistry, ran: list[
     assert results == [("6", False)]
 
 
+async def test_later_hooks_see_the_rewritten_call_and_the_history_keeps_the_original(
+    tools: ToolRegistry,
+) -> None:
+    seen: list[tuple[str, Any]] = []
+
+    def look(call: ToolUseContent, ctx: ToolContext) -> None:
+        seen.append(("pre", call.input))
+
+    def after(call: ToolUseContent, result: ToolResult, ctx: ToolContext) -> None:
+        seen.append(("post", call.input))
+
+    hooks = AgentHooks(
+        pre_tool_use=[lambda c, x: RewriteInput(input={"a": 2, "b": 2}), look],
+        post_tool_use=[after],
+    )
+    agent, model = make_agent(tools, [ADD, "ok"], create={"hooks": hooks})
+    reply = await agent.send("go")
+    assert seen == [("pre", {"a": 2, "b": 2}), ("post", {"a": 2, "b": 2})]
+    assert texts(sent_results(model)) == [("4", False)]
+    assert of_type(reply.events, ToolStart)[0].input == {"a": 2, "b": 2}
+    call = agent.messages[1].content[0]
+    assert isinstance(call, ToolUseContent) and call.input == ADD.input
+
+
 @pytest.mark.parametrize(
     ("answer", "expected"),
     [

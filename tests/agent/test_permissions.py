@@ -392,9 +392,10 @@ async def test_send_without_approver_or_on_event_denies_instead_of_hanging(
     assert reply.text == "ok"
     assert texts(sent_results(model)) == [
         (
-            "Tool 'shell' was denied by the user. Note from the user: approval is required but "
-            "nobody can give it: pass approver= to Agent.create, or use agent.stream() and "
-            "answer with agent.decide()",
+            "Tool 'shell' was not run: it needs approval (kind execute needs approval) and "
+            "nobody can give it here. To allow such calls, pass approver= to Agent.create, or "
+            "run the agent with agent.stream() or send(on_event=...) and answer with "
+            "agent.decide().",
             True,
         )
     ]
