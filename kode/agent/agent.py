@@ -609,11 +609,11 @@ class Agent:
             )
         self._interrupt_pending = False
         self._token = anyio.lowlevel.current_token()
+        self._loop_thread = threading.get_ident()  # before _running: _off_loop reads both
         self._running = True
         self._abandoned = False
         self._listener = emit
         self._interactive = interactive
-        self._loop_thread = threading.get_ident()
         try:
             result = await self._loop(prompt, emit)
         finally:

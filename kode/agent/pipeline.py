@@ -196,18 +196,18 @@ class _Call:
                 ),
                 "denied",
             )
-        if verdict.action == "ask" and agent.approver is None and not agent._interactive:
-            return self.finish(
-                error_result(
-                    f"Tool '{tool.name}' was not run: it needs approval ({verdict.reason}) and "
-                    "nobody can give it here. To allow such calls, pass approver= to "
-                    "Agent.create, or run the agent with agent.stream() or "
-                    "send(on_event=...) and answer with agent.decide().",
-                    type=ToolErrorType.PERMISSION_DENIED,
-                ),
-                "denied",
-            )
         if verdict.action == "ask":
+            if agent.approver is None and not agent._interactive:
+                return self.finish(
+                    error_result(
+                        f"Tool '{tool.name}' was not run: it needs approval ({verdict.reason}) "
+                        "and nobody can give it here. To allow such calls, pass approver= to "
+                        "Agent.create, or run the agent with agent.stream() or "
+                        "send(on_event=...) and answer with agent.decide().",
+                        type=ToolErrorType.PERMISSION_DENIED,
+                    ),
+                    "denied",
+                )
             self.record.status = "awaiting_approval"
             try:
                 decision = await agent._ask(

@@ -54,19 +54,10 @@ class _Record:
 
     The loop sets a call's status several times; on a pydantic model each of those sets is
     validated. The agent keeps these and makes `ToolCallRecord`s only for `Agent.state`.
+    Its attributes are `ToolCallRecord`'s fields.
     """
 
-    __slots__ = (
-        "client",
-        "ended_at",
-        "error_type",
-        "id",
-        "input",
-        "name",
-        "result",
-        "started_at",
-        "status",
-    )
+    __slots__ = tuple(ToolCallRecord.model_fields)
 
     def __init__(self, id: str, name: str, input: dict[str, Any] | str) -> None:
         self.id = id
@@ -81,29 +72,16 @@ class _Record:
 
     def to_model(self) -> ToolCallRecord:
         """A copy as a `ToolCallRecord`, sharing nothing with this record."""
-        return ToolCallRecord(
-            id=self.id,
-            name=self.name,
-            input=self.input,
-            status=self.status,
-            result=self.result,
-            error_type=self.error_type,
-            started_at=self.started_at,
-            ended_at=self.ended_at,
-            client=self.client,
-        ).model_copy(deep=True)
+        fields = {name: getattr(self, name) for name in self.__slots__}
+        return ToolCallRecord.model_validate(fields).model_copy(deep=True)
 
     @classmethod
     def from_model(cls, model: ToolCallRecord) -> _Record:
         """A record from a saved `ToolCallRecord`, sharing nothing with it."""
         copy = model.model_copy(deep=True)
         made = cls(copy.id, copy.name, copy.input)
-        made.status = copy.status
-        made.result = copy.result
-        made.error_type = copy.error_type
-        made.started_at = copy.started_at
-        made.ended_at = copy.ended_at
-        made.client = copy.client
+        for name in cls.__slots__:
+            setattr(made, name, getattr(copy, name))
         return made
 
 

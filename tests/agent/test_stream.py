@@ -10,7 +10,7 @@ import pytest
 from support import assert_history_valid, make_agent
 
 from kode import define_tool
-from kode.agent import AgentError, AgentStream, Done
+from kode.agent import Agent, AgentError, AgentStream, Done
 from kode.models import tool_use
 from kode.registries import ToolRegistry
 
@@ -30,10 +30,7 @@ def reg_hang(reg: ToolRegistry) -> ToolRegistry:
     return reg
 
 
-def assert_hang_cancelled(agent: object) -> None:
-    from kode.agent import Agent
-
-    assert isinstance(agent, Agent)
+def assert_hang_cancelled(agent: Agent) -> None:
     assert agent.status == "idle"
     assert [r.status for r in agent.state.tool_calls] == ["cancelled"]
     last = agent.messages[-1]
