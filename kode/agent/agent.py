@@ -1,10 +1,9 @@
-"""`Agent`: a template's tools, a model and a conversation, run turn by turn.
+"""`Agent`: a template's tools, a model and a conversation that outlives each run.
 
-This module owns the agent loop: send the conversation and the tools to the model, run every
-``tool_use`` of the reply through the pipeline (`kode.agent.pipeline`), put the results back
-in one user message in call order, and repeat until the model answers without tools. It also
-owns approvals waiting for `decide`, client tool results waiting for `submit_tool_result`,
-`interrupt`, the event stream, and the state that can be saved and restored.
+This module owns the agent's configuration (template, model, tools, deps, approver, hooks,
+workspace, services) and its history (messages, call records, usage, client calls waiting for
+results, tools allowed for the session), and the state that saves and restores both. Each
+``send`` or ``stream`` runs in an `AgentRun` (`kode.agent.run`), which owns the loop.
 """
 
 from __future__ import annotations
@@ -13,40 +12,22 @@ import difflib
 import inspect
 import logging
 import os
-import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import anyio
-
-from kode.agent.events import (
-    AgentEvent,
-    ApprovalRequired,
-    Done,
-    ErrorEvent,
-    TextDelta,
-    ThinkingDelta,
-    TurnEnd,
-)
+from kode.agent.client_calls import ClientCalls
+from kode.agent.events import AgentEvent, Done, ErrorEvent
 from kode.agent.hooks import AgentHooks
-from kode.agent.permissions import ApprovalDecision, ApprovalRequest, ApproverFunc
-from kode.agent.pipeline import CallOutcome, _truncate, cancelled_result, run_turn_calls
-from kode.agent.state import AgentState, _Record
+from kode.agent.permissions import ApprovalDecision, ApproverFunc
+from kode.agent.pipeline import truncate_result
+from kode.agent.run import AgentRun, EventCallbackFunc
+from kode.agent.state import AgentState, CallRecords
 from kode.agent.stream import AgentStream
 from kode.agent.template import AgentTemplate, TemplateError, templates
-from kode.models.base import Model, ModelError, ModelRequest, ModelResponse
-from kode.models.base import TextDelta as ModelTextDelta
-from kode.models.base import ThinkingDelta as ModelThinkingDelta
-from kode.models.messages import (
-    ContentBlock,
-    Message,
-    TextContent,
-    ToolResultContent,
-    ToolUseContent,
-    Usage,
-)
+from kode.models.base import Model
+from kode.models.messages import Message, ToolResultContent, Usage
 from kode.registries.factories import ToolFactoryContext
 from kode.registries.policy import ToolPolicy
 from kode.registries.registry import ToolRegistry, normalize_name
@@ -54,6 +35,7 @@ from kode.registries.registry import registry as global_registry
 from kode.registries.resolve import Resolution
 from kode.tools.errors import KodeError, ToolErrorType
 from kode.tools.results import ToolResult, error_result, json_result, text_result
+from kode.tools.services import SUBAGENTS, TODOS
 from kode.tools.sync import run_sync
 from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool, Workspace
@@ -62,16 +44,13 @@ _log = logging.getLogger("kode.agent")
 
 __all__ = ["Agent", "AgentError", "AgentReply"]
 
-EventCallbackFunc = Callable[[AgentEvent], None]
-"""Receives every event of a run as it happens."""
-
 
 class AgentError(KodeError):
     """An agent cannot be created or cannot continue (bad template tools, a failed model)."""
 
 
 class _AgentHandle:
-    """What tools get as ``ctx.services["agent"]``: sub-agents, without the whole agent."""
+    """What tools get under `SUBAGENTS`: sub-agents, without the whole agent."""
 
     __slots__ = ("_agent",)
 
@@ -192,8 +171,14 @@ class Agent:
                 self._by_name.setdefault(alias, found)
         self.messages: list[Message] = []
         """The conversation."""
-        self._used_in = 0  # tokens so far, as ints: the loop adds to them every turn
-        self._used_out = 0
+        self.records = CallRecords()
+        """Every tool call and what became of it, by id."""
+        self.client_calls = ClientCalls()
+        """The client tool calls waiting for `submit_tool_result`."""
+        self.always_allowed: set[str] = set()
+        """Tools the user allowed for the session (``allow_always``), lower-case."""
+        self.usage = Usage()
+        """Tokens used so far."""
         self.status: Literal[
             "idle", "running", "awaiting_approval", "awaiting_client", "failed"
         ] = "idle"
@@ -204,28 +189,14 @@ class Agent:
         """The directory its tools may touch."""
         self.files = FilePool()
         """What its tools read and wrote (refuses writes over unseen changes)."""
-        self.services: dict[str, Any] = {"todos": self.todos, "agent": _AgentHandle(self)}
-        """Things its tools share by name (see `ToolContext.services`)."""
+        self.services: dict[str, Any] = {}
+        """What its tools share, by `ServiceKey` name (see `ToolContext.services`)."""
+        TODOS.set(self.services, self.todos)
+        SUBAGENTS.set(self.services, _AgentHandle(self))
         self.subagent_models: dict[str, Model] = {}
         """Models for sub-agents by template id (others use this agent's model)."""
         self._create_options: dict[str, Any] = {}
-        self._records: dict[str, _Record] = {}
-        self._always_allowed: set[str] = set()
-        self._approvals: dict[str, tuple[anyio.Event, list[ApprovalDecision]]] = {}
-        self._pending: dict[str, ToolResultContent | None] = {}
-        self._pending_calls: list[ToolUseContent] = []
-        self._pending_results_cache: dict[str, ToolResultContent] = {}
-        self._scope: anyio.CancelScope | None = None
-        self._loop_thread = threading.get_ident()
-        self._listener: EventCallbackFunc | None = None  # the running send's or stream's
-        self._interactive = False
-        # A flag, not an anyio.Lock: a lock belongs to the event loop that made it, and
-        # send_sync runs the agent in a loop of its own when one is already running.
-        self._running = False
-        self._abandoned = False  # the running stream was left early; its run is ending
-        self._interrupt_pending = False  # interrupt() came before the run's cancel scope
-        self._token: anyio.lowlevel.EventLoopToken | None = None  # the running loop's
-        self._run_ended: anyio.Event | None = None  # set when it has, for whoever waits
+        self._current: AgentRun | None = None  # the run going on, if any
 
     # --- creation ----------------------------------------------------------------------------
 
@@ -234,7 +205,7 @@ class Agent:
         cls,
         template: AgentTemplate | str,
         *,
-        model: Model,
+        model: Model | str,
         deps: Any = None,
         registry: ToolRegistry | None = None,
         policy: ToolPolicy | Sequence[ToolPolicy] | None = None,
@@ -253,7 +224,9 @@ class Agent:
 
         Args:
             template: The template, or its id in the global template registry.
-            model: The model to talk to.
+            model: The model to talk to: a `Model`, or ``"anthropic:<model>"`` /
+                ``"openai:<model>"`` for `AnthropicModel` / `OpenAIModel` with their default
+                clients (API keys from the environment).
             deps: The application's dependencies, given to tools as ``ctx.deps``.
             registry: Where tools are looked up (default: the global registry).
             policy: Policy layers applied before the template's own (global → agent → ...).
@@ -274,9 +247,16 @@ class Agent:
         Raises:
             AgentError: a template entry names no tool (the message lists close names), or a
                 profile is unknown.
+            TypeError: `model` is not a model or a provider model string.
         """
+        model = _model_of(model)
         if isinstance(template, str):
             template = templates.get(template)
+        elif not isinstance(template, AgentTemplate):
+            raise TypeError(
+                f"template must be an AgentTemplate or a registered template id, got "
+                f"{type(template).__name__}"
+            )
         reg = registry if registry is not None else global_registry
         layers: list[ToolPolicy] = (
             [] if policy is None else [policy] if isinstance(policy, ToolPolicy) else list(policy)
@@ -398,7 +378,8 @@ class Agent:
         """The agent's tool for a name as a model wrote it (trimmed, any case, aliases)."""
         return self._by_name.get(normalize_name(name))
 
-    def _unknown_tool_result(self, name: str) -> ToolResult:
+    def unknown_tool_result(self, name: str) -> ToolResult:
+        """The error result for a call to a tool the agent does not have (names close ones)."""
         names = [t.name for t in self.tools]
         close = difflib.get_close_matches(normalize_name(name), list(self._by_name), n=1)
         hint = f" Did you mean '{self._by_name[close[0]].name}'?" if close else ""
@@ -408,46 +389,7 @@ class Agent:
             type=ToolErrorType.TOOL_NOT_REGISTERED,
         )
 
-    @property
-    def usage(self) -> Usage:
-        """Tokens used so far."""
-        return Usage(input_tokens=self._used_in, output_tokens=self._used_out)
-
-    @usage.setter
-    def usage(self, value: Usage) -> None:
-        self._used_in = value.input_tokens
-        self._used_out = value.output_tokens
-
-    def _record_for(self, call: ToolUseContent) -> _Record:
-        record = self._records.get(call.id)
-        if record is None:
-            record = _Record(call.id, call.name, call.input)
-            self._records[call.id] = record
-        return record
-
     # --- approvals and client tools ----------------------------------------------------------
-
-    async def _ask(self, request: ApprovalRequest) -> ApprovalDecision:
-        if self.approver is not None:
-            return await self.approver(request)
-        event = anyio.Event()
-        box: list[ApprovalDecision] = []
-        self._approvals[request.call_id] = (event, box)
-        self.status = "awaiting_approval"
-        self._emit(
-            ApprovalRequired(
-                call_id=request.call_id,
-                name=request.tool_name,
-                input=request.input,
-                reason=request.reason,
-            )
-        )
-        try:
-            await event.wait()
-        finally:
-            self._approvals.pop(request.call_id, None)
-            self.status = "awaiting_approval" if self._approvals else "running"
-        return box[0]
 
     def decide(
         self,
@@ -465,18 +407,13 @@ class Agent:
         Raises:
             AgentError: no call with this id is waiting for a decision.
         """
-        if self._off_loop():
-            anyio.from_thread.run_sync(self.decide, call_id, decision, note, token=self._token)
-            return
-        waiting = self._approvals.get(call_id)
-        if waiting is None:
+        run = self._current
+        if run is None or not run.decide(call_id, ApprovalDecision(decision=decision, note=note)):
+            waiting = run.waiting_for_approval if run is not None else []
             raise AgentError(
                 f"no call {call_id!r} is waiting for approval; waiting: "
-                f"{', '.join(self._approvals) or 'none'}"
+                f"{', '.join(waiting) or 'none'}"
             )
-        event, box = waiting
-        box.append(ApprovalDecision(decision=decision, note=note))
-        event.set()
 
     def submit_tool_result(
         self, call_id: str, result: ToolResult | str | dict[str, Any] | list[Any]
@@ -486,11 +423,6 @@ class Agent:
         Raises:
             AgentError: no client call with this id is waiting.
         """
-        if call_id not in self._pending:
-            raise AgentError(
-                f"no client tool call {call_id!r} is waiting for a result; waiting: "
-                f"{', '.join(self._pending) or 'none'}"
-            )
         made = (
             result
             if isinstance(result, ToolResult)
@@ -498,20 +430,17 @@ class Agent:
             if isinstance(result, str)
             else json_result(result)
         )
-        made = _truncate(made, self.template.max_result_chars)  # as for the agent's own tools
+        made = truncate_result(made, self.template.max_result_chars)  # as for its own tools
         block = ToolResultContent.model_validate(made.to_block(call_id))
-        self._pending[call_id] = block
-        record = self._records.get(call_id)
+        if not self.client_calls.submit(call_id, block):
+            raise AgentError(
+                f"no client tool call {call_id!r} is waiting for a result; waiting: "
+                f"{', '.join(self.client_calls.waiting) or 'none'}"
+            )
+        record = self.records.get(call_id)
         if record is not None:
             record.result = block
             record.status = "failed" if made.is_error else "done"
-
-    # --- events ------------------------------------------------------------------------------
-
-    def _emit(self, event: AgentEvent) -> None:
-        listener = self._listener
-        if listener is not None:
-            listener(event)
 
     # --- running -----------------------------------------------------------------------------
 
@@ -521,18 +450,9 @@ class Agent:
         Running tools are cancelled, and every outstanding ``tool_use`` is answered with a
         cancelled error result, so the history stays valid for the next turn.
         """
-        if self._off_loop():
-            anyio.from_thread.run_sync(self.interrupt, token=self._token)
-        elif self._scope is not None:
-            self._scope.cancel()
-        elif self._running:  # the run has started but not yet opened its cancel scope
-            self._interrupt_pending = True
-
-    def _off_loop(self) -> bool:
-        """Whether the caller is outside the thread of the event loop running the agent."""
-        return (
-            self._running and self._token is not None and threading.get_ident() != self._loop_thread
-        )
+        run = self._current
+        if run is not None:
+            run.interrupt()
 
     async def send(
         self, prompt: str | None = None, *, on_event: EventCallbackFunc | None = None
@@ -552,7 +472,8 @@ class Agent:
             if on_event is not None:
                 on_event(event)
 
-        done = await self._run(prompt, collect, interactive=on_event is not None)
+        run = AgentRun(self, collect, interactive=on_event is not None)
+        done = await self.execute(run, prompt)
         if isinstance(done, ErrorEvent):
             raise AgentError(done.message) from done.error
         return AgentReply(
@@ -594,212 +515,28 @@ class Agent:
         """
         return AgentStream(self, prompt)
 
-    async def _run(
-        self, prompt: str | None, emit: EventCallbackFunc, *, interactive: bool
-    ) -> Done | ErrorEvent:
-        if self._running and self._abandoned:
-            # A stream left early: its run is being cancelled and ends in a moment.
-            ended = self._run_ended or anyio.Event()
-            self._run_ended = ended
-            await ended.wait()
-        if self._running:
+    async def execute(self, run: AgentRun, prompt: str | None) -> Done | ErrorEvent:
+        """Carry out `run` on `prompt`: what `send` and `stream` do with the run they make.
+
+        One run at a time: a run of a stream that was left early is waited for (it is being
+        cancelled and ends in a moment).
+
+        Raises:
+            AgentError: another run of this agent is going on.
+        """
+        current = self._current
+        if current is not None and current.abandoned:
+            await current.ended.wait()
+        if self._current is not None:
             raise AgentError(
                 "this agent is already running a send() or stream(); wait for it to end, "
                 "or call agent.interrupt() first"
             )
-        self._interrupt_pending = False
-        self._token = anyio.lowlevel.current_token()
-        self._loop_thread = threading.get_ident()  # before _running: _off_loop reads both
-        self._running = True
-        self._abandoned = False
-        self._listener = emit
-        self._interactive = interactive
+        self._current = run
         try:
-            result = await self._loop(prompt, emit)
+            return await run.execute(prompt)
         finally:
-            self._listener = None
-            self._interactive = False
-            self._running = False
-            waiting = self._run_ended
-            self._run_ended = None
-            if waiting is not None:
-                waiting.set()
-        emit(result)
-        return result
-
-    def _take_pending(self, prompt: str | None) -> list[ContentBlock] | ErrorEvent:
-        """The user message's blocks: submitted client results, then the prompt."""
-        blocks: list[ContentBlock] = []
-        if self._pending_calls:
-            missing = [cid for cid, block in self._pending.items() if block is None]
-            if missing:
-                return ErrorEvent(
-                    message="client tool calls are still waiting for results: "
-                    f"{', '.join(missing)}; call submit_tool_result for each, then send()"
-                )
-            blocks.extend(self._results_in_order(self._pending_calls, self._pending_results()))
-            self._pending_calls = []
-            self._pending = {}
-            self._pending_results_cache = {}
-        if prompt is not None:
-            blocks.append(TextContent(text=prompt))
-        return blocks
-
-    def _pending_results(self) -> dict[str, ToolResultContent]:
-        done = dict(self._pending_results_cache)
-        done.update({k: v for k, v in self._pending.items() if v is not None})
-        return done
-
-    @staticmethod
-    def _results_in_order(
-        calls: Sequence[ToolUseContent], results: dict[str, ToolResultContent]
-    ) -> list[ContentBlock]:
-        return [results.get(call.id) or cancelled_result(call) for call in calls]
-
-    async def _loop(self, prompt: str | None, emit: EventCallbackFunc) -> Done | ErrorEvent:
-        first = self._take_pending(prompt)
-        if isinstance(first, ErrorEvent):
-            return first
-        if not first:
-            return ErrorEvent(message="nothing to send: give a prompt")
-        last = self.messages[-1] if self.messages else None
-        if last is not None and last.role == "user":
-            # The previous run ended on a user message (interrupted, failed model, turn
-            # limit): add to it, so roles keep alternating as providers require.
-            self.messages[-1] = Message(role="user", content=[*last.content, *first])
-        else:
-            self.messages.append(Message(role="user", content=first))
-        self.status = "running"
-        used_in = used_out = 0  # this run's tokens (a Usage is made only for the result)
-        tools = self.tools
-        settings = self.template.settings()
-        turn = 0
-        response: ModelResponse | None = None
-        recorded = False  # whether `response`'s message is in the history
-        calls: list[ToolUseContent] = []
-        outcomes: list[CallOutcome | None] = []
-        # One cancel scope for the whole run, which `interrupt` cancels (a scope per turn cost
-        # as much as a tool call); after it, the turn's variables say where it hit.
-        with anyio.CancelScope() as scope:
-            self._scope = scope
-            try:
-                if self._interrupt_pending:  # interrupt() came before the scope was open
-                    scope.cancel()
-                    await anyio.lowlevel.checkpoint()
-                for turn in range(1, self.template.max_turns + 1):
-                    response = None
-                    recorded = False
-                    calls = []
-                    outcomes = []
-                    try:
-                        request = ModelRequest(
-                            system=self.template.system_prompt,
-                            messages=list(self.messages),
-                            tools=tools,
-                            settings=settings,
-                        )
-                        async for event in self.model.stream(request):
-                            if isinstance(event, ModelResponse):
-                                response = event
-                            elif isinstance(event, ModelTextDelta):
-                                emit(TextDelta(text=event.text))
-                            elif isinstance(event, ModelThinkingDelta):
-                                emit(ThinkingDelta(thinking=event.thinking))
-                    except ModelError as exc:
-                        self.status = "failed"
-                        return ErrorEvent(message=f"the model failed: {exc}", error=exc)
-                    if response is None:
-                        self.status = "failed"
-                        return ErrorEvent(message="the model ended its stream without a response")
-                    self.messages.append(response.message)
-                    recorded = True
-                    used_in += response.usage.input_tokens
-                    used_out += response.usage.output_tokens
-                    self._used_in += response.usage.input_tokens
-                    self._used_out += response.usage.output_tokens
-                    emit(TurnEnd(turn=turn, stop_reason=response.stop_reason, usage=response.usage))
-                    calls = response.message.tool_uses
-                    if not calls:
-                        self.status = "idle"
-                        return Done(
-                            text=response.message.text,
-                            usage=Usage(input_tokens=used_in, output_tokens=used_out),
-                            turns=turn,
-                        )
-                    outcomes = [None] * len(calls)
-                    for call in calls:
-                        self._record_for(call)
-                    if await run_turn_calls(self, calls, emit, outcomes):
-                        pending = [
-                            c for c, o in zip(calls, outcomes, strict=True) if o and o.pending
-                        ]
-                        self._pending_calls = list(calls)
-                        self._pending = {c.id: None for c in pending}
-                        self._pending_results_cache = {
-                            c.id: o.block
-                            for c, o in zip(calls, outcomes, strict=True)
-                            if o is not None and not o.pending
-                        }
-                        self.status = "awaiting_client"
-                        return Done(
-                            text=response.message.text,
-                            usage=Usage(input_tokens=used_in, output_tokens=used_out),
-                            turns=turn,
-                            pending_calls=tuple(c.id for c in pending),
-                        )
-                    answered = Message(role="user", content=self._answer(calls, outcomes))
-                    self.messages.append(answered)
-            except BaseException as exc:
-                # `interrupt`, or a cancellation from outside (a timeout around send(), a
-                # stream closed early): answer the calls of the turn, so no tool_use is left
-                # without its tool_result.
-                open_calls = response.message.tool_uses if response and recorded else []
-                if open_calls:
-                    if len(outcomes) != len(open_calls):  # hit before the calls started
-                        outcomes = [None] * len(open_calls)
-                    blocks = self._answer(open_calls, outcomes, interrupted=True)
-                    self.messages.append(Message(role="user", content=blocks))
-                cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
-                self.status = "idle" if cancelled else "failed"
-                raise
-            finally:
-                self._scope = None
-        run_usage = Usage(input_tokens=used_in, output_tokens=used_out)
-        if scope.cancelled_caught:
-            text = response.message.text if response is not None and recorded else ""
-            return Done(text=text, usage=run_usage, turns=turn, interrupted=True)
-        self.status = "failed"
-        return ErrorEvent(
-            message=f"the agent reached its limit of {self.template.max_turns} turns without "
-            "a final answer; raise max_turns in the template if the task needs more"
-        )
-
-    def _answer(
-        self,
-        calls: Sequence[ToolUseContent],
-        outcomes: Sequence[CallOutcome | None],
-        *,
-        interrupted: bool = False,
-    ) -> list[ContentBlock]:
-        """The ``tool_result`` blocks for a turn's calls, in call order.
-
-        A call without an outcome (and, when `interrupted`, a client call still pending) is
-        answered as cancelled.
-        """
-        if not interrupted and None not in outcomes:  # every call ended: the common case
-            return [outcome.block for outcome in outcomes if outcome is not None]
-        blocks: list[ContentBlock] = []
-        for call, outcome in zip(calls, outcomes, strict=True):
-            if outcome is None or (interrupted and outcome.pending):
-                block = cancelled_result(call)
-                record = self._record_for(call)
-                record.status = "cancelled"
-                record.result = block
-                record.error_type = ToolErrorType.CANCELLED.value
-                blocks.append(block)
-            else:
-                blocks.append(outcome.block)
-        return blocks
+            self._current = None
 
     # --- state -------------------------------------------------------------------------------
 
@@ -811,11 +548,12 @@ class Agent:
             agent_id=self.agent_id,
             session_id=self.session_id,
             messages=[m.model_copy(deep=True) for m in self.messages],
-            tool_calls=[r.to_model() for r in self._records.values()],
+            tool_calls=self.records.snapshot(),
             todos=[dict(t) for t in self.todos],
             usage=self.usage,
             status=self.status,
-            always_allowed=sorted(self._always_allowed),
+            always_allowed=sorted(self.always_allowed),
+            template=self.template,
         )
 
     @classmethod
@@ -823,7 +561,7 @@ class Agent:
         cls,
         state: AgentState,
         *,
-        model: Model,
+        model: Model | str,
         template: AgentTemplate | None = None,
         **create_options: Any,
     ) -> Agent:
@@ -835,15 +573,20 @@ class Agent:
 
         Args:
             state: The saved state.
-            model: The model to talk to.
-            template: The template (default: the registered template with the state's id).
+            model: The model to talk to (as for `create`).
+            template: The template (default: the registered template with the state's id,
+                else the one saved in the state, which has no hooks: pass ``hooks=`` to
+                have them again).
             **create_options: Passed to `create` (deps, registry, approver, ...).
 
         Raises:
-            TemplateError: no template is given or registered under the state's id.
+            TemplateError: no template is given, saved or registered under the state's id.
         """
         if template is None:
-            template = templates.get(state.template_id)
+            if state.template is not None and state.template_id not in templates:
+                template = state.template
+            else:  # the registered template keeps its hooks; raises if there is none
+                template = templates.get(state.template_id)
         elif template.id != state.template_id:
             raise TemplateError(
                 f"the state was saved from template {state.template_id!r}, not {template.id!r}"
@@ -856,41 +599,59 @@ class Agent:
             **create_options,
         )
         agent.messages = [m.model_copy(deep=True) for m in state.messages]
-        agent._records = {r.id: _Record.from_model(r) for r in state.tool_calls}
+        agent.records = CallRecords(r.model_copy(deep=True) for r in state.tool_calls)
         agent.todos[:] = [dict(t) for t in state.todos]  # the same list tools see
-        agent.usage = state.usage
-        agent._always_allowed = set(state.always_allowed)
+        agent.usage = state.usage.model_copy()
+        agent.always_allowed = set(state.always_allowed)
         last = agent.messages[-1] if agent.messages else None
         if last is not None and last.role == "assistant" and last.tool_uses:
             calls = last.tool_uses
+            records = agent.records
             waiting = [
-                c
+                c.id
                 for c in calls
-                if agent._records.get(c.id) is not None
-                and agent._records[c.id].client
-                and agent._records[c.id].status == "pending"
+                if (r := records.get(c.id)) is not None and r.client and r.status == "pending"
             ]
+            done = {
+                c.id: r.result
+                for c in calls
+                if (r := records.get(c.id)) is not None and r.result is not None
+            }
             if waiting and state.status == "awaiting_client":
-                agent._pending_calls = list(calls)
-                agent._pending = {c.id: None for c in waiting}
-                agent._pending_results_cache = {
-                    c.id: r.result
-                    for c in calls
-                    if (r := agent._records.get(c.id)) is not None and r.result is not None
-                }
+                agent.client_calls.restore(calls, done, waiting)
                 agent.status = "awaiting_client"
             else:
-                results = {
-                    c.id: r.result
-                    for c in calls
-                    if (r := agent._records.get(c.id)) is not None
-                    and r.result is not None
-                    and r.status in ("done", "failed", "denied", "cancelled")
-                }
-                blocks = agent._results_in_order(calls, results)
                 for call in calls:
-                    if call.id not in results:
-                        record = agent._record_for(call)
+                    if call.id not in done:
+                        record = records.for_call(call)
                         record.status = "cancelled"
+                agent.client_calls.restore(calls, done, [])
+                blocks = agent.client_calls.take(None)
+                assert not isinstance(blocks, str)
                 agent.messages.append(Message(role="user", content=blocks))
         return agent
+
+
+def _model_of(model: object) -> Model:
+    """The model `Agent.create` was given, or the one a provider model string names."""
+    if isinstance(model, str):
+        provider, _, name = model.partition(":")
+        if provider == "anthropic" and name:
+            from kode.models.anthropic import AnthropicModel
+
+            return AnthropicModel(name)
+        if provider == "openai" and name:
+            from kode.models.openai import OpenAIModel
+
+            return OpenAIModel(name)
+        raise TypeError(
+            f"model {model!r} is not a provider model string: use 'anthropic:<model>' or "
+            "'openai:<model>' (e.g. 'anthropic:claude-sonnet-4-5'), or pass a Model object"
+        )
+    stream = getattr(model, "stream", None)
+    if not callable(stream):
+        raise TypeError(
+            f"model must be a Model (an object with an async stream(request) method) or a "
+            f"provider model string like 'openai:gpt-4o', got {type(model).__name__}"
+        )
+    return model  # type: ignore[return-value]

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import inspect
 import logging
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.from_thread
 
+from kode.agent.blocks import result_block
 from kode.agent.events import AgentEvent, ToolCustom, ToolEnd, ToolProgress, ToolStart
 from kode.agent.hooks import Allow, Deny, Respond, RewriteInput
 from kode.agent.permissions import (
@@ -30,16 +30,16 @@ from kode.agent.permissions import (
     check_permission,
 )
 from kode.agent.state import ToolCallStatus
-from kode.models.messages import ImageContent, TextContent, ToolResultContent, ToolUseContent
+from kode.models.messages import ToolResultContent, ToolUseContent
 from kode.tools.context import ToolContext, ToolEvent
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import TextBlock, ToolResult, error_result, text_result
+from kode.tools.tool import Tool
 
 if TYPE_CHECKING:
-    from kode.agent.agent import Agent
-    from kode.tools.tool import Tool
+    from kode.agent.run import AgentRun
 
-__all__ = ["CallOutcome", "run_turn_calls"]
+__all__ = ["CallOutcome", "duplicate_result", "run_turn_calls", "truncate_result"]
 
 _log = logging.getLogger("kode.agent")
 
@@ -56,12 +56,9 @@ class CallOutcome:
     """Whether a client must supply the real result."""
 
 
-def _truncate(result: ToolResult, limit: int) -> ToolResult:
+def truncate_result(result: ToolResult, limit: int) -> ToolResult:
+    """`result` with its text cut to `limit` characters, saying how much was left out."""
     content = result.content
-    if len(content) == 1:  # the common case: one block, short enough or not text
-        only = content[0]
-        if not isinstance(only, TextBlock) or len(only.text) <= limit:
-            return result
     total = sum(len(b.text) for b in content if isinstance(b, TextBlock))
     if total <= limit:
         return result
@@ -92,17 +89,6 @@ def _truncate(result: ToolResult, limit: int) -> ToolResult:
     )
 
 
-def _block(call_id: str, result: ToolResult) -> ToolResultContent:
-    """The ``tool_result`` block for a result (built field by field, not from a dict)."""
-    content: list[TextContent | ImageContent] = []
-    for block in result.content:
-        if isinstance(block, TextBlock):
-            content.append(TextContent(text=block.text))
-        else:
-            content.append(ImageContent.model_validate(block.to_dict()))
-    return ToolResultContent(tool_use_id=call_id, content=content, is_error=result.is_error)
-
-
 async def _maybe_await(value: Any) -> Any:
     if inspect.isawaitable(value):
         return await value
@@ -112,20 +98,19 @@ async def _maybe_await(value: Any) -> Any:
 class _Call:
     """The pipeline for one call."""
 
-    def __init__(
-        self, agent: Agent, call: ToolUseContent, emit: Callable[[AgentEvent], None]
-    ) -> None:
-        self.agent = agent
+    def __init__(self, run: AgentRun, call: ToolUseContent) -> None:
+        self.run_ = run
+        self.agent = run.agent
         self.call = call
-        self.emit = emit
-        self.record = agent._record_for(call)
+        self.emit = run.emit
+        self.record = run.agent.records.for_call(call)
         self.started = time.perf_counter()
         self.name = call.name.strip()  # the tool's own name once lookup finds it
         self.ctx: ToolContext[Any] | None = None
 
     def finish(self, result: ToolResult, status: ToolCallStatus) -> CallOutcome:
-        result = _truncate(result, self.agent.template.max_result_chars)
-        block = _block(self.call.id, result)
+        result = truncate_result(result, self.agent.template.max_result_chars)
+        block = result_block(self.call.id, result)
         pending = result.pending
         if pending:
             status = "pending"
@@ -153,17 +138,13 @@ class _Call:
         # 1. lookup
         tool = agent.lookup(call.name)
         if tool is None:
-            return self.finish(agent._unknown_tool_result(call.name), "failed")
+            return self.finish(agent.unknown_tool_result(call.name), "failed")
         self.name = tool.name
         # 2. validation
-        try:
-            arguments = tool._validator(call.input)
-        except Exception as exc:  # a user validator that raised something odd
-            return self.finish(tool._failure(exc), "failed")
-        if isinstance(arguments, str):
-            return self.finish(
-                error_result(arguments, type=ToolErrorType.INVALID_TOOL_PARAMS), "failed"
-            )
+        prepared = tool.prepare(call.input)
+        if isinstance(prepared, ToolResult):
+            return self.finish(prepared, "failed")
+        arguments = prepared.arguments
         # 3. permission
         try:
             permission = agent.template.permission
@@ -174,7 +155,7 @@ class _Call:
                     tool,
                     arguments,
                     permission,
-                    always_allowed=agent._always_allowed,
+                    always_allowed=agent.always_allowed,
                     ctx=self.context(tool),
                 )
             )
@@ -197,7 +178,7 @@ class _Call:
                 "denied",
             )
         if verdict.action == "ask":
-            if agent.approver is None and not agent._interactive:
+            if agent.approver is None and not self.run_.interactive:
                 return self.finish(
                     error_result(
                         f"Tool '{tool.name}' was not run: it needs approval ({verdict.reason}) "
@@ -210,7 +191,7 @@ class _Call:
                 )
             self.record.status = "awaiting_approval"
             try:
-                decision = await agent._ask(
+                decision = await self.run_.ask(
                     ApprovalRequest(
                         call_id=call.id,
                         tool_name=tool.name,
@@ -240,7 +221,7 @@ class _Call:
                     "denied",
                 )
             if decision.decision == "allow_always":
-                agent._always_allowed.add(tool.name.lower())
+                agent.always_allowed.add(tool.name.lower())
         # 4. pre-hooks
         pre, post = agent.hooks.for_tool(tool.name)
         answer: ToolResult | None = None
@@ -268,17 +249,18 @@ class _Call:
                     "denied",
                 )
             if isinstance(outcome, RewriteInput):
-                rewritten = tool._validator(outcome.input)
-                if isinstance(rewritten, str):
+                rewritten = tool.prepare(outcome.input)
+                if isinstance(rewritten, ToolResult):
                     return self.finish(
                         error_result(
                             f"A pre_tool_use hook rewrote the input of '{tool.name}' into "
-                            f"invalid arguments: {rewritten}",
+                            f"invalid arguments: {rewritten.text}",
                             type=ToolErrorType.INVALID_TOOL_PARAMS,
                         ),
                         "failed",
                     )
-                arguments = rewritten
+                prepared = rewritten
+                arguments = prepared.arguments
                 # Later hooks (and post-hooks) see the call as it will run; the history
                 # keeps the model's own call.
                 call = call.model_copy(update={"input": outcome.input})
@@ -295,8 +277,8 @@ class _Call:
         self.emit(ToolStart(call_id=call.id, name=tool.name, input=dict(arguments)))
         if answer is None:
             # 5. context, for a tool that takes one (hooks made it already if there are any)
-            ctx = self.context(tool) if tool._ctx_param is not None else self.ctx
-            result = await tool.execute(arguments, ctx, default_timeout=agent.template.tool_timeout)
+            ctx = self.context(tool) if prepared.takes_context else self.ctx
+            result = await prepared.execute(ctx, default_timeout=agent.template.tool_timeout)
         else:
             result = answer
         # 7. post-hooks
@@ -356,7 +338,7 @@ class _Call:
             out = ToolCustom(
                 call_id=event.tool_call_id, name=event.tool_name, event=event.event, data=event.data
             )
-        if threading.get_ident() == self.agent._loop_thread:
+        if self.run_.on_loop():
             self.emit(out)
         else:  # a sync tool in a worker thread: hand the event to the loop
             try:
@@ -365,61 +347,54 @@ class _Call:
                 self.emit(out)
 
 
-def cancelled_result(call: ToolUseContent) -> ToolResultContent:
-    """The ``tool_result`` answering a call the run was interrupted before it finished."""
-    return _block(
-        call.id,
+def duplicate_result(run: AgentRun, call: ToolUseContent) -> CallOutcome:
+    """The outcome of a call whose id repeated another's: answered, never run."""
+    original = call.id.rsplit("~", 1)[0] or "(empty)"
+    return _Call(run, call).finish(
         error_result(
-            f"Tool '{call.name}' was cancelled: the run was interrupted before it finished.",
-            type=ToolErrorType.CANCELLED,
+            f"Tool '{call.name.strip()}' was not run: its call id {original!r} was already "
+            "used by another call, so its result could not be told apart. Call it again; "
+            "every call needs an id of its own.",
+            type=ToolErrorType.INVALID_TOOL_PARAMS,
         ),
+        "failed",
     )
 
 
 async def _run_into(
-    results: list[CallOutcome | None],
-    index: int,
-    agent: Agent,
-    call: ToolUseContent,
-    emit: Callable[[AgentEvent], None],
+    results: list[CallOutcome | None], index: int, run: AgentRun, call: ToolUseContent
 ) -> None:
     try:
-        results[index] = await _Call(agent, call, emit).run()
+        results[index] = await _Call(run, call).run()
     except ToolError as exc:  # defensive: the pipeline should not raise these
         results[index] = CallOutcome(
-            block=_block(call.id, error_result(exc.message, type=exc.type)), status="failed"
+            block=result_block(call.id, error_result(exc.message, type=exc.type)), status="failed"
         )
     except Exception as exc:  # a bug (a hook's odd return value, an event listener that
         # raised): the call still gets its tool_result, and the other calls go on
         _log.error("the pipeline of %r raised", call.name, exc_info=exc)
-        block = _block(
+        block = result_block(
             call.id,
             error_result(
                 f"Tool '{call.name.strip()}' could not be run: {type(exc).__name__}: {exc}",
                 type=ToolErrorType.EXECUTION_FAILED,
             ),
         )
-        record = agent._record_for(call)
+        record = run.agent.records.for_call(call)
         record.status, record.result = "failed", block
         record.error_type = ToolErrorType.EXECUTION_FAILED.value
         results[index] = CallOutcome(block=block, status="failed")
 
 
 async def run_turn_calls(
-    agent: Agent,
-    calls: Sequence[ToolUseContent],
-    emit: Callable[[AgentEvent], None],
-    results: list[CallOutcome | None],
-) -> bool:
-    """Run one turn's calls into `results` (same order as `calls`); whether any is pending.
+    run: AgentRun, calls: Sequence[ToolUseContent], results: list[CallOutcome | None]
+) -> None:
+    """Run one turn's calls into `results` (same order as `calls`; set ones are skipped).
 
     Read-only kinds run concurrently; mutating kinds wait for the previous mutating call, so
     they run one at a time in call order. At most ``max_concurrent_tools`` run at once.
     """
-    if len(calls) == 1:  # the common case: no task, no limiter, nothing to order
-        await _run_into(results, 0, agent, calls[0], emit)
-        only = results[0]
-        return only is not None and only.pending
+    agent = run.agent
     limit = agent.template.max_concurrent_tools
     limiter = anyio.CapacityLimiter(limit) if len(calls) > limit else None
     previous: anyio.Event | None = None
@@ -431,16 +406,18 @@ async def run_turn_calls(
             if wait is not None:
                 await wait.wait()
             if limiter is None:
-                await _run_into(results, index, agent, call, emit)
+                await _run_into(results, index, run, call)
             else:
                 async with limiter:
-                    await _run_into(results, index, agent, call, emit)
+                    await _run_into(results, index, run, call)
         finally:
             if done is not None:
                 done.set()
 
     async with anyio.create_task_group() as tg:
         for index, call in enumerate(calls):
+            if results[index] is not None:  # answered already (a duplicate id)
+                continue
             tool = agent.lookup(call.name)
             if tool is not None and tool.kind.is_mutating:
                 done = anyio.Event()
@@ -448,4 +425,3 @@ async def run_turn_calls(
                 previous = done
             else:
                 tg.start_soon(one, index, call, None, None)
-    return any(outcome is not None and outcome.pending for outcome in results)

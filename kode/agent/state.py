@@ -8,13 +8,15 @@ round-trips through JSON (`AgentState.model_validate_json(state.model_dump_json(
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kode.models.messages import Message, ToolResultContent, Usage
+from kode.agent.template import AgentTemplate
+from kode.models.messages import Message, ToolResultContent, ToolUseContent, Usage
 
-__all__ = ["AgentState", "AgentStatus", "ToolCallRecord", "ToolCallStatus"]
+__all__ = ["AgentState", "AgentStatus", "CallRecords", "ToolCallRecord", "ToolCallStatus"]
 
 ToolCallStatus = Literal[
     "pending", "awaiting_approval", "running", "done", "failed", "denied", "cancelled"
@@ -49,40 +51,64 @@ class ToolCallRecord(BaseModel):
     """Whether the caller executes it (a client tool)."""
 
 
-class _Record:
-    """A `ToolCallRecord` while the agent works on it: a plain object, cheap to update.
+class CallRecords:
+    """Every tool call of an agent by id, in the order the model made them."""
 
-    The loop sets a call's status several times; on a pydantic model each of those sets is
-    validated. The agent keeps these and makes `ToolCallRecord`s only for `Agent.state`.
-    Its attributes are `ToolCallRecord`'s fields.
-    """
+    __slots__ = ("_by_id", "_serial")
 
-    __slots__ = tuple(ToolCallRecord.model_fields)
+    def __init__(self, records: Iterable[ToolCallRecord] = ()) -> None:
+        self._by_id: dict[str, ToolCallRecord] = {r.id: r for r in records}
+        self._serial = 0
 
-    def __init__(self, id: str, name: str, input: dict[str, Any] | str) -> None:
-        self.id = id
-        self.name = name
-        self.input = input
-        self.status: ToolCallStatus = "pending"
-        self.result: ToolResultContent | None = None
-        self.error_type: str | None = None
-        self.started_at: float | None = None
-        self.ended_at: float | None = None
-        self.client = False
+    def for_call(self, call: ToolUseContent) -> ToolCallRecord:
+        """The record of `call`, made (``pending``) on first use."""
+        record = self._by_id.get(call.id)
+        if record is None:
+            record = ToolCallRecord(id=call.id, name=call.name, input=call.input)
+            self._by_id[call.id] = record
+        return record
 
-    def to_model(self) -> ToolCallRecord:
-        """A copy as a `ToolCallRecord`, sharing nothing with this record."""
-        fields = {name: getattr(self, name) for name in self.__slots__}
-        return ToolCallRecord.model_validate(fields).model_copy(deep=True)
+    def get(self, call_id: str) -> ToolCallRecord | None:
+        """The record of a call id, if there is one."""
+        return self._by_id.get(call_id)
 
-    @classmethod
-    def from_model(cls, model: ToolCallRecord) -> _Record:
-        """A record from a saved `ToolCallRecord`, sharing nothing with it."""
-        copy = model.model_copy(deep=True)
-        made = cls(copy.id, copy.name, copy.input)
-        for name in cls.__slots__:
-            setattr(made, name, getattr(copy, name))
-        return made
+    def add_turn(self, message: Message) -> tuple[list[ToolUseContent], list[int]]:
+        """Record a model turn's calls; return them and the positions of duplicated ids.
+
+        A model can repeat a ``tool_use`` id (within a turn, or one of an earlier turn), or
+        send an empty one; no provider accepts the history that follows. Such a call gets a
+        new, unique id in the message itself (``<id>~2`` ...), so its result can answer it,
+        and its position is returned so that it is answered without being run.
+        """
+        calls = message.tool_uses
+        duplicates: list[int] = []
+        seen: set[str] = set()
+        for index, call in enumerate(calls):
+            if call.id and call.id not in seen and call.id not in self._by_id:
+                seen.add(call.id)
+                continue
+            duplicates.append(index)
+            base = call.id or "call"
+            while True:
+                self._serial += 1
+                fresh = f"{base}~{self._serial}"
+                if fresh not in seen and fresh not in self._by_id:
+                    break
+            call.id = fresh
+            seen.add(fresh)
+        for call in calls:
+            self.for_call(call)
+        return calls, duplicates
+
+    def __iter__(self) -> Iterator[ToolCallRecord]:
+        return iter(self._by_id.values())
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def snapshot(self) -> list[ToolCallRecord]:
+        """Deep copies of every record, in order (for `AgentState`)."""
+        return [r.model_copy(deep=True) for r in self._by_id.values()]
 
 
 class AgentState(BaseModel):
@@ -109,3 +135,6 @@ class AgentState(BaseModel):
     """What the agent was doing."""
     always_allowed: list[str] = Field(default_factory=list)
     """Tools the user allowed for the whole session ("allow always")."""
+    template: AgentTemplate | None = None
+    """The template itself (its hooks, which are code, are not saved), so that an agent made
+    from a template that is not registered can be rebuilt; `None` in states saved before."""

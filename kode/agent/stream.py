@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import threading
 from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -26,6 +25,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from kode.agent.events import AgentEvent
+from kode.agent.run import AgentRun
 
 if TYPE_CHECKING:
     from kode.agent.agent import Agent
@@ -43,6 +43,7 @@ class _StreamRun:
 
     __slots__ = (
         "agent",
+        "agent_run",
         "cancel_soon",
         "failed",
         "finished",
@@ -62,6 +63,7 @@ class _StreamRun:
         self.failed: list[Exception] = []
         self.cancel_soon: Callable[[], None] | None = None
         self.task: asyncio.Task[None] | None = None  # keeps a detached asyncio task alive
+        self.agent_run = AgentRun(agent, self.push, interactive=True)
 
     def push(self, event: AgentEvent) -> None:
         # Once the consumer has stopped reading, the run is being cancelled: events emitted
@@ -77,7 +79,7 @@ class _StreamRun:
             with self.scope:
                 async with self.send:
                     try:
-                        await self.agent._run(self.prompt, self.push, interactive=True)
+                        await self.agent.execute(self.agent_run, self.prompt)
                     except Exception as exc:  # raised to the consumer as itself
                         self.failed.append(exc)
         finally:
@@ -111,8 +113,8 @@ class _StreamRun:
         """End the run if it is still going (from any thread, without waiting)."""
         if self.finished.is_set():
             return
-        self.agent._abandoned = True
-        if self.cancel_soon is not None and threading.get_ident() != self.agent._loop_thread:
+        self.agent_run.abandoned = True
+        if self.cancel_soon is not None and not self.agent_run.on_loop():
             try:
                 self.cancel_soon()
             except RuntimeError:  # the event loop is closed: nothing runs any more

@@ -23,13 +23,14 @@ from kode.tools.results import (
     text_result,
 )
 from kode.tools.sync import run_sync
-from kode.tools.tool import Tool
+from kode.tools.tool import PreparedCall, Tool
 
 __all__ = [
     "Image",
     "ImageBlock",
     "Kind",
     "KodeError",
+    "PreparedCall",
     "TextBlock",
     "Tool",
     "ToolContext",

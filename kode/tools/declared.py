@@ -20,6 +20,7 @@ from kode.tools.errors import ToolDefinitionError
 from kode.tools.kinds import Kind
 from kode.tools.results import TextBlock, ToolResult
 from kode.tools.tool import Tool
+from kode.tools.validation import InvalidArguments, short_value
 
 __all__ = ["DeclaredHandlerFunc", "DeclaredTool", "declare_tool"]
 
@@ -52,11 +53,6 @@ def _type_ok(value: Any, expected: Any) -> bool:
     return False
 
 
-def _short(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False, default=repr)
-    return text if len(text) <= 60 else text[:59] + "…"
-
-
 class _SchemaValidator:
     """Checks arguments against a JSON schema; returns the arguments or a message."""
 
@@ -84,32 +80,37 @@ class _SchemaValidator:
         except Exception as exc:  # jsonschema.SchemaError: say so at declaration time
             raise ToolDefinitionError(tool_name, [f"its input schema is invalid: {exc}"]) from exc
 
-    def _message(self, problems: list[str]) -> str:
+    def _message(self, problems: list[str]) -> InvalidArguments:
         shown = problems[:8]
         if len(problems) > 8:
             shown.append(f"and {len(problems) - 8} more")
-        return (
+        return InvalidArguments(
             f"Invalid arguments for tool '{self.tool_name}': {'; '.join(shown)}. "
             "Fix the arguments and call the tool again."
         )
 
-    def __call__(self, raw: Any) -> dict[str, Any] | str:
+    def __call__(self, raw: Any) -> dict[str, Any] | InvalidArguments:
         if raw is None or (isinstance(raw, str | bytes) and not raw.strip()):
             raw = {}
         elif isinstance(raw, str | bytes | bytearray):
             try:
                 raw = json.loads(raw)
             except ValueError as exc:
-                return (
+                return InvalidArguments(
                     f"Invalid arguments for tool '{self.tool_name}': the arguments are not valid "
                     f"JSON ({exc}). Send a JSON object."
+                )
+            except RecursionError:
+                return InvalidArguments(
+                    f"Invalid arguments for tool '{self.tool_name}': the JSON is nested too "
+                    "deeply to be read. Send flatter JSON."
                 )
         if isinstance(raw, Mapping) and not isinstance(raw, dict):
             raw = dict(raw)
         if not isinstance(raw, dict):
-            return (
+            return InvalidArguments(
                 f"Invalid arguments for tool '{self.tool_name}': expected a JSON object with the "
-                f"parameters by name, got {type(raw).__name__} {_short(raw)}."
+                f"parameters by name, got {type(raw).__name__} {short_value(raw)}."
             )
         args = dict(raw)
         problems: list[str] = []
@@ -146,10 +147,10 @@ class _SchemaValidator:
                     pass
             if expected is not None and not _type_ok(value, expected):
                 want = " or ".join(expected) if isinstance(expected, list) else expected
-                problems.append(f"'{key}' should be of type {want}, got {_short(value)}")
+                problems.append(f"'{key}' should be of type {want}, got {short_value(value)}")
             elif "enum" in prop and value not in prop["enum"]:
-                allowed = ", ".join(_short(v) for v in prop["enum"])
-                problems.append(f"'{key}' should be one of {allowed}, got {_short(value)}")
+                allowed = ", ".join(short_value(v) for v in prop["enum"])
+                problems.append(f"'{key}' should be one of {allowed}, got {short_value(value)}")
         for key in self.required:
             if key not in args:
                 problems.append(f"'{key}' is required but missing")
@@ -204,30 +205,26 @@ class DeclaredTool(Tool[..., Any]):
         )
         call.__module__ = getattr(handler, "__module__", None) or __name__
         call.__doc__ = description
-        self.fn = call
-        self.__wrapped__ = call
-        self.__name__ = self.__qualname__ = name
-        self.__doc__ = description
-        self.__module__ = call.__module__
-        self.name = name
-        self.description = description
-        self.kind = kind
-        self.groups = groups
-        self.optional = optional
-        self.timeout = timeout
-        self.requires_approval = requires_approval
-        self.run_in_thread = False
-        self.spec = None  # type: ignore[assignment]
         schema = copy.deepcopy(dict(input_schema))
         schema.setdefault("type", "object")
         schema.setdefault("properties", {})
-        self.input_schema = schema
-        self.is_async = True
-        self._declarations = {}
-        self._output_schema = copy.deepcopy(dict(output_schema)) if output_schema else None
-        self._ctx_param = "ctx"
-        self._ctx_positional = True
-        self._validator = _SchemaValidator(schema, name, param_aliases)  # type: ignore[assignment]
+        super().__init__(
+            call,
+            name=name,
+            description=description,
+            input_schema=schema,
+            validator=_SchemaValidator(schema, name, param_aliases),
+            kind=kind,
+            groups=groups,
+            optional=optional,
+            timeout=timeout,
+            requires_approval=requires_approval,
+            run_in_thread=False,
+            context_param="ctx",
+            context_positional=True,
+            output_schema=copy.deepcopy(dict(output_schema)) if output_schema else None,
+        )
+        self.__name__ = self.__qualname__ = name
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the handler with these arguments and a standalone context (a coroutine)."""

@@ -16,10 +16,12 @@ from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 
+from kode.tools.dialects import clean_schema
 from kode.tools.errors import ToolDefinitionError
 from kode.tools.kinds import Kind
 from kode.tools.schema import DocstringStyle, inspect_function
-from kode.tools.tool import Tool
+from kode.tools.tool import JsonSchemaGenerator, Tool
+from kode.tools.validation import ArgumentValidator
 
 if TYPE_CHECKING:
     from typing import Literal
@@ -103,7 +105,7 @@ def _caller_locals(fn: Callable[..., Any]) -> Callable[[], dict[str, Any]]:
     return collect
 
 
-def _build(
+def build_tool(
     fn: Callable[P, R],
     *,
     name: str | None,
@@ -113,15 +115,18 @@ def _build(
     optional: bool,
     timeout: float | None,
     requires_approval: bool | Callable[..., bool | str] | None,
-    registry: ToolSink | _Default | None,
-    replace: bool,
     docstring_style: DocstringStyle,
     require_descriptions: bool,
     run_in_thread: bool,
     aliases: Iterable[str],
     param_aliases: Mapping[str, str] | None,
-    localns: Callable[[], dict[str, Any]] | None,
+    localns: Callable[[], dict[str, Any]] | None = None,
 ) -> Tool[P, R]:
+    """`Tool.from_function`: check the options, infer the schema, build the tool.
+
+    Raises:
+        ToolDefinitionError: every problem of the function, in one message.
+    """
     qualname = getattr(fn, "__qualname__", None) or repr(fn)
     method_problem = _method_problem(fn)
     if method_problem:
@@ -188,19 +193,40 @@ def _build(
                 "timeout cannot stop it; drop run_in_thread=False or drop timeout"
             ],
         )
-    made: Tool[P, R] = Tool(
+    return Tool(
         fn,
-        spec,
         name=tool_name,
+        description=spec.description,
+        input_schema=clean_schema(
+            spec.args_model.model_json_schema(schema_generator=JsonSchemaGenerator)
+        ),
+        validator=ArgumentValidator(
+            spec.args_model,
+            tool_name=tool_name,
+            params=spec.param_names,
+            field_to_param=spec.field_to_param,
+        ),
         kind=tool_kind,
         groups=group_names,
         optional=optional,
         timeout=float(timeout) if timeout is not None else None,
         requires_approval=requires_approval,
         run_in_thread=run_in_thread,
+        context_param=spec.context_param,
+        context_positional=spec.context_positional,
+        spec=spec,
+        aliases=alias_names,
     )
-    if alias_names:
-        made.aliases = alias_names
+
+
+def _define(
+    fn: Callable[P, R],
+    *,
+    registry: ToolSink | _Default | None,
+    replace: bool,
+    **options: Any,
+) -> Tool[P, R]:
+    made = build_tool(fn, **options)
     if registry is DEFAULT_REGISTRY:
         registry = default_registry()
     if registry is not None:
@@ -319,10 +345,10 @@ def define_tool(
         param_aliases=param_aliases,
     )
     if fn is not None:
-        return _build(fn, localns=_caller_locals(fn), **options)
+        return _define(fn, localns=_caller_locals(fn), **options)
 
     def decorator(func: Callable[P, R]) -> Tool[P, R]:
-        return _build(func, localns=_caller_locals(func), **options)
+        return _define(func, localns=_caller_locals(func), **options)
 
     return decorator
 

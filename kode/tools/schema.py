@@ -66,6 +66,8 @@ class FunctionSpec:
     """The name of the parameter that receives the `ToolContext`, if any."""
     context_positional: bool
     """Whether the context parameter is positional-only (passed first, by position)."""
+    deps_type: Any
+    """The deps type the context must carry (``T`` of ``ToolContext[T]``); `None`: any."""
     return_annotation: Any
     """The return annotation (`inspect.Signature.empty` when there is none)."""
     param_descriptions: dict[str, str]
@@ -87,6 +89,27 @@ def is_context_annotation(annotation: Any) -> bool:
             return False
         return is_context_annotation(options[0])
     return annotation is ToolContext or get_origin(annotation) is ToolContext
+
+
+def context_deps_type(annotation: Any) -> Any:
+    """The deps type a context annotation requires: ``T`` for ``ToolContext[T]``.
+
+    `None` when the tool accepts a context without deps: a bare ``ToolContext``, deps typed
+    ``Any``, ``object`` or optional (``ToolContext[Db | None]``).
+    """
+    if get_origin(annotation) is typing.Annotated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) in (typing.Union, types.UnionType):
+        options = [a for a in get_args(annotation) if a is not type(None)]
+        return context_deps_type(options[0]) if len(options) == 1 else None
+    if get_origin(annotation) is not ToolContext:
+        return None
+    (deps,) = get_args(annotation) or (None,)
+    if deps in (None, Any, object, type(None)) or isinstance(deps, typing.TypeVar):
+        return None
+    if get_origin(deps) in (typing.Union, types.UnionType) and type(None) in get_args(deps):
+        return None
+    return deps
 
 
 def _annotated_description(annotation: Any) -> str | None:
@@ -209,6 +232,7 @@ def inspect_function(
     descriptions: dict[str, str] = {}
     context_param: str | None = None
     context_positional = False
+    deps_type: Any = None
     for param in signature.parameters.values():
         pname = param.name
         if param.kind is param.VAR_POSITIONAL:
@@ -229,6 +253,7 @@ def inspect_function(
                 )
             context_param = pname
             context_positional = param.kind is param.POSITIONAL_ONLY
+            deps_type = context_deps_type(annotation)
             continue
         if param.kind is param.POSITIONAL_ONLY:
             problems.append(
@@ -324,6 +349,7 @@ def inspect_function(
         param_names=tuple(param_names),
         context_param=context_param,
         context_positional=context_positional,
+        deps_type=deps_type,
         return_annotation=hints.get("return", signature.return_annotation),
         param_descriptions=descriptions,
     )

@@ -13,8 +13,8 @@ import inspect
 import logging
 import math
 import typing
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Generic, ParamSpec, TypeVar, cast
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -32,11 +32,11 @@ from kode.tools.dialects import (
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.kinds import Kind
 from kode.tools.results import ToolResult, error_result, text_result, to_result
-from kode.tools.schema import FunctionSpec
+from kode.tools.schema import DocstringStyle, FunctionSpec
 from kode.tools.sync import run_sync
-from kode.tools.validation import ArgumentValidator
+from kode.tools.validation import InvalidArguments, ValidatorFunc
 
-__all__ = ["Tool"]
+__all__ = ["PreparedCall", "Tool"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -45,7 +45,7 @@ _logger = logging.getLogger("kode.tools")
 _NO_OUTPUT_SCHEMA = frozenset({str, type(None), inspect.Signature.empty, bytes, Any, object})
 
 
-class _JsonSchemaGenerator(GenerateJsonSchema):
+class JsonSchemaGenerator(GenerateJsonSchema):
     """pydantic's generator, with plain JSON defaults written as they are.
 
     pydantic builds a `TypeAdapter` to encode every default, which is a fifth of the time it
@@ -97,21 +97,48 @@ class Tool(Generic[P, R]):
     def __init__(
         self,
         fn: Callable[P, R],
-        spec: FunctionSpec,
         *,
         name: str,
+        description: str,
+        input_schema: dict[str, Any],
+        validator: ValidatorFunc,
         kind: Kind,
         groups: tuple[str, ...],
         optional: bool,
         timeout: float | None,
         requires_approval: bool | Callable[..., bool | str] | None,
         run_in_thread: bool,
+        context_param: str | None = None,
+        context_positional: bool = False,
+        spec: FunctionSpec | None = None,
+        output_schema: dict[str, Any] | Literal[False] | None = False,
+        aliases: tuple[str, ...] = (),
     ) -> None:
+        """Assemble a tool from its parts; use `from_function` or `from_schema` instead.
+
+        Args:
+            fn: What runs: called with the validated arguments as keywords (and the context).
+            name: The tool's name.
+            description: What it does, for the model.
+            input_schema: The JSON Schema of the arguments.
+            validator: Turns raw input into keyword arguments or an `InvalidArguments`.
+            kind: What it does to the world.
+            groups: Groups it joins.
+            optional: Left out unless named explicitly.
+            timeout: Seconds a call may take.
+            requires_approval: Force or skip approval, or decide per call.
+            run_in_thread: Run a sync `fn` in a worker thread.
+            context_param: The parameter that receives the `ToolContext`, if any.
+            context_positional: Pass the context as the first positional argument.
+            spec: What schema inference learned about a function (`None` for a schema tool).
+            output_schema: The JSON Schema of the result; `False` works it out from `spec`.
+            aliases: Other names that reach the tool in a registry.
+        """
         functools.update_wrapper(self, fn)
         self.fn = fn
         """The original function (or bound method)."""
         self.name = name
-        self.description = spec.description
+        self.description = description
         self.kind = kind
         self.groups = groups
         self.optional = optional
@@ -119,23 +146,98 @@ class Tool(Generic[P, R]):
         self.requires_approval = requires_approval
         self.run_in_thread = run_in_thread
         self.spec = spec
-        """What schema inference learned about the function."""
-        self.input_schema = clean_schema(
-            spec.args_model.model_json_schema(schema_generator=_JsonSchemaGenerator)
-        )
+        """What schema inference learned about the function (`None` for a schema tool)."""
+        self.input_schema = input_schema
+        self.aliases = aliases
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
         )
         """Whether the function is a coroutine function."""
+        self.context_param = context_param
+        """The parameter that receives the `ToolContext` (`None`: the tool takes none)."""
         self._declarations: dict[tuple[str, bool | None], dict[str, Any]] = {}
-        self._output_schema: dict[str, Any] | bool | None = False
-        self._ctx_param = spec.context_param
-        self._ctx_positional = spec.context_positional
-        self._validator = ArgumentValidator(
-            spec.args_model,
-            tool_name=name,
-            params=spec.param_names,
-            field_to_param=spec.field_to_param,
+        self._output_schema: dict[str, Any] | bool | None = output_schema
+        self._ctx_positional = context_positional
+        self._validator = validator
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[P, R],
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        kind: Kind | str = Kind.OTHER,
+        groups: Iterable[str] = (),
+        optional: bool = False,
+        timeout: float | None = None,
+        requires_approval: bool | Callable[..., bool | str] | None = None,
+        docstring_style: DocstringStyle = "auto",
+        require_descriptions: bool = False,
+        run_in_thread: bool = True,
+        aliases: Iterable[str] = (),
+        param_aliases: Mapping[str, str] | None = None,
+    ) -> Tool[P, R]:
+        """A tool from a typed, documented function, without registering it anywhere.
+
+        `define_tool` is this plus registration; the options mean the same.
+
+        Raises:
+            ToolDefinitionError: every problem of the function, in one message.
+        """
+        from kode.tools.define import build_tool
+
+        return build_tool(
+            fn,
+            name=name,
+            description=description,
+            kind=kind,
+            groups=groups,
+            optional=optional,
+            timeout=timeout,
+            requires_approval=requires_approval,
+            docstring_style=docstring_style,
+            require_descriptions=require_descriptions,
+            run_in_thread=run_in_thread,
+            aliases=aliases,
+            param_aliases=param_aliases,
+        )
+
+    @staticmethod
+    def from_schema(
+        name: str,
+        *,
+        description: str = "",
+        input_schema: Mapping[str, Any] | None = None,
+        handler: Callable[[dict[str, Any], ToolContext[Any]], Awaitable[Any]] | None = None,
+        kind: Kind | str = Kind.OTHER,
+        groups: Iterable[str] = (),
+        optional: bool = False,
+        timeout: float | None = None,
+        requires_approval: bool | Callable[..., bool | str] | None = None,
+        output_schema: Mapping[str, Any] | None = None,
+        param_aliases: Mapping[str, str] | None = None,
+    ) -> Tool[..., Any]:
+        """A tool from a name, a description and a JSON schema (see `declare_tool`).
+
+        Raises:
+            ToolDefinitionError: every problem with the declaration, in one message.
+        """
+        from kode.tools.declared import declare_tool
+
+        return declare_tool(
+            name,
+            description=description,
+            input_schema=input_schema,
+            handler=handler,
+            kind=kind,
+            groups=groups,
+            optional=optional,
+            timeout=timeout,
+            requires_approval=requires_approval,
+            output_schema=output_schema,
+            param_aliases=param_aliases,
         )
 
     # --- being a function ------------------------------------------------------------------
@@ -194,7 +296,7 @@ class Tool(Generic[P, R]):
         `None` for tools returning text, nothing, bytes or images, and for unannotated returns.
         """
         if self._output_schema is False:
-            self._output_schema = self._compute_output_schema()
+            self._output_schema = self._compute_output_schema() if self.spec is not None else None
         return cast("dict[str, Any] | None", self._output_schema)
 
     def _compute_output_schema(self) -> dict[str, Any] | None:
@@ -202,6 +304,7 @@ class Tool(Generic[P, R]):
 
         from kode.tools.results import Image
 
+        assert self.spec is not None
         ann = self.spec.return_annotation
         if self.is_async and getattr(ann, "__origin__", None) is Awaitable:
             ann = ann.__args__[0]
@@ -215,16 +318,58 @@ class Tool(Generic[P, R]):
 
     # --- running ---------------------------------------------------------------------------
 
+    def prepare(self, input: Mapping[str, Any] | str | None = None) -> PreparedCall | ToolResult:
+        """Validate a model's arguments: a `PreparedCall` to run, or the error result to send.
+
+        This is the one way input is checked, whoever runs the tool (`run`, an agent's
+        pipeline, the MCP server). It never raises for bad input: the refusal is a
+        `ToolResult` of type ``invalid_tool_params`` whose text names each bad field.
+
+        Args:
+            input: The model's arguments, as a dict or a JSON string (`None`: no arguments).
+
+        Example:
+            ```python
+            from kode import define_tool
+            from kode.tools import PreparedCall
+
+            @define_tool(registry=None)
+            def add(a: int, b: int = 1) -> int:
+                \"\"\"Add two numbers.\"\"\"
+                return a + b
+
+            call = add.prepare({"a": "2"})
+            assert isinstance(call, PreparedCall) and call.arguments == {"a": 2, "b": 1}
+            refused = add.prepare({"a": "two"})
+            assert refused.is_error  # a ToolResult: 'a' should be a valid integer ...
+            ```
+        """
+        try:
+            outcome = self._validator(input)
+        except (ValueError, RecursionError) as exc:  # input a check could not read
+            return error_result(
+                f"Invalid arguments for tool '{self.name}': {type(exc).__name__}: {exc}",
+                type=ToolErrorType.INVALID_TOOL_PARAMS,
+            )
+        except Exception as exc:  # a user validator that raised something odd
+            return self._failure(exc)
+        if type(outcome) is dict:
+            return PreparedCall(self, outcome)
+        assert isinstance(outcome, InvalidArguments)
+        return error_result(outcome.message, type=ToolErrorType.INVALID_TOOL_PARAMS)
+
     def validate(self, input: Mapping[str, Any] | str | None) -> dict[str, Any]:
         """Validate a model's arguments; return the keyword arguments the function will get.
 
         Raises:
             ToolError: of type ``invalid_tool_params``, with the message the model would see.
         """
-        kwargs = self._validator(input)
-        if isinstance(kwargs, str):
-            raise ToolError(kwargs, type=ToolErrorType.INVALID_TOOL_PARAMS)
-        return kwargs
+        prepared = self.prepare(input)
+        if isinstance(prepared, ToolResult):
+            raise ToolError(
+                prepared.text, type=prepared.error_type or ToolErrorType.INVALID_TOOL_PARAMS
+            )
+        return prepared.arguments
 
     async def run(
         self,
@@ -246,13 +391,10 @@ class Tool(Generic[P, R]):
             default_timeout: The limit for this call when the tool has no `timeout` of its
                 own (a server or an agent's default).
         """
-        try:
-            kwargs = self._validator(input)
-        except Exception as exc:  # a user validator that raised something odd
-            return self._failure(exc)
-        if isinstance(kwargs, str):
-            return error_result(kwargs, type=ToolErrorType.INVALID_TOOL_PARAMS)
-        return await self.execute(kwargs, ctx, default_timeout=default_timeout)
+        prepared = self.prepare(input)
+        if isinstance(prepared, ToolResult):
+            return prepared
+        return await self.execute(prepared.arguments, ctx, default_timeout=default_timeout)
 
     async def execute(
         self,
@@ -276,13 +418,15 @@ class Tool(Generic[P, R]):
         kwargs = arguments
         limit = self.timeout if self.timeout is not None else default_timeout
         args: tuple[Any, ...] = ()
-        if self._ctx_param is not None:
+        if self.context_param is not None:
             if ctx is None:
                 ctx = ToolContext(tool_name=self.name)
+            if ctx.deps is None and self.spec is not None and self.spec.deps_type is not None:
+                return self._missing_deps()
             if self._ctx_positional:
                 args = (ctx,)
             else:
-                kwargs[self._ctx_param] = ctx
+                kwargs[self.context_param] = ctx
         fn: Callable[..., Any] = self.fn
         try:
             if self.is_async:
@@ -323,6 +467,17 @@ class Tool(Generic[P, R]):
     ) -> ToolResult:
         """`run` from sync code: in a script, and inside a running event loop (Jupyter)."""
         return run_sync(self.run, input, ctx)
+
+    def _missing_deps(self) -> ToolResult:
+        assert self.spec is not None
+        wanted = getattr(self.spec.deps_type, "__name__", None) or repr(self.spec.deps_type)
+        return error_result(
+            f"Tool '{self.name}' was not run: it needs deps of type {wanted} (its context is "
+            f"ToolContext[{wanted}]) and none were given. Pass deps= to Agent.create, Tool.run "
+            "or ToolServer, or --deps module:factory on the command line.",
+            type=ToolErrorType.EXECUTION_FAILED,
+            details={"missing": "deps", "deps_type": wanted},
+        )
 
     def _timed_out(self, ctx: ToolContext[Any] | None, limit: float) -> ToolResult:
         if ctx is not None:
@@ -372,6 +527,32 @@ class Tool(Generic[P, R]):
         else:
             lines.append("*No parameters.*")
         return "\n".join(lines)
+
+
+class PreparedCall:
+    """A call whose arguments passed validation: what `Tool.prepare` returns for good input."""
+
+    __slots__ = ("arguments", "tool")
+
+    def __init__(self, tool: Tool[..., Any], arguments: dict[str, Any]) -> None:
+        self.tool = tool
+        """The tool to run."""
+        self.arguments = arguments
+        """The keyword arguments the function gets (defaults filled in, types coerced)."""
+
+    @property
+    def takes_context(self) -> bool:
+        """Whether the tool's function receives a `ToolContext`."""
+        return self.tool.context_param is not None
+
+    async def execute(
+        self, ctx: ToolContext[Any] | None = None, *, default_timeout: float | None = None
+    ) -> ToolResult:
+        """Run the tool with these arguments (see `Tool.execute`); never raises for the tool."""
+        return await self.tool.execute(self.arguments, ctx, default_timeout=default_timeout)
+
+    def __repr__(self) -> str:
+        return f"PreparedCall({self.tool.name!r}, {self.arguments!r})"
 
 
 def _type_label(prop: Mapping[str, Any]) -> str:

@@ -12,12 +12,19 @@ import copy
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails, SchemaValidator
 
-__all__ = ["ArgumentValidator", "format_validation_error"]
+__all__ = [
+    "ArgumentValidator",
+    "InvalidArguments",
+    "ValidatorFunc",
+    "format_validation_error",
+    "short_value",
+]
 
 _CONTAINER_ERRORS = frozenset(
     {
@@ -40,17 +47,40 @@ _SUBJECT_SHOULD = re.compile(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class InvalidArguments:
+    """A validator's verdict on input it refused: the message the model is shown."""
+
+    message: str
+    """Names each bad field, what it got and what was expected."""
+
+
+ValidatorFunc = Callable[[Any], "dict[str, Any] | InvalidArguments"]
+"""Turns a model's raw arguments into keyword arguments, or says why it cannot."""
+
+MAX_DESCRIBED_ERRORS = 64
+"""Past this many validation errors, only a trimmed copy of the input is examined for the
+message (the first items of each long list): describing hundreds of thousands of errors one by
+one took seconds, and the model is shown eight of them anyway."""
+
+_TRIM_ITEMS = 8
+
+
 # Built once: json.dumps with non-default options builds a new encoder on every call.
 _ENCODE = json.JSONEncoder(ensure_ascii=False, default=repr).encode
 
 
-def _short(value: Any) -> str:
+def short_value(value: Any) -> str:
+    """`value` as short JSON (or repr) for an error message: sixty characters at most."""
     if isinstance(value, str) and len(value) > _MAX_INPUT_REPR:
         value = value[:_MAX_INPUT_REPR]  # no need to encode megabytes to show sixty characters
     try:
         text = _ENCODE(value)
-    except (TypeError, ValueError):  # non-string keys, a cycle: what a Python caller can pass
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):  # odd keys, a cycle, a huge int
+        try:
+            text = repr(value)
+        except (ValueError, RecursionError):  # an int past the digit limit, deep nesting
+            text = f"<{type(value).__name__}>"
     if len(text) > _MAX_INPUT_REPR:
         text = text[: _MAX_INPUT_REPR - 1] + "…"
     return text
@@ -127,8 +157,8 @@ def _describe(
     if "input" not in err:
         return f"'{where}' {msg}"
     if ", got " in msg:  # pydantic already says what it got, in words: add the value
-        return f"'{where}' {msg} ({_short(err['input'])})"
-    return f"'{where}' {msg}, got {_short(err['input'])}"
+        return f"'{where}' {msg} ({short_value(err['input'])})"
+    return f"'{where}' {msg}, got {short_value(err['input'])}"
 
 
 def format_validation_error(
@@ -232,8 +262,8 @@ class ArgumentValidator:
         self._params = tuple(params)
         self._field_to_param = dict(field_to_param) if field_to_param else None
 
-    def __call__(self, raw: Any) -> dict[str, Any] | str:
-        """The keyword arguments for the function, or the error message for the model.
+    def __call__(self, raw: Any) -> dict[str, Any] | InvalidArguments:
+        """The keyword arguments for the function, or what the model must fix.
 
         `raw` is what the model sent: a dict, a JSON string (or bytes), a mapping or `None`.
         Exceptions other than validation failures (a user validator raising ``KeyError``, say)
@@ -241,32 +271,67 @@ class ArgumentValidator:
         """
         if type(raw) is not dict:
             raw = self._as_dict(raw)
-            if type(raw) is str:
+            if type(raw) is InvalidArguments:
                 return raw
         try:
             values = self._validate(raw).__dict__
         except ValidationError as first:
-            errors = first.errors(include_url=False)
-            nulls: set[tuple[int | str, ...]] = set()
-            repaired = _repair(raw, errors, nulls)
-            if repaired is None:
-                return format_validation_error(self._tool_name, errors, self._params, raw)
-            try:
-                values = self._validate(repaired).__dict__
-            except ValidationError as second:
-                return format_validation_error(
-                    self._tool_name,
-                    second.errors(include_url=False),
-                    self._params,
-                    repaired,
-                    nulls,
-                )
+            return self._refused(raw, first)
+        except RecursionError:
+            return InvalidArguments(
+                f"Invalid arguments for tool '{self._tool_name}': the arguments are nested too "
+                "deeply to be read. Send flatter JSON."
+            )
         field_to_param = self._field_to_param
         if field_to_param:
             return {field_to_param.get(k, k): v for k, v in values.items()}
         return values
 
-    def _as_dict(self, raw: Any) -> dict[str, Any] | str:
+    def _refused(
+        self, raw: dict[str, Any], first: ValidationError
+    ) -> dict[str, Any] | InvalidArguments:
+        """The failure path: repair a model's habits and try again, or say what is wrong."""
+        count = first.error_count()
+        if count > MAX_DESCRIBED_ERRORS:
+            # No repair either: a model's habits are a few fields, not thousands.
+            return InvalidArguments(self._many_errors(raw, count))
+        errors = first.errors(include_url=False)
+        nulls: set[tuple[int | str, ...]] = set()
+        repaired = _repair(raw, errors, nulls)
+        if repaired is None:
+            return InvalidArguments(
+                format_validation_error(self._tool_name, errors, self._params, raw)
+            )
+        try:
+            values = self._validate(repaired).__dict__
+        except ValidationError as second:
+            return InvalidArguments(
+                format_validation_error(
+                    self._tool_name, second.errors(include_url=False), self._params, repaired, nulls
+                )
+            )
+        field_to_param = self._field_to_param
+        if field_to_param:
+            return {field_to_param.get(k, k): v for k, v in values.items()}
+        return values
+
+    def _many_errors(self, raw: dict[str, Any], count: int) -> str:
+        """The message for input with very many errors, from a trimmed copy of it."""
+        trimmed = _trim(raw, 3)
+        try:
+            self._validate(trimmed)
+        except ValidationError as exc:
+            text = format_validation_error(
+                self._tool_name, exc.errors(include_url=False), self._params, trimmed
+            )
+        else:  # the errors are all past the first items of long lists
+            text = (
+                f"Invalid arguments for tool '{self._tool_name}': items past the first "
+                f"{_TRIM_ITEMS} of a list are invalid. Fix the arguments and call the tool again."
+            )
+        return f"{text} ({count:,} errors in all.)"
+
+    def _as_dict(self, raw: Any) -> dict[str, Any] | InvalidArguments:
         """`raw` as a dict, or the error message when it is not a JSON object."""
         if raw is None:
             return {}
@@ -274,15 +339,31 @@ class ArgumentValidator:
             try:
                 raw = json.loads(raw) if raw.strip() else {}
             except ValueError as exc:
-                return (
+                return InvalidArguments(
                     f"Invalid arguments for tool '{self._tool_name}': the arguments are not "
                     f"valid JSON ({exc}). Send a JSON object."
+                )
+            except RecursionError:
+                return InvalidArguments(
+                    f"Invalid arguments for tool '{self._tool_name}': the JSON is nested too "
+                    "deeply to be read. Send flatter JSON."
                 )
         if isinstance(raw, Mapping) and type(raw) is not dict:
             raw = dict(raw)
         if type(raw) is not dict:
-            return (
+            return InvalidArguments(
                 f"Invalid arguments for tool '{self._tool_name}': expected a JSON object with "
-                f"the parameters by name, got {type(raw).__name__} {_short(raw)}."
+                f"the parameters by name, got {type(raw).__name__} {short_value(raw)}."
             )
         return raw
+
+
+def _trim(value: Any, depth: int) -> Any:
+    """`value` with every list cut to its first few items, `depth` levels down."""
+    if depth <= 0:
+        return value
+    if type(value) is dict:
+        return {k: _trim(v, depth - 1) for k, v in value.items()}
+    if type(value) is list:
+        return [_trim(v, depth - 1) for v in value[:_TRIM_ITEMS]]
+    return value

@@ -16,6 +16,7 @@ from support import assert_history_valid, make_agent, sent_results, texts
 
 from kode import ToolContext, define_tool
 from kode.agent import Agent, AgentTemplate, ApprovalRequired, Done, TextDelta, ToolEnd
+from kode.agent.run import AgentRun
 from kode.models import (
     Message,
     ModelEvent,
@@ -419,24 +420,21 @@ async def test_decide_from_another_thread(reg: ToolRegistry) -> None:
 async def test_an_interrupt_before_the_run_opens_its_scope_is_kept(reg: ToolRegistry) -> None:
     agent, model = make_agent(reg, ["never sent"])
     events: list[Any] = []
-
-    def on_event(event: Any) -> None:
-        events.append(event)
+    run = AgentRun(agent, events.append, interactive=True)
 
     # The moment between "the run has started" and "its cancel scope is open" is reached
     # here by calling interrupt() at the start of the loop itself.
-    original = agent._loop
+    original = run._loop
 
-    async def loop_after_interrupt(prompt: Any, emit: Any) -> Any:
-        agent.interrupt()  # _running is set, _scope is not open yet
-        return await original(prompt, emit)
+    async def loop_after_interrupt(prompt: Any) -> Any:
+        agent.interrupt()  # the run is the agent's current one; its scope is not open yet
+        return await original(prompt)
 
-    agent._loop = loop_after_interrupt  # type: ignore[method-assign]
+    run._loop = loop_after_interrupt  # type: ignore[method-assign]
     with anyio.fail_after(5):
-        await agent.send("go", on_event=on_event)
+        await agent.execute(run, "go")
     assert isinstance(events[-1], Done) and events[-1].interrupted
     assert model.requests == []  # the model was never asked
-    agent._loop = original  # type: ignore[method-assign]
 
 
 async def test_interrupt_when_idle_does_nothing(reg: ToolRegistry) -> None:

@@ -138,13 +138,28 @@ async def test_from_state_continues_the_conversation(
     assert_history_valid(restored.messages)
 
 
+async def test_from_state_rebuilds_an_agent_of_an_unregistered_template(
+    tools: ToolRegistry, template_registry: TemplateRegistry
+) -> None:
+    agent, _ = make_agent(tools, ["hi"], id="unregistered", max_turns=7)
+    await agent.send("go")
+    assert "unregistered" not in template_registry
+    saved = AgentState.model_validate_json(agent.state.model_dump_json())
+    restored = Agent.from_state(saved, model=ScriptedModel(["again"]), registry=tools)
+    assert restored.template.id == "unregistered"
+    assert restored.template.max_turns == 7
+    assert restored.messages == agent.messages
+    assert (await restored.send("more")).text == "again"
+
+
 async def test_from_state_needs_its_template(
     tools: ToolRegistry, template_registry: TemplateRegistry
 ) -> None:
     agent, _ = make_agent(tools, ["hi"], id="unregistered")
     await agent.send("go")
+    old_format = agent.state.model_copy(update={"template": None})  # saved before templates were
     with pytest.raises(TemplateError, match="no agent template with id 'unregistered'"):
-        Agent.from_state(agent.state, model=ScriptedModel([]), registry=tools)
+        Agent.from_state(old_format, model=ScriptedModel([]), registry=tools)
     with pytest.raises(TemplateError, match="saved from template 'unregistered', not 'other'"):
         Agent.from_state(agent.state, model=ScriptedModel([]), template=AgentTemplate(id="other"))
     again = Agent.from_state(

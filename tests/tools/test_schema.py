@@ -515,7 +515,37 @@ def test_optional_context_keeps_the_function_callable_without_one() -> None:
     tool = make(_optional)
     assert tool("Ada") == "no context Ada"
     standalone = tool.run_sync({"name": "Ada"})  # a standalone context, whose deps are None
-    assert standalone.is_error and "AttributeError" in standalone.text
+    assert standalone.is_error and "AttributeError" not in standalone.text
+    assert "needs deps of type Deps" in standalone.text
+    assert "Pass deps= to Agent.create" in standalone.text
+
+
+@pytest.mark.parametrize(
+    ("annotation", "needs"),
+    [
+        ("ToolContext", False),
+        ("ToolContext[Any]", False),
+        ("ToolContext[Deps | None]", False),
+        ("ToolContext[Deps]", True),
+        ("ToolContext[Deps] | None", True),
+    ],
+)
+def test_only_a_context_with_required_deps_refuses_to_run_without_them(
+    annotation: str, needs: bool
+) -> None:
+    namespace: dict[str, Any] = {}
+    source = (
+        f"def greet(name: str, ctx: {annotation}) -> str:\n"
+        '    """Greet."""\n'
+        "    return 'hello ' + name\n"
+    )
+    exec(source, {"ToolContext": ToolContext, "Deps": Deps, "Any": Any}, namespace)
+    tool = make(namespace["greet"])
+    result = tool.run_sync({"name": "Ada"})
+    assert result.is_error is needs
+    assert ("needs deps of type Deps" in result.text) is needs
+    given = tool.run_sync({"name": "Ada"}, ToolContext(tool_name="greet", deps=Deps("x")))
+    assert given.text == "hello Ada"
 
 
 def test_two_contexts_are_a_problem() -> None:

@@ -1,0 +1,289 @@
+"""`AgentRun`: one ``send`` or ``stream`` of an agent, from the prompt to `Done`.
+
+This module owns the loop of one run: send the conversation and the tools to the model, run
+every ``tool_use`` of the reply through the pipeline (`kode.agent.pipeline`), put the results
+back in one user message in call order, and repeat until the model answers without tools. A
+run also owns what only exists while it goes: the approvals waiting for `Agent.decide`, the
+listener its events go to, the cancel scope `Agent.interrupt` cancels, and the event loop it
+runs on. What outlives a run (the history, the call records, client calls waiting for
+results, usage) belongs to the `Agent`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from kode.agent.blocks import cancelled_result
+from kode.agent.events import (
+    AgentEvent,
+    ApprovalRequired,
+    Done,
+    ErrorEvent,
+    TextDelta,
+    ThinkingDelta,
+    TurnEnd,
+)
+from kode.agent.permissions import ApprovalDecision, ApprovalRequest
+from kode.agent.pipeline import CallOutcome, duplicate_result, run_turn_calls
+from kode.agent.text import clean_message
+from kode.models.base import ModelError, ModelRequest, ModelResponse
+from kode.models.base import TextDelta as ModelTextDelta
+from kode.models.base import ThinkingDelta as ModelThinkingDelta
+from kode.models.messages import ContentBlock, Message, ToolUseContent, Usage
+from kode.tools.errors import ToolErrorType
+
+if TYPE_CHECKING:
+    from kode.agent.agent import Agent
+
+__all__ = ["AgentRun", "EventCallbackFunc"]
+
+EventCallbackFunc = Callable[[AgentEvent], None]
+"""Receives every event of a run as it happens."""
+
+
+class AgentRun:
+    """One run of an agent: made by `Agent.send` and `Agent.stream`, used once.
+
+    Args:
+        agent: The agent to run.
+        emit: Where the run's events go, as they happen.
+        interactive: Whether someone is listening who can answer approvals with `decide`.
+    """
+
+    def __init__(self, agent: Agent, emit: EventCallbackFunc, *, interactive: bool) -> None:
+        self.agent = agent
+        """The agent this run belongs to."""
+        self.emit = emit
+        """Where the run's events go."""
+        self.interactive = interactive
+        """Whether approvals can be asked through events (someone answers with `decide`)."""
+        self.loop_thread = threading.get_ident()
+        """The thread of the event loop the run is on (where it was made, until it starts)."""
+        self.abandoned = False
+        """Whether the stream reading this run was left early (the run is being cancelled)."""
+        self.ended = anyio.Event()
+        """Set when the run has ended."""
+        self._token: anyio.lowlevel.EventLoopToken | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._interrupt_pending = False  # interrupt() came before the run's cancel scope
+        self._approvals: dict[str, tuple[anyio.Event, list[ApprovalDecision]]] = {}
+
+    # --- from other tasks and threads --------------------------------------------------------
+
+    def on_loop(self) -> bool:
+        """Whether the caller is on the thread of the event loop running this run."""
+        return threading.get_ident() == self.loop_thread
+
+    def interrupt(self) -> None:
+        """Cancel the run (from any thread); see `Agent.interrupt`."""
+        if not self.on_loop() and self._token is not None:
+            anyio.from_thread.run_sync(self.interrupt, token=self._token)
+        elif self._scope is not None:
+            self._scope.cancel()
+        else:  # the run has started but not yet opened its cancel scope
+            self._interrupt_pending = True
+
+    def decide(self, call_id: str, decision: ApprovalDecision) -> bool:
+        """Answer the approval a call waits for (from any thread); whether one was waiting."""
+        if not self.on_loop() and self._token is not None:
+            return anyio.from_thread.run_sync(self.decide, call_id, decision, token=self._token)
+        waiting = self._approvals.get(call_id)
+        if waiting is None:
+            return False
+        event, box = waiting
+        box.append(decision)
+        event.set()
+        return True
+
+    @property
+    def waiting_for_approval(self) -> list[str]:
+        """The ids of the calls waiting for `decide`."""
+        return list(self._approvals)
+
+    async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Ask for approval: the agent's approver, or an `ApprovalRequired` event and `decide`."""
+        agent = self.agent
+        if agent.approver is not None:
+            return await agent.approver(request)
+        event = anyio.Event()
+        box: list[ApprovalDecision] = []
+        self._approvals[request.call_id] = (event, box)
+        agent.status = "awaiting_approval"
+        self.emit(
+            ApprovalRequired(
+                call_id=request.call_id,
+                name=request.tool_name,
+                input=request.input,
+                reason=request.reason,
+            )
+        )
+        try:
+            await event.wait()
+        finally:
+            self._approvals.pop(request.call_id, None)
+            agent.status = "awaiting_approval" if self._approvals else "running"
+        return box[0]
+
+    # --- the loop ------------------------------------------------------------------------------
+
+    async def execute(self, prompt: str | None) -> Done | ErrorEvent:
+        """Run the agent on `prompt`; the last event, which has also been emitted."""
+        self._token = anyio.lowlevel.current_token()
+        self.loop_thread = threading.get_ident()
+        try:
+            result = await self._loop(prompt)
+        finally:
+            self.ended.set()
+        self.emit(result)
+        return result
+
+    async def _loop(self, prompt: str | None) -> Done | ErrorEvent:
+        agent = self.agent
+        first = agent.client_calls.take(prompt)
+        if isinstance(first, str):
+            return ErrorEvent(message=first)
+        if not first:
+            return ErrorEvent(message="nothing to send: give a prompt")
+        last = agent.messages[-1] if agent.messages else None
+        if last is not None and last.role == "user":
+            # The previous run ended on a user message (interrupted, failed model, turn
+            # limit): add to it, so roles keep alternating as providers require.
+            agent.messages[-1] = Message(role="user", content=[*last.content, *first])
+        else:
+            agent.messages.append(Message(role="user", content=first))
+        agent.status = "running"
+        template = agent.template
+        used = Usage()
+        turn = 0
+        response: ModelResponse | None = None
+        recorded = False  # whether `response`'s message is in the history
+        calls: Sequence[ToolUseContent] = ()  # the recorded turn's calls, until answered
+        outcomes: list[CallOutcome | None] = []
+        # One cancel scope for the whole run, which `interrupt` cancels; after it, the turn's
+        # variables say where it hit.
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                if self._interrupt_pending:
+                    scope.cancel()
+                    await anyio.lowlevel.checkpoint()
+                for turn in range(1, template.max_turns + 1):
+                    response = None
+                    recorded = False
+                    calls = ()
+                    outcomes = []
+                    try:
+                        response = await self._model_turn()
+                    except ModelError as exc:
+                        agent.status = "failed"
+                        return ErrorEvent(message=f"the model failed: {exc}", error=exc)
+                    if response is None:
+                        agent.status = "failed"
+                        return ErrorEvent(message="the model ended its stream without a response")
+                    turn_calls, duplicates = agent.records.add_turn(response.message)
+                    agent.messages.append(response.message)
+                    recorded = True
+                    calls = turn_calls
+                    used += response.usage
+                    agent.usage += response.usage
+                    self.emit(
+                        TurnEnd(turn=turn, stop_reason=response.stop_reason, usage=response.usage)
+                    )
+                    if not calls:
+                        agent.status = "idle"
+                        return Done(text=response.message.text, usage=used, turns=turn)
+                    outcomes = [None] * len(calls)
+                    for index in duplicates:
+                        outcomes[index] = duplicate_result(self, calls[index])
+                    await run_turn_calls(self, calls, outcomes)
+                    pending = [
+                        call
+                        for call, outcome in zip(calls, outcomes, strict=True)
+                        if outcome is not None and outcome.pending
+                    ]
+                    if pending:
+                        agent.client_calls.wait_for(calls, outcomes)
+                        agent.status = "awaiting_client"
+                        return Done(
+                            text=response.message.text,
+                            usage=used,
+                            turns=turn,
+                            pending_calls=tuple(c.id for c in pending),
+                        )
+                    answered = Message(role="user", content=self._answer(calls, outcomes))
+                    agent.messages.append(answered)
+                    calls = ()
+            except BaseException as exc:
+                # `interrupt`, a cancellation from outside (a timeout around send(), a stream
+                # left early), or a KeyboardInterrupt from a tool: answer the calls of the
+                # turn, so no tool_use is left without its tool_result.
+                if calls:
+                    if len(outcomes) != len(calls):  # hit before the calls started
+                        outcomes = [None] * len(calls)
+                    blocks = self._answer(calls, outcomes, interrupted=True)
+                    agent.messages.append(Message(role="user", content=blocks))
+                cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
+                agent.status = "idle" if cancelled else "failed"
+                raise
+            finally:
+                self._scope = None
+        if scope.cancelled_caught:
+            text = response.message.text if response is not None and recorded else ""
+            return Done(text=text, usage=used, turns=turn, interrupted=True)
+        agent.status = "failed"
+        return ErrorEvent(
+            message=f"the agent reached its limit of {template.max_turns} turns without "
+            "a final answer; raise max_turns in the template if the task needs more"
+        )
+
+    async def _model_turn(self) -> ModelResponse | None:
+        """Stream one model response, passing its text and thinking on as events."""
+        agent = self.agent
+        request = ModelRequest(
+            system=agent.template.system_prompt,
+            messages=list(agent.messages),
+            tools=agent.tools,
+            settings=agent.template.settings(),
+        )
+        response: ModelResponse | None = None
+        async for event in agent.model.stream(request):
+            if isinstance(event, ModelResponse):
+                response = event
+            elif isinstance(event, ModelTextDelta):
+                self.emit(TextDelta(text=event.text))
+            elif isinstance(event, ModelThinkingDelta):
+                self.emit(ThinkingDelta(thinking=event.thinking))
+        if response is not None:
+            response.message = clean_message(response.message)
+        return response
+
+    def _answer(
+        self,
+        calls: Sequence[ToolUseContent],
+        outcomes: Sequence[CallOutcome | None],
+        *,
+        interrupted: bool = False,
+    ) -> list[ContentBlock]:
+        """The ``tool_result`` blocks for a turn's calls, in call order.
+
+        A call without an outcome (and, when `interrupted`, a client call still pending) is
+        answered as cancelled.
+        """
+        blocks: list[ContentBlock] = []
+        for call, outcome in zip(calls, outcomes, strict=True):
+            if outcome is None or (interrupted and outcome.pending):
+                block = cancelled_result(call)
+                record = self.agent.records.for_call(call)
+                record.status = "cancelled"
+                record.result = block
+                record.error_type = ToolErrorType.CANCELLED.value
+                blocks.append(block)
+            else:
+                blocks.append(outcome.block)
+        return blocks

@@ -1,0 +1,122 @@
+"""Typed service keys: what an agent shares with its tools, by name and by type.
+
+An agent hands its tools shared things through ``ctx.services`` (its todo list, its
+background processes, its web settings, the handle that starts sub-agents). A `ServiceKey`
+names one of them together with its type, so the code that puts a service there and the tool
+that takes it out agree on both, and a wrong value is a clear `TypeError` at the point of
+use, not an ``AttributeError`` deep in a tool.
+
+The keys both the agent and the built-in tools use live here; a built-in tool module defines
+the keys only it reads (``kode.builtin.runtime.PROCESSES``, ``kode.builtin.web.WEB``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, MutableMapping
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+
+__all__ = ["SUBAGENTS", "TODOS", "ServiceKey", "SubagentRunner"]
+
+T = TypeVar("T")
+
+
+class ServiceKey(Generic[T]):
+    """The name and type of one service in ``ctx.services`` / ``agent.services``.
+
+    Args:
+        name: The key in the services mapping.
+        kind: The type a value must have (checked with `isinstance`).
+        doc: What the service is, for error messages.
+
+    Example:
+        ```python
+        from kode.tools.services import ServiceKey
+
+        COUNTER = ServiceKey("counter", list, doc="calls counted so far")
+        services: dict[str, object] = {}
+        seen = COUNTER.get_or_set(services, list)
+        seen.append(1)
+        assert COUNTER.get(services) == [1]
+        ```
+    """
+
+    __slots__ = ("doc", "kind", "name")
+
+    def __init__(self, name: str, kind: type[Any], *, doc: str = "") -> None:
+        self.name = name
+        """The key in the services mapping."""
+        self.kind = kind
+        """The type its value must have."""
+        self.doc = doc
+        """What the service is."""
+
+    def get(self, services: MutableMapping[str, Any]) -> T | None:
+        """The service, or `None` when it is not there.
+
+        Raises:
+            TypeError: something that is not a `kind` is stored under the name.
+        """
+        value = services.get(self.name)
+        if value is not None and not isinstance(value, self.kind):
+            raise TypeError(
+                f"services[{self.name!r}] must be a {self.kind.__name__}"
+                f"{f' ({self.doc})' if self.doc else ''}, got {type(value).__name__}"
+            )
+        return value
+
+    def get_or_set(self, services: MutableMapping[str, Any], factory: Callable[[], T]) -> T:
+        """The service, made with `factory` and stored first if it is not there.
+
+        Raises:
+            TypeError: something that is not a `kind` is stored under the name.
+        """
+        value = self.get(services)
+        if value is None:
+            value = factory()
+            self.set(services, value)
+        return value
+
+    def set(self, services: MutableMapping[str, Any], value: T) -> None:
+        """Store the service.
+
+        Raises:
+            TypeError: `value` is not a `kind`.
+        """
+        if not isinstance(value, self.kind):
+            raise TypeError(
+                f"services[{self.name!r}] must be a {self.kind.__name__}, got "
+                f"{type(value).__name__}"
+            )
+        services[self.name] = value
+
+    def __repr__(self) -> str:
+        return f"ServiceKey({self.name!r}, {self.kind.__name__})"
+
+
+@runtime_checkable
+class SubagentRunner(Protocol):
+    """What the `SUBAGENTS` service does: run a sub-agent from a registered template."""
+
+    @property
+    def agent_id(self) -> str:
+        """The id of the agent that starts sub-agents."""
+        ...
+
+    async def run_subagent(
+        self,
+        template_id: str,
+        prompt: str,
+        *,
+        on_event: Callable[[Any], None] | None = None,
+    ) -> str:
+        """Run a sub-agent on `prompt`; return its final text."""
+        ...
+
+
+TODOS: ServiceKey[list[dict[str, Any]]] = ServiceKey(
+    "todos", list, doc="the agent's todo list, saved with its state"
+)
+"""The agent's todo list: one dict per item (see `kode.builtin.todo`)."""
+
+SUBAGENTS: ServiceKey[SubagentRunner] = ServiceKey("agent", SubagentRunner, doc="starts sub-agents")
+"""The handle that runs sub-agents for ``task_run``."""
