@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kode.agent.agent import Agent, AgentError, AgentReply
+from kode.agent.agent import Agent, AgentError
 from kode.agent.events import (
     AgentEvent,
     ApprovalRequired,
@@ -24,6 +24,7 @@ from kode.agent.permissions import (
     PermissionConfig,
     PermissionMode,
 )
+from kode.agent.reply import AgentReply
 from kode.agent.state import AgentState, ToolCallRecord
 from kode.agent.stream import AgentStream
 from kode.agent.template import (

@@ -22,6 +22,7 @@ from kode.agent.events import AgentEvent, Done, ErrorEvent
 from kode.agent.hooks import AgentHooks
 from kode.agent.permissions import ApprovalDecision, ApproverFunc
 from kode.agent.pipeline import truncate_result
+from kode.agent.reply import AgentHandle, AgentReply
 from kode.agent.run import AgentRun, EventCallbackFunc
 from kode.agent.state import AgentState, CallRecords
 from kode.agent.stream import AgentStream
@@ -47,64 +48,6 @@ __all__ = ["Agent", "AgentError", "AgentReply"]
 
 class AgentError(KodeError):
     """An agent cannot be created or cannot continue (bad template tools, a failed model)."""
-
-
-class _AgentHandle:
-    """What tools get under `SUBAGENTS`: sub-agents, without the whole agent."""
-
-    __slots__ = ("_agent",)
-
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
-
-    async def run_subagent(
-        self,
-        template_id: str,
-        prompt: str,
-        *,
-        on_event: EventCallbackFunc | None = None,
-    ) -> str:
-        reply = await self._agent.run_subagent(template_id, prompt, on_event=on_event)
-        return reply.text
-
-    @property
-    def agent_id(self) -> str:
-        return self._agent.agent_id
-
-
-class AgentReply:
-    """What `Agent.send` returns: the final text, and the run's details."""
-
-    __slots__ = ("events", "interrupted", "pending_calls", "text", "turns", "usage")
-
-    def __init__(
-        self,
-        *,
-        text: str,
-        usage: Usage,
-        turns: int,
-        events: list[AgentEvent],
-        pending_calls: tuple[str, ...] = (),
-        interrupted: bool = False,
-    ) -> None:
-        self.text = text
-        """The final assistant text."""
-        self.usage = usage
-        """Tokens used by the run."""
-        self.turns = turns
-        """How many model responses the run took."""
-        self.events = events
-        """Every event of the run, in order."""
-        self.pending_calls = pending_calls
-        """Client tool calls waiting for `Agent.submit_tool_result`."""
-        self.interrupted = interrupted
-        """Whether `Agent.interrupt` ended the run."""
-
-    def __repr__(self) -> str:
-        return f"AgentReply(text={self.text!r}, turns={self.turns}, usage={self.usage!r})"
-
-    def __str__(self) -> str:
-        return self.text
 
 
 class Agent:
@@ -192,7 +135,7 @@ class Agent:
         self.services: dict[str, Any] = {}
         """What its tools share, by `ServiceKey` name (see `ToolContext.services`)."""
         TODOS.set(self.services, self.todos)
-        SUBAGENTS.set(self.services, _AgentHandle(self))
+        SUBAGENTS.set(self.services, AgentHandle(self))
         self.subagent_models: dict[str, Model] = {}
         """Models for sub-agents by template id (others use this agent's model)."""
         self._create_options: dict[str, Any] = {}

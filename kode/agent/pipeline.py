@@ -347,14 +347,17 @@ class _Call:
                 self.emit(out)
 
 
-def duplicate_result(run: AgentRun, call: ToolUseContent) -> CallOutcome:
-    """The outcome of a call whose id repeated another's: answered, never run."""
-    original = call.id.rsplit("~", 1)[0] or "(empty)"
+def duplicate_result(run: AgentRun, call: ToolUseContent, original: str) -> CallOutcome:
+    """The outcome of a call whose id (`original`) repeated another's: answered, never run."""
+    why = (
+        f"its call id {original!r} was already used by another call"
+        if original
+        else "it came without a call id"
+    )
     return _Call(run, call).finish(
         error_result(
-            f"Tool '{call.name.strip()}' was not run: its call id {original!r} was already "
-            "used by another call, so its result could not be told apart. Call it again; "
-            "every call needs an id of its own.",
+            f"Tool '{call.name.strip()}' was not run: {why}, so its result could not be told "
+            "apart. Call it again; every call needs an id of its own.",
             type=ToolErrorType.INVALID_TOOL_PARAMS,
         ),
         "failed",
@@ -366,6 +369,8 @@ async def _run_into(
 ) -> None:
     try:
         results[index] = await _Call(run, call).run()
+    except (KeyboardInterrupt, SystemExit) as exc:  # from a sync tool: stop the whole run
+        run.abort(exc)
     except ToolError as exc:  # defensive: the pipeline should not raise these
         results[index] = CallOutcome(
             block=result_block(call.id, error_result(exc.message, type=exc.type)), status="failed"

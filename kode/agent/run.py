@@ -73,6 +73,7 @@ class AgentRun:
         self._scope: anyio.CancelScope | None = None
         self._interrupt_pending = False  # interrupt() came before the run's cancel scope
         self._approvals: dict[str, tuple[anyio.Event, list[ApprovalDecision]]] = {}
+        self._fatal: BaseException | None = None  # a tool's KeyboardInterrupt or SystemExit
 
     # --- from other tasks and threads --------------------------------------------------------
 
@@ -100,6 +101,18 @@ class AgentRun:
         box.append(decision)
         event.set()
         return True
+
+    def abort(self, exc: BaseException) -> None:
+        """End the run because a tool raised `exc` (KeyboardInterrupt, SystemExit).
+
+        Raised in the task of one call, it would leave asyncio's event loop at once, before
+        the turn's calls are answered. The run is cancelled instead; once every call has its
+        result, `exc` is raised again from the run's own task.
+        """
+        if self._fatal is None:
+            self._fatal = exc
+        if self._scope is not None:
+            self._scope.cancel()
 
     @property
     def waiting_for_approval(self) -> list[str]:
@@ -199,8 +212,8 @@ class AgentRun:
                         agent.status = "idle"
                         return Done(text=response.message.text, usage=used, turns=turn)
                     outcomes = [None] * len(calls)
-                    for index in duplicates:
-                        outcomes[index] = duplicate_result(self, calls[index])
+                    for index, original in duplicates.items():
+                        outcomes[index] = duplicate_result(self, calls[index], original)
                     await run_turn_calls(self, calls, outcomes)
                     pending = [
                         call
@@ -233,6 +246,9 @@ class AgentRun:
                 raise
             finally:
                 self._scope = None
+        if self._fatal is not None:
+            agent.status = "failed"
+            raise self._fatal
         if scope.cancelled_caught:
             text = response.message.text if response is not None and recorded else ""
             return Done(text=text, usage=used, turns=turn, interrupted=True)
@@ -287,3 +303,4 @@ class AgentRun:
             else:
                 blocks.append(outcome.block)
         return blocks
+

@@ -72,26 +72,26 @@ class CallRecords:
         """The record of a call id, if there is one."""
         return self._by_id.get(call_id)
 
-    def add_turn(self, message: Message) -> tuple[list[ToolUseContent], list[int]]:
-        """Record a model turn's calls; return them and the positions of duplicated ids.
+    def add_turn(self, message: Message) -> tuple[list[ToolUseContent], dict[int, str]]:
+        """Record a model turn's calls; return them, and the duplicated ids by position.
 
         A model can repeat a ``tool_use`` id (within a turn, or one of an earlier turn), or
         send an empty one; no provider accepts the history that follows. Such a call gets a
-        new, unique id in the message itself (``<id>~2`` ...), so its result can answer it,
-        and its position is returned so that it is answered without being run.
+        new, unique id in the message itself (``<id>_dup1`` ...), so its result can answer it,
+        and its position and first id are returned so that it is answered without being run.
         """
         calls = message.tool_uses
-        duplicates: list[int] = []
+        duplicates: dict[int, str] = {}
         seen: set[str] = set()
         for index, call in enumerate(calls):
             if call.id and call.id not in seen and call.id not in self._by_id:
                 seen.add(call.id)
                 continue
-            duplicates.append(index)
+            duplicates[index] = call.id
             base = call.id or "call"
             while True:
                 self._serial += 1
-                fresh = f"{base}~{self._serial}"
+                fresh = f"{base}_dup{self._serial}"  # [A-Za-z0-9_-]: what providers accept
                 if fresh not in seen and fresh not in self._by_id:
                     break
             call.id = fresh

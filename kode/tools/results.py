@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import itertools
 import mimetypes
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -32,6 +34,10 @@ __all__ = [
 ]
 
 EMPTY_RESULT_TEXT = "(the tool returned no output)"
+
+MAX_ITERATOR_ITEMS = 100_000
+"""A tool may return an iterator (a generator) of at most this many items; it is shown as a
+list. An endless generator is cut here and becomes an ``invalid_result`` error."""
 """The text of the result of a tool that returned `None`, so a model never sees nothing."""
 
 _IMAGE_SIGNATURES: tuple[tuple[bytes, str], ...] = (
@@ -293,6 +299,15 @@ def to_result(value: Any, *, tool_name: str) -> ToolResult:
         return image_result(data)
     if dataclasses.is_dataclass(value) and isinstance(value, type):
         value = repr(value)
+    if isinstance(value, Iterator):  # a generator: shown as a list, if it ends soon enough
+        items = list(itertools.islice(value, MAX_ITERATOR_ITEMS + 1))
+        if len(items) > MAX_ITERATOR_ITEMS:
+            return error_result(
+                f"Tool {tool_name!r} returned an iterator with more than "
+                f"{MAX_ITERATOR_ITEMS:,} items; return a list, or fewer items.",
+                type=ToolErrorType.INVALID_RESULT,
+            )
+        value = items
     try:
         return json_result(value)
     except (pydantic_core.PydanticSerializationError, TypeError, ValueError) as exc:

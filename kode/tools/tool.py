@@ -428,37 +428,47 @@ class Tool(Generic[P, R]):
             else:
                 kwargs[self.context_param] = ctx
         fn: Callable[..., Any] = self.fn
+        # What the function returned becomes a result inside the time limit, and, unless it
+        # is a plain value, in a worker thread: turning a huge or endless value into JSON must
+        # not hold the event loop.
         try:
             if self.is_async:
                 if limit is None:
-                    out = await fn(*args, **kwargs)
-                else:
-                    with anyio.move_on_after(limit) as scope:
-                        out = await fn(*args, **kwargs)
-                    if scope.cancelled_caught:
-                        return self._timed_out(ctx, limit)
-            elif not self.run_in_thread:
-                out = fn(*args, **kwargs)
-            else:
-                call = functools.partial(fn, *args, **kwargs)
-                if limit is None:
-                    out = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-                else:
-                    with anyio.move_on_after(limit) as scope:
-                        out = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-                    if scope.cancelled_caught:
-                        return self._timed_out(ctx, limit)
+                    return await self._convert(await fn(*args, **kwargs))
+                with anyio.move_on_after(limit):
+                    return await self._convert(await fn(*args, **kwargs))
+                return self._timed_out(ctx, limit)
+            if not self.run_in_thread:
+                try:
+                    out = fn(*args, **kwargs)
+                except GeneratorExit as exc:  # raised by the function itself: a failure
+                    return self._failure(exc, ctx)
+                return text_result(out) if type(out) is str else to_result(out, tool_name=self.name)
+            call = functools.partial(_call_and_convert, fn, args, kwargs, self.name)
+            if limit is None:
+                return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+            with anyio.move_on_after(limit):
+                return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+            return self._timed_out(ctx, limit)
         except ToolError as exc:
             return error_result(exc.message, type=exc.type, details=exc.details)
+        except _RaisedInThread as exc:
+            return self._failure(exc.raised, ctx)
         except Exception as exc:
             return self._failure(exc, ctx)
         except BaseException:
             if ctx is not None:
                 ctx.cancel()  # a worker thread may still be running: let it see it
             raise
+
+    async def _convert(self, out: Any) -> ToolResult:
+        """What an async function returned, as a `ToolResult`."""
         if type(out) is str:  # the common case, without the checks to_result makes
             return text_result(out)
-        return to_result(out, tool_name=self.name)
+        if type(out) in _PLAIN_RESULTS:
+            return to_result(out, tool_name=self.name)
+        convert = functools.partial(to_result, out, tool_name=self.name)
+        return await anyio.to_thread.run_sync(convert, abandon_on_cancel=True)
 
     def run_sync(
         self,
@@ -492,7 +502,7 @@ class Tool(Generic[P, R]):
             type=ToolErrorType.TIMEOUT,
         )
 
-    def _failure(self, exc: Exception, ctx: ToolContext[Any] | None = None) -> ToolResult:
+    def _failure(self, exc: BaseException, ctx: ToolContext[Any] | None = None) -> ToolResult:
         logger = ctx.logger if ctx is not None else _logger
         logger.error("Tool %r raised %s", self.name, type(exc).__name__, exc_info=exc)
         text = str(exc)
@@ -527,6 +537,31 @@ class Tool(Generic[P, R]):
         else:
             lines.append("*No parameters.*")
         return "\n".join(lines)
+
+
+_PLAIN_RESULTS = frozenset({ToolResult, int, float, bool, type(None)})
+
+
+class _RaisedInThread(Exception):
+    """Carries a `GeneratorExit` a sync tool raised out of its worker thread.
+
+    Raised as itself, it would end the awaiting coroutine as if it were being closed.
+    """
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(repr(raised))
+        self.raised = raised
+
+
+def _call_and_convert(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], name: str
+) -> ToolResult:
+    """Run a sync tool's function and turn its value into a result (in a worker thread)."""
+    try:
+        out = fn(*args, **kwargs)
+    except GeneratorExit as exc:
+        raise _RaisedInThread(exc) from None
+    return text_result(out) if type(out) is str else to_result(out, tool_name=name)
 
 
 class PreparedCall:
