@@ -13,10 +13,13 @@ if TYPE_CHECKING:
     from kode.agent import Agent, AgentTemplate
     from kode.models import Message, Model
     from kode.registries import (
+        PluginApi,
         ToolFactoryContext,
         ToolPolicy,
         ToolRegistry,
         ToolSource,
+        load_plugin,
+        load_plugins,
         registry,
         tool_factory,
     )
@@ -43,18 +46,21 @@ if TYPE_CHECKING:
         tool,
     )
     from kode.tools.declared import declare_tool
+    from kode.tools.workspace import FilePool, Workspace
 
 __version__ = "0.1.0"
 
 _SOURCES: dict[str, str] = {
     "Agent": "kode.agent",
     "AgentTemplate": "kode.agent",
+    "FilePool": "kode.tools.workspace",
     "Image": "kode.tools",
     "ImageBlock": "kode.tools",
     "Kind": "kode.tools",
     "KodeError": "kode.tools",
     "Message": "kode.models",
     "Model": "kode.models",
+    "PluginApi": "kode.registries",
     "TextBlock": "kode.tools",
     "Tool": "kode.tools",
     "ToolContext": "kode.tools",
@@ -68,11 +74,14 @@ _SOURCES: dict[str, str] = {
     "ToolRegistry": "kode.registries",
     "ToolResult": "kode.tools",
     "ToolSource": "kode.registries",
+    "Workspace": "kode.tools.workspace",
     "declare_tool": "kode.tools.declared",
     "define_tool": "kode.tools",
     "error_result": "kode.tools",
     "image_result": "kode.tools",
     "json_result": "kode.tools",
+    "load_plugin": "kode.registries",
+    "load_plugins": "kode.registries",
     "registry": "kode.registries",
     "run_sync": "kode.tools",
     "text_result": "kode.tools",
@@ -83,12 +92,14 @@ _SOURCES: dict[str, str] = {
 __all__ = [
     "Agent",
     "AgentTemplate",
+    "FilePool",
     "Image",
     "ImageBlock",
     "Kind",
     "KodeError",
     "Message",
     "Model",
+    "PluginApi",
     "TextBlock",
     "Tool",
     "ToolContext",
@@ -102,12 +113,15 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolSource",
+    "Workspace",
     "__version__",
     "declare_tool",
     "define_tool",
     "error_result",
     "image_result",
     "json_result",
+    "load_plugin",
+    "load_plugins",
     "registry",
     "run_sync",
     "text_result",

@@ -49,3 +49,34 @@ def test_tools_layer_does_not_import_the_layers_above_at_import_time() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_what_users_look_for_is_exported_where_they_look() -> None:
+    import kode.builtin
+    import kode.registries
+    from kode.builtin import _runtime_policy
+    from kode.registries import plugins
+    from kode.tools import workspace
+
+    assert (kode.Workspace, kode.FilePool) == (workspace.Workspace, workspace.FilePool)
+    for name in ("PluginApi", "PluginReport", "load_plugin", "load_plugins"):
+        assert getattr(kode.registries, name) is getattr(plugins, name), name
+        assert name in kode.registries.__all__, name
+    for name in ("PluginApi", "load_plugin", "load_plugins"):
+        assert getattr(kode, name) is getattr(plugins, name), name
+    for name in ("RuntimePolicy", "set_default_runtime_policy", "using_runtime_policy"):
+        assert getattr(kode.builtin, name) is getattr(_runtime_policy, name), name
+        assert name in kode.builtin.__all__, name
+
+
+def test_the_api_reference_lists_the_public_names() -> None:
+    from pathlib import Path
+
+    import kode.mcp
+
+    page = (Path(__file__).parent.parent / "docs" / "api.md").read_text()
+    listed = {line.rsplit(".", 1)[-1] for line in page.splitlines() if line.startswith("::: ")}
+    wanted = {name for name in kode.__all__ if name != "__version__"}
+    wanted |= set(kode.mcp.__all__)
+    wanted |= {"RuntimePolicy", "AgentStream", "isolated_templates", "PluginReport"}
+    assert sorted(wanted - listed) == []

@@ -3,13 +3,16 @@
 Importing ``kode.builtin`` registers them all; importing one module (``kode.builtin.fs``)
 registers only its tools. Groups: ``group:fs``, ``group:runtime``, ``group:web``,
 ``group:think`` (todo), ``group:sessions`` (sub-agents). See ``docs/builtin-tools.md``.
+
+What configures them is importable from here too: `RuntimePolicy` (what ``bash_run`` may run)
+with `set_default_runtime_policy` and `using_runtime_policy`.
 """
 
 from __future__ import annotations
 
 import importlib
 
-__all__ = ["MODULES"]
+__all__ = ["MODULES", "RuntimePolicy", "set_default_runtime_policy", "using_runtime_policy"]
 
 MODULES = ("fs", "runtime", "web", "todo", "tasks")
 """The built-in tool modules, in registration order."""
@@ -20,3 +23,10 @@ for _name in MODULES:
     except ModuleNotFoundError as _exc:  # a module not shipped in this build
         if _exc.name != f"{__name__}.{_name}":
             raise
+
+# After the loop, so the tool modules register in the order of MODULES.
+from kode.builtin._runtime_policy import (  # noqa: E402
+    RuntimePolicy,
+    set_default_runtime_policy,
+    using_runtime_policy,
+)

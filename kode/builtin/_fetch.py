@@ -10,7 +10,7 @@ followed here, never by httpx; the body is streamed and reading stops at the siz
 whole fetch runs under one time limit. It does not cache or cut the text to the character
 limit (``kode.builtin.web`` does).
 
-Needs httpx, BeautifulSoup and markdownify (``kode[web]``).
+Needs httpx, BeautifulSoup and markdownify (``kode-sdk[web]``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Turning a fetched body into text a model reads: HTML to markdown or plain text, charsets.
 
 This module owns the conversion of `web_fetch`'s bodies. HTML goes through BeautifulSoup and
-markdownify (``kode[web]``): scripts, styles and other non-content elements are dropped, the
+markdownify (``kode-sdk[web]``): scripts, styles and other non-content elements are dropped, the
 page's ``<main>`` (or its only ``<article>``) is preferred to the whole body, and links are made
 absolute so the model can fetch them next. It does not fetch anything.
 """

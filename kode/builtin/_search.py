@@ -2,7 +2,7 @@
 
 This module owns the seam a search backend fills and the Brave Search API client. It does not
 format results for the model (``kode.builtin.web`` does). httpx is imported when a search runs,
-so this module imports without the optional ``kode[web]`` dependencies.
+so this module imports without the optional ``kode-sdk[web]`` dependencies.
 
 A provider's URL is set by the application, never by the model, so provider requests are not
 subject to `web_fetch`'s address rules.

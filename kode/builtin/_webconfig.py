@@ -2,7 +2,7 @@
 
 This module owns the settings an application gives ``web_fetch`` and ``web_search`` (through
 ``ctx.services["web"]``) and the cache each config keeps. It imports no HTTP library, so
-configuring the tools never needs the optional ``kode[web]`` dependencies; the fetching itself
+configuring the tools never needs the optional ``kode-sdk[web]`` dependencies; the fetching itself
 lives in `kode.builtin._fetch`.
 """
 

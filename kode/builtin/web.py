@@ -7,7 +7,7 @@ could reach inside the network it runs in (see `kode.builtin._ssrf` for every ru
 only to addresses it checked, checks every redirect itself, and turns HTML into markdown.
 ``web_search`` asks a `SearchProvider` (default: `BraveSearch`, with ``BRAVE_API_KEY``).
 
-The HTTP side needs the optional ``kode[web]`` dependencies (httpx, markdownify); this module
+The HTTP side needs the optional ``kode-sdk[web]`` dependencies (httpx, markdownify); this module
 imports without them, and the tools answer with an error result saying how to install them.
 """
 
@@ -69,7 +69,7 @@ def _missing(exc: ImportError, tool: str) -> ToolError:
         raise exc
     return ToolError(
         f"{tool} needs the optional dependencies httpx and markdownify, which are not "
-        f"installed ({exc.name} is missing): pip install 'kode[web]'.",
+        f"installed ({exc.name} is missing): pip install 'kode-sdk[web]'.",
         type=ToolErrorType.EXECUTION_FAILED,
         details={"missing": exc.name},
     )

@@ -6,7 +6,7 @@
 - `connect` registers an MCP server's tools as ``mcp__<server>__<tool>``, ready for any agent
   whose template names them (`kode.mcp.client`).
 
-Both need the official SDK: ``pip install 'kode[mcp]'``. Importing `kode` never imports it;
+Both need the official SDK: ``pip install 'kode-sdk[mcp]'``. Importing `kode` never imports it;
 the names here load it on first use.
 """
 
@@ -47,7 +47,7 @@ def __getattr__(name: str) -> Any:
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types"):
             raise ModuleNotFoundError(
-                f"kode.mcp.{name} needs the MCP SDK: pip install 'kode[mcp]'", name=exc.name
+                f"kode.mcp.{name} needs the MCP SDK: pip install 'kode-sdk[mcp]'", name=exc.name
             ) from exc
         raise
     value = getattr(module, name)

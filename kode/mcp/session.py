@@ -247,7 +247,7 @@ class RemoteServer:
         from importlib.metadata import PackageNotFoundError, version
 
         try:
-            kode_version = version("kode")
+            kode_version = version("kode-sdk")
         except PackageNotFoundError:  # pragma: no cover - running from a source tree
             kode_version = "0"
         errlog = cast("TextIO", tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace"))

@@ -1,7 +1,7 @@
 """Models: the `Model` protocol, messages, provider dialects and offline models.
 
-`AnthropicModel` and `OpenAIModel` load their SDKs on first use (extras ``kode[anthropic]``
-and ``kode[openai]``).
+`AnthropicModel` and `OpenAIModel` load their SDKs on first use (extras ``kode-sdk[anthropic]``
+and ``kode-sdk[openai]``).
 """
 
 from __future__ import annotations

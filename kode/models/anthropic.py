@@ -36,7 +36,8 @@ try:
     import anthropic
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "AnthropicModel needs the anthropic SDK: install it with `pip install 'kode[anthropic]'`"
+        "AnthropicModel needs the anthropic SDK: "
+        "install it with `pip install 'kode-sdk[anthropic]'`"
     ) from exc
 
 from kode.models._sdk import SDKModel
@@ -89,8 +90,12 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
 
     Args:
         model: The model name, e.g. ``"claude-sonnet-4-5"``.
-        client: An ``anthropic.AsyncAnthropic`` client to use (then `api_key` and `base_url`
-            must not be given); by default one is made on first use and closed by `aclose`.
+        client: An ``anthropic.AsyncAnthropic`` client to use as it is (then `api_key` and
+            `base_url` must not be given). It stays yours: `aclose` leaves it open, and since
+            its pooled connections belong to the event loop that opened them, use it from one
+            event loop (not from repeated ``send_sync`` calls, which start a loop each). By
+            default the model makes one client per event loop on first use there, and closes
+            it when that loop ends (or on `aclose` in that loop).
         api_key: The API key (default: the SDK reads ``ANTHROPIC_API_KEY``).
         base_url: The API's address (default: the SDK reads ``ANTHROPIC_BASE_URL``).
         max_tokens: The most tokens per response, used instead of the request's
@@ -154,7 +159,8 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         """
         assembler = _Assembler()
         try:
-            events = await self.client.messages.create(**self.request_params(request), stream=True)
+            client = await self._loop_client()
+            events = await client.messages.create(**self.request_params(request), stream=True)
             async with events:
                 async for event in events:
                     delta = assembler.feed(event)

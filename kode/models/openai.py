@@ -46,7 +46,7 @@ try:
     import openai
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
-        "OpenAIModel needs the openai SDK: install it with `pip install 'kode[openai]'`"
+        "OpenAIModel needs the openai SDK: install it with `pip install 'kode-sdk[openai]'`"
     ) from exc
 
 from kode.models._sdk import SDKModel
@@ -97,8 +97,12 @@ class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
 
     Args:
         model: The model name, e.g. ``"gpt-4.1"`` (or whatever the server calls it).
-        client: An ``openai.AsyncOpenAI`` client to use (then `api_key` and `base_url` must not
-            be given); by default one is made on first use and closed by `aclose`.
+        client: An ``openai.AsyncOpenAI`` client to use as it is (then `api_key` and `base_url`
+            must not be given). It stays yours: `aclose` leaves it open, and since its pooled
+            connections belong to the event loop that opened them, use it from one event loop
+            (not from repeated ``send_sync`` calls, which start a loop each). By default the
+            model makes one client per event loop on first use there, and closes it when that
+            loop ends (or on `aclose` in that loop).
         api_key: The API key (default: the SDK reads ``OPENAI_API_KEY``). With a `base_url` and
             no key anywhere, a placeholder is sent, since local servers need none.
         base_url: The server's address, ending in ``/v1`` for most servers (default: the SDK
@@ -174,7 +178,8 @@ class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
         """
         assembler = _Assembler()
         try:
-            chunks = await self.client.chat.completions.create(
+            client = await self._loop_client()
+            chunks = await client.chat.completions.create(
                 **self.request_params(request),
                 stream=True,
                 stream_options={"include_usage": True},

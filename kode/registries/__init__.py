@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kode.registries.factories import ToolFactoryContext, ToolFactoryFunc, tool_factory
 from kode.registries.meta import Diagnostic, ToolMeta, ToolSource
+from kode.registries.plugins import PluginApi, PluginReport, load_plugin, load_plugins
 from kode.registries.policy import BUILTIN_PROFILES, PolicyError, ToolPolicy
 from kode.registries.registry import RegisteredTool, ToolRegistry, normalize_name, registry
 from kode.registries.resolve import Exclusion, Resolution, UnmatchedEntry
@@ -12,6 +13,8 @@ __all__ = [
     "BUILTIN_PROFILES",
     "Diagnostic",
     "Exclusion",
+    "PluginApi",
+    "PluginReport",
     "PolicyError",
     "RegisteredTool",
     "Resolution",
@@ -22,6 +25,8 @@ __all__ = [
     "ToolRegistry",
     "ToolSource",
     "UnmatchedEntry",
+    "load_plugin",
+    "load_plugins",
     "normalize_name",
     "registry",
     "tool_factory",

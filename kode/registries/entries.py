@@ -90,17 +90,11 @@ def _owner(meta: ToolMeta) -> tuple[ToolSource, str | None, str | None]:
 def is_rerun(existing: RegisteredTool, entry: RegisteredTool) -> bool:
     """Whether `entry` is `existing`'s own definition again, so it may replace it quietly.
 
-    The same code (module and qualname) registered by the same owner is a re-run; registering
-    a user tool again with another source re-labels it (a plugin adopting a tool its module
-    defined with a bare ``@define_tool``). The same code from two owners (two plugins
-    registering one shared tool, two MCP servers) is a conflict.
+    The same code (module and qualname) registered by the same owner is a re-run. The same
+    code from two owners (application code and a plugin, two plugins registering one shared
+    tool, two MCP servers) is a conflict, decided and reported like any other.
     """
-    if existing.origin != entry.origin:
-        return False
-    old, new = existing.meta, entry.meta
-    return _owner(old) == _owner(new) or (
-        old.source is ToolSource.USER and new.source is not ToolSource.USER
-    )
+    return existing.origin == entry.origin and _owner(existing.meta) == _owner(entry.meta)
 
 
 def same_factory(old: FactoryRecord, new: FactoryRecord) -> bool:

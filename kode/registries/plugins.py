@@ -77,8 +77,10 @@ class PluginApi:
         """Register a tool, or a factory of tools, as this plugin's.
 
         Args:
-            tool_or_factory: A `Tool` (define it with ``registry=None``, or let it register as a
-                user tool: it becomes the plugin's) or a factory (see `tool_factory`).
+            tool_or_factory: A `Tool` (define it with ``registry=None``; a tool the plugin's
+                own package registered with a bare ``@define_tool`` becomes the plugin's, while
+                any other tool already registered keeps its registration, and this one is
+                skipped with a diagnostic) or a factory (see `tool_factory`).
             optional: Leave it out unless a template or policy names it, its plugin, or
                 ``group:plugins``.
             names: For a factory, the names of the tools it makes.
@@ -179,6 +181,25 @@ def _rollback(
                     pass
 
 
+def _own_user_tool(reg: ToolRegistry, tool: Tool[..., Any], module: str | None) -> bool:
+    """Whether `tool` is registered as a user tool because the plugin's own package defined it.
+
+    A bare ``@define_tool`` in the plugin's package registers the tool as a user tool when the
+    package is imported; registering that very tool through the `PluginApi` hands it over to the
+    plugin. Anything else (a tool of the application, another tool made from the same
+    function, a plugin written in ``__main__``) is a conflict the registry reports.
+    """
+    if module is None or module in ("builtins", "__main__"):
+        return False
+    key = normalize_name(tool.name)
+    entry = next((e for e in reg.entries() if normalize_name(e.name) == key), None)
+    if entry is None or entry.tool is not tool or entry.meta.source is not ToolSource.USER:
+        return False
+    package = module.partition(".")[0]
+    origin = entry.origin[0]
+    return origin == package or origin.startswith(package + ".")
+
+
 def load_plugin(
     target: ModuleType | PluginFunc | str,
     *,
@@ -257,6 +278,7 @@ def _load(
                 staged.item,
                 plugin_id=pid,
                 optional=staged.optional or staged.item.optional,
+                replace=_own_user_tool(reg, staged.item, module),
             )
             if reg.meta(staged.item.name).plugin_id == pid:
                 report.registered.append(staged.item.name)

@@ -8,11 +8,12 @@ Conflicts are decided, never silent:
 
 - a different tool defined in application code under a taken name raises
   `ToolDefinitionError` (unless ``replace=True``); re-running the same definition (same module
-  and qualname, as a notebook cell re-run does) by the same owner replaces it quietly, and so
-  does registering a user tool again with another source (a plugin adopting a tool its module
-  defined with a bare ``@define_tool``);
+  and qualname, as a notebook cell re-run does) by the same owner replaces it quietly;
 - a core tool wins over a plugin tool, whichever came first;
-- any other duplicate from a later source (plugin, discovered, MCP, client) is skipped.
+- any other duplicate from a later source (plugin, discovered, MCP, client) is skipped, and
+  the first registration keeps its metadata (source, groups, kind, optional), even when both
+  were made from the same function. (A plugin's own tool, defined in its package with a bare
+  ``@define_tool``, is handed over to the plugin by `kode.registries.plugins`, not here.)
 
 Every skip or replacement is a `Diagnostic` in `diagnostics` and a log record.
 """

@@ -7,6 +7,7 @@ of agents: an agent fills the ids and the event sink, a standalone call leaves t
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -42,6 +43,19 @@ EventSinkFunc = Callable[[ToolEvent], None]
 """A callable that receives each `ToolEvent` as it is emitted."""
 
 _logger = logging.getLogger("kode.tools")
+
+
+def _as_workspace(value: object) -> Workspace | None:
+    if value is None or isinstance(value, Workspace):
+        return value
+    if isinstance(value, str | os.PathLike):
+        root = os.fspath(value)
+        if isinstance(root, str):
+            return Workspace(root=Path(root))
+    raise TypeError(
+        "ToolContext: workspace must be a Workspace, a path (str or os.PathLike) or None, "
+        f"got {type(value).__name__}: {value!r}"
+    )
 
 
 class ToolContext(Generic[DepsT]):
@@ -89,7 +103,7 @@ class ToolContext(Generic[DepsT]):
         deps: DepsT = None,  # type: ignore[assignment]
         logger: logging.Logger | logging.LoggerAdapter[logging.Logger] | None = None,
         event_sink: EventSinkFunc | None = None,
-        workspace: Workspace | None = None,
+        workspace: Workspace | str | os.PathLike[str] | None = None,
         files: FilePool | None = None,
         services: dict[str, Any] | None = None,
     ) -> None:
@@ -109,8 +123,9 @@ class ToolContext(Generic[DepsT]):
         """Every event emitted through this context, in order."""
         self._event_sink = event_sink
         self._cancelled = threading.Event()
-        self.workspace = workspace
-        """The directory tools may touch (`None`: the tool decides, e.g. the current one)."""
+        self.workspace: Workspace | None = _as_workspace(workspace)
+        """The directory tools may touch (`None`: the tool decides, e.g. the current one).
+        A path given for it is the root of a `Workspace`."""
         self.files = files
         """What the agent read and wrote, to refuse writes over unseen changes."""
         self.services: dict[str, Any] = services if services is not None else {}

@@ -512,7 +512,7 @@ async def test_without_httpx_the_result_says_how_to_install_it(
     assert result.is_error
     assert result.text == (
         "web_fetch needs the optional dependencies httpx and markdownify, which are not "
-        "installed (httpx is missing): pip install 'kode[web]'."
+        "installed (httpx is missing): pip install 'kode-sdk[web]'."
     )
 
 

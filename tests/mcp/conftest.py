@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP tests need the mcp extra: pip install 'kode[mcp]'")
+pytest.importorskip("mcp", reason="the MCP tests need the mcp extra: pip install 'kode-sdk[mcp]'")
 
 from mcp_peers import KODE_TOOLS, SDK_SERVER, HttpServer, free_port, write
 

@@ -44,7 +44,7 @@ def test_a_missing_sdk_says_which_extra_to_install(module: str, extra: str) -> N
         "except ImportError as exc:\n"
         "    print(exc)\n"
     )
-    assert f"pip install 'kode[{extra}]'" in run(code)
+    assert f"pip install 'kode-sdk[{extra}]'" in run(code)
 
 
 def test_unknown_attribute() -> None:

@@ -225,20 +225,6 @@ def test_the_same_owner_registering_again_refreshes_quietly() -> None:
     assert tools.diagnostics == []
 
 
-def test_registering_a_user_tool_with_another_source_relabels_it(
-    isolated_registry: ToolRegistry,
-) -> None:
-    @define_tool
-    def grep(pattern: str) -> str:
-        """Search."""
-        return pattern
-
-    assert registry.meta("grep").source is ToolSource.USER
-    registry.register(grep, source="core")
-    assert registry.meta("grep").source is ToolSource.CORE
-    assert registry.diagnostics == []
-
-
 def test_a_user_tool_taking_a_plugin_tools_name_is_an_error() -> None:
     tools = ToolRegistry("app")
     tools.register(_tool("weather"), plugin_id="wx")
