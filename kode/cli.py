@@ -11,9 +11,23 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "version"]
 
 _GROUPS = ("kode.cli_tools", "kode.mcp.cli")
+_DISTRIBUTION = "kode-sdk"
+
+
+def version() -> str:
+    """The installed kode's version: its distribution's, else ``kode.__version__``."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed(_DISTRIBUTION)
+    except PackageNotFoundError:  # running from a source tree, or an older distribution name
+        import kode
+
+        return str(getattr(kode, "__version__", None) or "unknown")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,6 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Define typed, documented Python functions as LLM tools; inspect, call and "
         "check them, run agents, and serve them over MCP.",
     )
+    parser.add_argument("--version", action="version", version=f"kode {version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in _GROUPS:
         try:
@@ -48,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # the output was piped into a command that stopped reading
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:  # Ctrl-C where a command does not handle it itself
+        print("\nkode: interrupted", file=sys.stderr)
+        return 130
     return code
 
 

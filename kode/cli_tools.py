@@ -56,8 +56,24 @@ def _get(reg: Any, name: str) -> Any:
 
 def _hint_modules(reg: Any) -> str:
     if len(reg) == 0:
-        return " No tools are registered: name the module that defines them (-m MODULE)."
+        return (
+            " No tools are registered: name the module that defines them (-m MODULE), or add "
+            "--builtin for kode's built-in tools."
+        )
     return f" Registered: {', '.join(reg.names())}."
+
+
+def _deps(args: argparse.Namespace) -> Any:
+    """The deps ``--deps module:factory`` makes (its factory is called once), or `None`."""
+    from kode.registries.deps import DepsSpecError, load_deps
+
+    spec = getattr(args, "deps", None)
+    if spec is None:
+        return None
+    try:
+        return load_deps(spec)
+    except DepsSpecError as exc:
+        raise CommandError(f"--deps: {exc}") from None
 
 
 def _print_json(value: Any) -> None:
@@ -67,7 +83,26 @@ def _print_json(value: Any) -> None:
 # --- kode tools list / show / call / check -----------------------------------------------
 
 
+def _description(reg: Any, entry: Any) -> str:
+    tool = entry.tool
+    if tool is None:  # a factory's tool: made for a default context, as `check` does
+        try:
+            tool = reg.get(entry.name)
+        except Exception:  # a factory that needs a real context: no description to show
+            return ""
+    return str(tool.description or "")
+
+
+def _cut(text: str, room: int) -> str:
+    """`text` in at most `room` characters, with an ellipsis when it was cut."""
+    if len(text) <= room:
+        return text
+    return text[: room - 1].rstrip() + "…" if room > 1 else ""
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
+    import shutil
+
     reg = _load(args)
     rows = []
     for entry in reg.entries():
@@ -75,6 +110,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
         rows.append(
             {
                 "name": meta.name,
+                "description": _description(reg, entry),
                 "source": meta.source.value,
                 "plugin_id": meta.plugin_id,
                 "server": meta.server,
@@ -88,15 +124,20 @@ def _cmd_list(args: argparse.Namespace) -> int:
         _print_json(rows)
         return 0
     if not rows:
-        print("No tools registered." + _hint_modules(reg))
+        print(_hint_modules(reg).strip())
         return 0
+    columns = shutil.get_terminal_size((80, 24)).columns  # COLUMNS, the terminal, or 80
     width = max(len(r["name"]) for r in rows)
+    groups_width = max(len(",".join(r["groups"]) or "-") for r in rows)
     for r in rows:
         source = r["source"] + (
             f":{r['plugin_id'] or r['server']}" if r["plugin_id"] or r["server"] else ""
         )
         groups = ",".join(r["groups"]) or "-"
-        print(f"{r['name']:<{width}}  {source:<10} {r['kind']:<8} {groups}")
+        line = f"{r['name']:<{width}}  {source:<10} {r['kind']:<8} {groups:<{groups_width}}"
+        first = (r["description"].strip().splitlines() or [""])[0].strip()
+        described = _cut(first, columns - len(line) - 2)
+        print(f"{line}  {described}" if described else line.rstrip())
     return 0
 
 
@@ -108,14 +149,16 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_call(args: argparse.Namespace) -> int:
-    from kode import run_sync
+    from kode import ToolContext, run_sync
 
     reg = _load(args)
     tool = _get(reg, args.name)
     raw = args.arguments if args.arguments is not None else "{}"
     if raw == "-":
         raw = sys.stdin.read()
-    result = run_sync(tool.run, raw)
+    deps = _deps(args)
+    ctx = ToolContext(tool_name=tool.name, deps=deps) if deps is not None else None
+    result = run_sync(tool.run, raw, ctx)
     _print_json(result.to_block(args.id))
     return 1 if result.is_error else 0
 
@@ -217,10 +260,56 @@ def _model_from(spec: str | None) -> Any:
     )
 
 
+def _ask(question: str) -> str:
+    """A line from the terminal; the end of input (a closed stdin, Ctrl-D) answers no.
+
+    The line is read from the file descriptor, not `sys.stdin`: a prompt abandoned on Ctrl-C
+    must not hold the lock of stdin's buffer while the interpreter shuts down.
+    """
+    print(question, end="", flush=True)
+    line = bytearray()
+    while True:
+        try:
+            byte = os.read(sys.stdin.fileno(), 1)
+        except (AttributeError, OSError, ValueError):  # no stdin at all: as at its end
+            byte = b""
+        if byte in (b"", b"\n"):
+            break
+        line += byte
+    if not byte and not line:
+        print("\n  (end of input: denied)", flush=True)
+    return line.decode(errors="replace")
+
+
+async def _prompt(question: str) -> str:
+    """`_ask` in a daemon thread, so that Ctrl-C need not wait for an answer.
+
+    input() cannot be cancelled: neither the interrupted run nor the exit of the process may
+    wait for an answer that will not come.
+    """
+    import threading
+
+    import anyio.from_thread
+    import anyio.lowlevel
+
+    answered = anyio.Event()
+    answer: list[str] = []
+    token = anyio.lowlevel.current_token()
+
+    def ask() -> None:
+        answer.append(_ask(question))
+        try:
+            anyio.from_thread.run_sync(answered.set, token=token)
+        except RuntimeError:  # the event loop is gone: nobody waits for this answer
+            pass
+
+    threading.Thread(target=ask, name="kode approval prompt", daemon=True).start()
+    await answered.wait()
+    return answer[0]
+
+
 async def _show(agent: Any, event: Any, started: dict[str, float]) -> int:
     """Print one event of ``kode run``; return 1 for an error event."""
-    import anyio.to_thread
-
     from kode.agent import events as ev
 
     if isinstance(event, ev.TextDelta):
@@ -239,7 +328,7 @@ async def _show(agent: Any, event: Any, started: dict[str, float]) -> int:
         print(f"  {mark} {event.name} ({event.duration:.2f} s) {first}", flush=True)
     elif isinstance(event, ev.ApprovalRequired):
         question = f"\nAllow {event.name} {event.input}? [y/N/a(lways)] "
-        answer = await anyio.to_thread.run_sync(input, question)
+        answer = await _prompt(question)
         decision = {"y": "allow", "a": "allow_always"}.get(answer.strip()[:1], "deny")
         agent.decide(event.call_id, decision)
     elif isinstance(event, ev.Done):
@@ -250,31 +339,79 @@ async def _show(agent: Any, event: Any, started: dict[str, float]) -> int:
     return 0
 
 
+def _builtin_hint(reg: Any, entries: list[str]) -> str:
+    """Which of `entries` only kode's built-in tools would match: the hint to add --builtin."""
+    try:
+        before = {u.entry for u in reg.resolve(entries).unmatched}
+        if not before:
+            return ""
+        importlib.import_module("kode.builtin")
+        after = {u.entry for u in reg.resolve(entries).unmatched}
+    except Exception:  # a hint only: the error it would add to is reported as it is
+        return ""
+    builtin = [e for e in entries if e in before and e not in after]
+    if not builtin:
+        return ""
+    listed = ", ".join(repr(e) for e in builtin)
+    return f" {listed} {'is' if len(builtin) == 1 else 'are'} built into kode: add --builtin."
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
     from kode.agent import Agent, AgentError, AgentTemplate, TemplateError
 
-    _load(args)
+    reg = _load(args)
     try:
         template = AgentTemplate.from_file(args.template)
     except (OSError, TemplateError) as exc:
         raise CommandError(str(exc)) from None
     model = _model_from(args.model)
+    deps = _deps(args)
     try:
-        agent = Agent.create(template, model=model, workspace=args.workspace)
+        agent = Agent.create(template, model=model, workspace=args.workspace, deps=deps)
     except AgentError as exc:
-        raise CommandError(str(exc)) from None
+        hint = "" if args.builtin else _builtin_hint(reg, list(template.tools or ()))
+        raise CommandError(str(exc) + hint) from None
     started: dict[str, float] = {}
     code = 0
+    interrupted = False
+
+    async def on_interrupt(showing: list[anyio.CancelScope], everything: anyio.CancelScope) -> None:
+        """Ctrl-C interrupts the run (its history stays valid); a second one stops waiting."""
+        nonlocal interrupted
+        import signal
+
+        try:
+            receiver = anyio.open_signal_receiver(signal.SIGINT)
+        except NotImplementedError:  # no signal handlers here: KeyboardInterrupt, in main()
+            return
+        with receiver as signals:
+            async for _signal in signals:
+                if interrupted:
+                    everything.cancel()
+                    return
+                interrupted = True
+                agent.interrupt()
+                for scope in showing:
+                    scope.cancel()  # an approval prompt waiting for its answer
 
     async def main() -> None:
         nonlocal code
-        async with agent:
+        async with agent, anyio.create_task_group() as tg:
+            showing: list[anyio.CancelScope] = []
+            tg.start_soon(on_interrupt, showing, tg.cancel_scope)
             async for event in agent.stream(args.prompt):
-                code = max(code, await _show(agent, event, started))
+                with anyio.CancelScope() as scope:
+                    showing[:] = [scope]
+                    code = max(code, await _show(agent, event, started))
+                showing.clear()
+            tg.cancel_scope.cancel()
 
     anyio.run(main)
+    if interrupted:
+        print("kode: interrupted", file=sys.stderr)
+        return 130
     return code
 
 
@@ -310,6 +447,14 @@ def register(commands: Any) -> None:
         )
         p.add_argument("--builtin", action="store_true", help="load kode's built-in tools")
 
+    def deps(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--deps",
+            metavar="MODULE:FACTORY",
+            help="make the deps tools get as ctx.deps: FACTORY() from MODULE (a dotted name "
+            "or .py path), called once with no arguments",
+        )
+
     p = sub.add_parser("list", help="list registered tools: name, source, kind, groups")
     p.add_argument("modules_pos", nargs="*", metavar="MODULE", help="modules to import")
     common(p)
@@ -329,6 +474,7 @@ def register(commands: Any) -> None:
     p.add_argument("arguments", nargs="?", help="JSON arguments ('-' reads stdin)")
     p.add_argument("--id", default="toolu_cli", help="the tool_use id to answer")
     common(p)
+    deps(p)
     p.set_defaults(handler=_guard(_cmd_call))
 
     p = sub.add_parser(
@@ -346,6 +492,7 @@ def register(commands: Any) -> None:
     )
     run.add_argument("--workspace", help="the directory tools may touch")
     common(run)
+    deps(run)
     run.set_defaults(handler=_guard(_cmd_run))
 
 

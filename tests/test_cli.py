@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -24,6 +25,7 @@ def kode(
         timeout=120,
         cwd=cwd,
         input=stdin,
+        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},  # the width: 80
     )
 
 
@@ -42,8 +44,8 @@ def test_tools_list_table_and_json() -> None:
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines == [
-        "convert_temperature  user       other    -",
-        "search_notes         user       search   -",
+        "convert_temperature  user       other    -  Convert a temperature between Celsi…",
+        "search_notes         user       search   -  Search the notebook for notes that…",
     ]
     data = json.loads(kode("tools", "list", QUICKSTART, "--json").stdout)
     assert [d["name"] for d in data] == ["convert_temperature", "search_notes"]

@@ -303,4 +303,3 @@ class AgentRun:
             else:
                 blocks.append(outcome.block)
         return blocks
-

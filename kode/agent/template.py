@@ -7,10 +7,11 @@ callables and can only be given in code.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +163,19 @@ class TemplateRegistry:
     def __init__(self) -> None:
         self._templates: dict[str, AgentTemplate] = {}
         self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def isolated(self) -> Iterator[TemplateRegistry]:
+        """Empty the registry for the block and restore it after (for tests)."""
+        with self._lock:
+            saved = dict(self._templates)
+            self._templates.clear()
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._templates.clear()
+                self._templates.update(saved)
 
     def register(self, template: AgentTemplate, *, replace: bool = True) -> AgentTemplate:
         """Register a template; return it."""

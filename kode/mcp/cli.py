@@ -41,11 +41,21 @@ def _serve(args: argparse.Namespace) -> int:
             except Exception as exc:
                 print(f"kode mcp serve: cannot import {spec!r}: {exc}", file=sys.stderr)
                 return 2
+        deps = None
+        if args.deps is not None:
+            from kode.registries.deps import DepsSpecError, load_deps
+
+            try:
+                deps = load_deps(args.deps)  # once: every call of every client shares it
+            except DepsSpecError as exc:
+                print(f"kode mcp serve: --deps: {exc}", file=sys.stderr)
+                return 2
     try:
         from kode.mcp.server import ToolServer
     except ModuleNotFoundError as exc:
         print(
-            f"kode mcp serve needs the MCP SDK ({exc.name} is missing): pip install 'kode[mcp]'",
+            f"kode mcp serve needs the MCP SDK ({exc.name} is missing): "
+            "pip install 'kode-sdk[mcp]'",
             file=sys.stderr,
         )
         return 2
@@ -54,6 +64,7 @@ def _serve(args: argparse.Namespace) -> int:
         name=args.name,
         poll_interval=args.poll_interval,
         tool_timeout=args.tool_timeout,
+        deps=deps,
     )
     for entry in server.unmatched:
         print(f"kode mcp serve: --tools {entry!r} matches no tool (yet)", file=sys.stderr)
@@ -117,6 +128,12 @@ def register(subparsers: Any) -> None:
         type=float,
         metavar="SECONDS",
         help="limit for a call of a tool without a timeout of its own (default: none)",
+    )
+    serve.add_argument(
+        "--deps",
+        metavar="MODULE:FACTORY",
+        help="make the deps tools get as ctx.deps: FACTORY() from MODULE (a dotted name or "
+        ".py path), called once at the start",
     )
     serve.add_argument(
         "--poll-interval",

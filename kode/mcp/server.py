@@ -151,6 +151,8 @@ class ToolServer:
         tool_timeout: Seconds a call may take when its tool has no `timeout` of its own
             (`None`: no limit), as an agent template's ``tool_timeout``.
         instructions: Text telling clients what the server is for.
+        deps: The application's dependencies, given to every call as ``ctx.deps`` (as
+            `Agent.create`'s ``deps``): one object, shared by all clients.
     """
 
     def __init__(
@@ -162,6 +164,7 @@ class ToolServer:
         poll_interval: float = 0.5,
         tool_timeout: float | None = None,
         instructions: str | None = None,
+        deps: Any = None,
     ) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
@@ -173,6 +176,8 @@ class ToolServer:
         """Seconds between two looks at the registry."""
         self.tool_timeout = tool_timeout
         """Seconds a call may take when its tool has no `timeout` of its own."""
+        self.deps = deps
+        """Given to every call as ``ctx.deps``."""
         self.unmatched: list[str] = []
         """Names and patterns that selected no tool, at the last look at the registry."""
         self._fixed = [t for t in tools or () if isinstance(t, Tool)]
@@ -189,9 +194,11 @@ class ToolServer:
         self.files = FilePool()
         """What the served tools read and wrote (`ToolContext.files`)."""
         try:
-            kode_version = version("kode")
-        except PackageNotFoundError:  # pragma: no cover - running from a source tree
-            kode_version = ""
+            kode_version = version("kode-sdk")
+        except PackageNotFoundError:  # running from a source tree, or an older distribution
+            import kode
+
+            kode_version = str(getattr(kode, "__version__", ""))
         self.server: Server[Any] = _LowLevelServer(
             name,
             version=kode_version,
@@ -213,7 +220,7 @@ class ToolServer:
 
     def _signature(self) -> tuple[Any, ...]:
         entries = self.registry.entries()
-        factories = self.registry._snapshot()[1]
+        factories = self.registry.snapshot().factories
         return (
             tuple((e.meta, e.origin, id(e.tool), id(e.factory)) for e in entries),
             tuple(id(f.factory) for f in factories),
@@ -262,7 +269,7 @@ class ToolServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        self.refresh()
+        await self._look()
         return types.ListToolsResult(tools=[listed.entry for listed in self._listing.values()])
 
     def _unknown(self, name: str) -> MCPError:
@@ -298,7 +305,7 @@ class ToolServer:
     ) -> types.CallToolResult:
         listed = self._listing.get(normalize_name(params.name))
         if listed is None:
-            self.refresh()
+            await self._look()
             listed = self._listing.get(normalize_name(params.name))
             if listed is None:
                 raise self._unknown(params.name)
@@ -320,6 +327,7 @@ class ToolServer:
         call_ctx: ToolContext[Any] = ToolContext(
             tool_call_id=str(ctx.request_id) if ctx.request_id is not None else "",
             tool_name=tool.name,
+            deps=self.deps,
             event_sink=forward,
             logger=_ForwardingLogger(logging.getLogger("kode.tools"), forward),
             files=self.files,
@@ -407,12 +415,20 @@ class ToolServer:
                 _log.debug("tools/list_changed not sent: %s", exc)
         await self._bus.publish(ToolsListChanged())
 
+    async def _look(self) -> None:
+        """Choose the tools again; when the list changed, tell every client.
+
+        Whoever notices a change announces it: a client listing tools before the next poll
+        would otherwise take the news with it, and the other clients would never hear it.
+        """
+        if self.refresh():
+            await self.notify_tools_changed()
+
     async def watch(self) -> None:
         """Look at the registry every `poll_interval` seconds; announce changes. Never returns."""
         while True:
             await anyio.sleep(self.poll_interval)
-            if self.refresh():
-                await self.notify_tools_changed()
+            await self._look()
 
     # --- running -------------------------------------------------------------------------------
 
@@ -476,6 +492,7 @@ async def serve_async(
     registry: ToolRegistry | None = None,
     poll_interval: float = 0.5,
     tool_timeout: float | None = None,
+    deps: Any = None,
 ) -> None:
     """`serve`, in a running event loop (stdio: asyncio or trio; HTTP: asyncio)."""
     server = ToolServer(
@@ -484,6 +501,7 @@ async def serve_async(
         registry=registry,
         poll_interval=poll_interval,
         tool_timeout=tool_timeout,
+        deps=deps,
     )
     if transport == "stdio":
         await server.run_stdio()
@@ -504,6 +522,7 @@ def serve(
     registry: ToolRegistry | None = None,
     poll_interval: float = 0.5,
     tool_timeout: float | None = None,
+    deps: Any = None,
 ) -> None:
     """Serve registered tools over MCP until the client leaves (stdio) or the process stops.
 
@@ -519,6 +538,7 @@ def serve(
         registry: Where names are looked up (default: the global registry).
         poll_interval: Seconds between two looks at the registry for tools defined later.
         tool_timeout: Seconds a call may take when its tool has no `timeout` of its own.
+        deps: The application's dependencies, given to every call as ``ctx.deps``.
     """
     anyio.run(
         lambda: serve_async(
@@ -531,6 +551,7 @@ def serve(
             registry=registry,
             poll_interval=poll_interval,
             tool_timeout=tool_timeout,
+            deps=deps,
         ),
         backend="asyncio",
     )

@@ -20,10 +20,12 @@ Every skip or replacement is a `Diagnostic` in `diagnostics` and a log record.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from typing import TYPE_CHECKING, Any
 
@@ -379,6 +381,29 @@ class ToolRegistry:
             self._profiles = dict(BUILTIN_PROFILES)
             self._diagnostics.clear()
 
+    @contextlib.contextmanager
+    def isolated(self) -> Iterator[ToolRegistry]:
+        """Empty the registry for the block and restore it after (for tests).
+
+        Example:
+            ```python
+            from kode import define_tool, registry
+
+            with registry.isolated():
+                @define_tool
+                def scratch() -> str:
+                    '''A tool that lives only in the block.'''
+                    return "x"
+                assert "scratch" in registry.names()
+            assert "scratch" not in registry.names()
+            ```
+        """
+        saved = self._swap_state()
+        try:
+            yield self
+        finally:
+            self._swap_state(saved)
+
     def _swap_state(self, state: dict[str, Any] | None = None) -> dict[str, Any]:
         """Replace the whole state at once; return the old one (for test isolation)."""
         fresh: dict[str, Any] = state or {
@@ -540,23 +565,32 @@ class ToolRegistry:
         """Choose an agent's tools: see `kode.registries.resolve.resolve`."""
         return resolve(self, names_or_patterns, policy, ctx)
 
-    def _snapshot(
-        self,
-    ) -> tuple[
-        list[RegisteredTool],
-        list[FactoryRecord],
-        dict[str, str],
-        dict[str, tuple[str, ...]],
-        dict[str, tuple[str, ...]],
-    ]:
+    def snapshot(self) -> RegistrySnapshot:
+        """Everything registered, copied at one instant (safe to read while others register)."""
         with self._lock:
-            return (
-                list(self._entries.values()),
-                list(self._factories),
-                dict(self._aliases),
-                dict(self._groups),
-                dict(self._profiles),
+            return RegistrySnapshot(
+                entries=list(self._entries.values()),
+                factories=list(self._factories),
+                aliases=dict(self._aliases),
+                groups=dict(self._groups),
+                profiles=dict(self._profiles),
             )
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class RegistrySnapshot:
+    """What a `ToolRegistry` held at one instant: see `ToolRegistry.snapshot`."""
+
+    entries: list[RegisteredTool]
+    """Every registered tool, in registration order."""
+    factories: list[FactoryRecord]
+    """Every tool factory."""
+    aliases: dict[str, str]
+    """Alias → tool name."""
+    groups: dict[str, tuple[str, ...]]
+    """Group name → member names."""
+    profiles: dict[str, tuple[str, ...]]
+    """Profile name → its entries."""
 
 
 registry = ToolRegistry("global")

@@ -175,7 +175,9 @@ def resolve(
                 raise PolicyError(
                     f"policy layers must be ToolPolicy objects, got {type(layer).__name__}"
                 )
-    entries, factories, aliases, groups, profiles = registry._snapshot()
+    snap = registry.snapshot()
+    entries, factories, aliases = snap.entries, snap.factories, snap.aliases
+    groups, profiles = snap.groups, snap.profiles
     layer_patterns = [layer.patterns(profiles) for layer in layers]
     factory_ctx = ctx if ctx is not None else ToolFactoryContext()
     out = Resolution()

@@ -33,11 +33,8 @@ __all__ = [
 @pytest.fixture
 def isolated_registry() -> Iterator[ToolRegistry]:
     """The global registry, emptied for this test and restored after it."""
-    saved = registry._swap_state()
-    try:
+    with registry.isolated():
         yield registry
-    finally:
-        registry._swap_state(saved)
 
 
 @pytest.fixture
@@ -45,13 +42,8 @@ def isolated_templates() -> Iterator[Any]:
     """The global agent template registry, emptied for this test and restored after it."""
     from kode.agent import templates
 
-    saved = dict(templates._templates)
-    templates._templates.clear()
-    try:
+    with templates.isolated():
         yield templates
-    finally:
-        templates._templates.clear()
-        templates._templates.update(saved)
 
 
 @pytest.fixture

@@ -256,9 +256,10 @@ def wait_until(check: object, timeout: float = 10.0) -> bool:
 class HttpServer:
     """`kode mcp serve --http PORT` for `module`: a subprocess to stop and start again."""
 
-    def __init__(self, module: Path, port: int) -> None:
+    def __init__(self, module: Path, port: int, *extra: str) -> None:
         self.module = module
         self.port = port
+        self.extra = extra
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.log = module.parent / f"http-server-{port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -266,7 +267,7 @@ class HttpServer:
     def start(self) -> str:
         with self.log.open("a") as log:
             proc = subprocess.Popen(
-                serve_command(self.module, "--http", str(self.port)),
+                serve_command(self.module, "--http", str(self.port), *self.extra),
                 cwd=self.module.parent,
                 stdout=log,
                 stderr=subprocess.STDOUT,
