@@ -16,6 +16,7 @@ from pydantic import Field
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.services import SUBAGENTS
 
 __all__ = ["task_run"]
 
@@ -31,8 +32,11 @@ async def task_run(
 
     The sub-agent sees only the prompt, not this conversation: say everything it needs.
     """
-    handle = ctx.services.get("agent")
-    if handle is None or not hasattr(handle, "run_subagent"):
+    try:
+        handle = SUBAGENTS.get(ctx.services)
+    except TypeError as exc:
+        raise ToolError(f"task_run cannot start a sub-agent: {exc}.") from None
+    if handle is None:
         raise ToolError(
             "task_run works only inside an agent (there is no agent to start a sub-agent from).",
             type=ToolErrorType.EXECUTION_FAILED,

@@ -2,9 +2,9 @@
 
 ``todo_write`` replaces the whole list (the model sends it back with changes), ``todo_read``
 returns it. Each item has an id, a title, a status (``pending``, ``in_progress``,
-``completed``) and notes; at most one item is in progress at a time. The list lives in
-``ctx.services["todos"]`` — an agent puts its own `Agent.todos` there, so it is saved with the
-agent's state — and every change is emitted as a ``todos`` event.
+``completed``) and notes; at most one item is in progress at a time. The list is the
+`TODOS` service (``ctx.services["todos"]``) — an agent puts its own `Agent.todos` there, so
+it is saved with the agent's state — and every change is emitted as a ``todos`` event.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.services import TODOS
 
 __all__ = ["TodoItem", "todo_read", "todo_write"]
 
@@ -31,13 +32,12 @@ class TodoItem(BaseModel):
 
 
 def _list(ctx: ToolContext[Any]) -> list[dict[str, Any]]:
-    todos = ctx.services.setdefault("todos", [])
-    if not isinstance(todos, list):
+    try:
+        return TODOS.get_or_set(ctx.services, list)
+    except TypeError as exc:
         raise ToolError(
-            "The agent's todo list is not available (ctx.services['todos'] is not a list).",
-            type=ToolErrorType.EXECUTION_FAILED,
-        )
-    return todos
+            f"The agent's todo list is not available: {exc}.", type=ToolErrorType.EXECUTION_FAILED
+        ) from None
 
 
 def _summary(todos: list[dict[str, Any]]) -> str:

@@ -24,6 +24,7 @@ from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import ToolResult, image_result, text_result
+from kode.tools.services import ServiceKey
 
 __all__ = [
     "BraveSearch",
@@ -51,17 +52,16 @@ def default_config() -> WebConfig:
     return _DEFAULT_CONFIG
 
 
+WEB: ServiceKey[WebConfig] = ServiceKey("web", WebConfig, doc="kode.builtin.web.WebConfig")
+"""An agent's web settings: ``WEB.set(agent.services, WebConfig(...))``."""
+
+
 def _config(ctx: ToolContext[Any]) -> WebConfig:
-    config = ctx.services.get("web")
-    if config is None:
-        return default_config()
-    if not isinstance(config, WebConfig):
-        raise ToolError(
-            f"ctx.services['web'] must be a kode.builtin.web.WebConfig, got "
-            f"{type(config).__name__}.",
-            type=ToolErrorType.EXECUTION_FAILED,
-        )
-    return config
+    try:
+        config = WEB.get(ctx.services)
+    except TypeError as exc:
+        raise ToolError(f"{exc}.", type=ToolErrorType.EXECUTION_FAILED) from None
+    return config if config is not None else default_config()
 
 
 def _missing(exc: ImportError, tool: str) -> ToolError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import anyio.lowlevel
 import pytest
@@ -165,3 +167,38 @@ async def test_a_second_stream_while_running_is_refused(tools: ToolRegistry) -> 
                 pass
         release.set()
     assert (await agent.send("third")).text == "done"
+
+
+# --- what create accepts -----------------------------------------------------------------------
+
+
+def test_create_takes_provider_model_strings(reg: ToolRegistry) -> None:
+    from kode.models import AnthropicModel, OpenAIModel
+
+    tpl = AgentTemplate(id="t", tools=[])
+    anthropic = Agent.create(tpl, model="anthropic:claude-sonnet-4-5", registry=reg)
+    assert isinstance(anthropic.model, AnthropicModel)
+    openai = Agent.create(tpl, model="openai:gpt-4o", registry=reg)
+    assert isinstance(openai.model, OpenAIModel)
+
+
+@pytest.mark.parametrize(
+    ("model", "message"),
+    [
+        ("gpt-4o", "is not a provider model string: use 'anthropic:<model>' or 'openai:<model>'"),
+        ("mistral:large", "is not a provider model string"),
+        ("openai:", "is not a provider model string"),
+        (42, "model must be a Model .* got int"),
+        (None, "model must be a Model .* got NoneType"),
+    ],
+)
+def test_create_refuses_what_is_not_a_model_at_once(
+    reg: ToolRegistry, model: Any, message: str
+) -> None:
+    with pytest.raises(TypeError, match=message):
+        Agent.create(AgentTemplate(id="t", tools=[]), model=model, registry=reg)
+
+
+def test_create_refuses_a_template_of_the_wrong_type(reg: ToolRegistry) -> None:
+    with pytest.raises(TypeError, match="template must be an AgentTemplate"):
+        Agent.create({"id": "t"}, model=ScriptedModel([]), registry=reg)  # type: ignore[arg-type]
