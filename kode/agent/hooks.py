@@ -101,9 +101,7 @@ class AgentHooks:
 
     def for_tool(self, name: str) -> tuple[list[PreToolUseFunc], list[PostToolUseFunc]]:
         """The pre- and post-hooks that apply to calls of `name`."""
-        own = self.tools.get(name) if self.tools else None
-        if own is None and not self.pre_tool_use and not self.post_tool_use:
-            return [], []  # the common case: no hooks at all
+        own = self.tools.get(name)
         pre = [*self.pre_tool_use, *(own.pre_tool_use if own else ())]
         post = [*self.post_tool_use, *(own.post_tool_use if own else ())]
         return pre, post

@@ -8,7 +8,8 @@ decisions it returns. The rule, in order:
 3. mode ``readonly`` refuses mutating kinds (edit, delete, move, execute);
 4. approval is needed when the tool is in ``require_approval``, when its own
    ``requires_approval`` says so (a bool, or a function of the input), or — with no such
-   setting — in mode ``approval`` for anything that is not read-only;
+   setting, or a function answering `None` — in mode ``approval`` for anything that is not
+   read-only;
 5. otherwise the call runs.
 """
 
@@ -116,7 +117,8 @@ def check_permission(
 
     A tool's ``requires_approval`` function gets the validated arguments, and the call's
     `ToolContext` too when it takes two parameters (to read ``ctx.services``); it returns a
-    bool, or a non-empty string: approval is needed, and the string says why.
+    bool, a non-empty string (approval is needed, and the string says why), or `None` (no
+    opinion on this input: the mode decides by kind, as if the tool had no function).
     """
     name = tool.name
     if _matches(name, config.deny):
@@ -137,11 +139,13 @@ def check_permission(
         answer = _ask_tool(own, arguments, ctx)
         if isinstance(answer, str) and answer:
             return Verdict(action="ask", reason=answer)
-        return (
-            Verdict(action="ask", reason="the tool asks for approval for this input")
-            if answer
-            else Verdict(action="allow", reason="the tool needs no approval for this input")
-        )
+        if answer is not None:
+            return (
+                Verdict(action="ask", reason="the tool asks for approval for this input")
+                if answer
+                else Verdict(action="allow", reason="the tool needs no approval for this input")
+            )
+        # None: the tool has no opinion on this input; the mode decides, as for no function
     if own is True:
         return Verdict(action="ask", reason="the tool always asks for approval")
     if own is False:

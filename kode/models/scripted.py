@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 import itertools
-import operator
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
@@ -58,30 +57,9 @@ def _message(turn: ScriptedTurn) -> Message:
     return Message(role="assistant", content=blocks)
 
 
-class _WordCounter:
-    """Counts the words of a request's messages (the offline models' input "tokens").
-
-    A conversation grows by a message or two per request: when a request starts with the
-    very messages (the same objects) the previous one had, only the new ones are counted, so
-    a long run does not recount its whole history every turn.
-    """
-
-    __slots__ = ("_seen", "_total")
-
-    def __init__(self) -> None:
-        self._seen: list[Message] = []
-        self._total = 0
-
-    def count(self, messages: Sequence[Message]) -> int:
-        seen = self._seen
-        known = len(seen)
-        if len(messages) < known or not all(map(operator.is_, messages, seen)):
-            seen.clear()
-            known = self._total = 0
-        for message in messages[known:]:
-            seen.append(message)
-            self._total += len(message.text.split())
-        return self._total
+def _words(messages: Sequence[Message]) -> int:
+    """The offline models' input "tokens": the words of the request's messages."""
+    return sum(len(message.text.split()) for message in messages)
 
 
 def _play(message: Message, name: str, words_in: int) -> list[ModelEvent]:
@@ -129,7 +107,6 @@ class ScriptedModel:
         """The replies still to come."""
         self.requests: list[ModelRequest] = []
         """Every request received, in order."""
-        self._words = _WordCounter()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Yield the next scripted turn.
@@ -144,7 +121,7 @@ class ScriptedModel:
                 "add a turn for every model reply the test expects"
             )
         message = self.turns.pop(0)
-        for event in _play(message, self.name, self._words.count(request.messages)):
+        for event in _play(message, self.name, _words(request.messages)):
             yield event
 
 
@@ -176,7 +153,6 @@ class FunctionModel:
         """The function that decides each reply."""
         self.requests: list[ModelRequest] = []
         """Every request received, in order."""
-        self._words = _WordCounter()
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Yield the function's reply."""
@@ -184,5 +160,5 @@ class FunctionModel:
         turn = self.function(request)
         if inspect.isawaitable(turn):
             turn = await turn
-        for event in _play(_message(turn), self.name, self._words.count(request.messages)):
+        for event in _play(_message(turn), self.name, _words(request.messages)):
             yield event

@@ -177,7 +177,7 @@ class DeclaredTool(Tool[..., Any]):
         groups: tuple[str, ...],
         optional: bool,
         timeout: float | None,
-        requires_approval: bool | Callable[..., bool | str] | None,
+        requires_approval: bool | Callable[..., bool | str | None] | None,
         output_schema: Mapping[str, Any] | None,
         param_aliases: Mapping[str, str] | None = None,
     ) -> None:
@@ -243,7 +243,7 @@ def declare_tool(
     groups: Iterable[str] = (),
     optional: bool = False,
     timeout: float | None = None,
-    requires_approval: bool | Callable[..., bool | str] | None = None,
+    requires_approval: bool | Callable[..., bool | str | None] | None = None,
     output_schema: Mapping[str, Any] | None = None,
     param_aliases: Mapping[str, str] | None = None,
 ) -> DeclaredTool:

@@ -114,7 +114,7 @@ def build_tool(
     groups: Iterable[str],
     optional: bool,
     timeout: float | None,
-    requires_approval: bool | Callable[..., bool | str] | None,
+    requires_approval: bool | Callable[..., bool | str | None] | None,
     docstring_style: DocstringStyle,
     require_descriptions: bool,
     run_in_thread: bool,
@@ -250,7 +250,7 @@ def define_tool(
     groups: Iterable[str] = (),
     optional: bool = False,
     timeout: float | None = None,
-    requires_approval: bool | Callable[..., bool | str] | None = None,
+    requires_approval: bool | Callable[..., bool | str | None] | None = None,
     registry: ToolSink | _Default | None = DEFAULT_REGISTRY,
     replace: bool = False,
     docstring_style: DocstringStyle = "auto",
@@ -271,7 +271,7 @@ def define_tool(
     groups: Iterable[str] = (),
     optional: bool = False,
     timeout: float | None = None,
-    requires_approval: bool | Callable[..., bool | str] | None = None,
+    requires_approval: bool | Callable[..., bool | str | None] | None = None,
     registry: ToolSink | _Default | None = DEFAULT_REGISTRY,
     replace: bool = False,
     docstring_style: DocstringStyle = "auto",
@@ -300,7 +300,9 @@ def define_tool(
         optional: Leave the tool out unless a template or policy names it explicitly.
         timeout: Seconds a call may take; a longer call ends as a ``timeout`` error result.
         requires_approval: Force (`True`) or skip (`False`) approval, or a function of the
-            validated input deciding per call; `None` lets the agent decide by kind.
+            validated input deciding per call (`True` or a reason string: ask; `False`: no
+            approval; `None`: no opinion, the agent's mode decides); `None` lets the agent
+            decide by kind.
         registry: Where to register: the global registry by default, `None` for nowhere.
         replace: Replace a different tool registered under the same name.
         docstring_style: ``"auto"``, ``"google"``, ``"numpy"``, ``"rest"``/``"sphinx"`` or

@@ -85,7 +85,7 @@ class Tool(Generic[P, R]):
     """Whether the tool is left out unless a template or policy names it explicitly."""
     timeout: float | None
     """Seconds a call may take before it ends with a ``timeout`` error (`None`: no limit)."""
-    requires_approval: bool | Callable[..., bool | str] | None
+    requires_approval: bool | Callable[..., bool | str | None] | None
     """Whether a call needs approval: `None` lets the agent's permission mode decide by kind."""
     run_in_thread: bool
     """Whether a sync function runs in a worker thread (the default) or inline in the loop."""
@@ -106,7 +106,7 @@ class Tool(Generic[P, R]):
         groups: tuple[str, ...],
         optional: bool,
         timeout: float | None,
-        requires_approval: bool | Callable[..., bool | str] | None,
+        requires_approval: bool | Callable[..., bool | str | None] | None,
         run_in_thread: bool,
         context_param: str | None = None,
         context_positional: bool = False,
@@ -172,7 +172,7 @@ class Tool(Generic[P, R]):
         groups: Iterable[str] = (),
         optional: bool = False,
         timeout: float | None = None,
-        requires_approval: bool | Callable[..., bool | str] | None = None,
+        requires_approval: bool | Callable[..., bool | str | None] | None = None,
         docstring_style: DocstringStyle = "auto",
         require_descriptions: bool = False,
         run_in_thread: bool = True,
@@ -215,7 +215,7 @@ class Tool(Generic[P, R]):
         groups: Iterable[str] = (),
         optional: bool = False,
         timeout: float | None = None,
-        requires_approval: bool | Callable[..., bool | str] | None = None,
+        requires_approval: bool | Callable[..., bool | str | None] | None = None,
         output_schema: Mapping[str, Any] | None = None,
         param_aliases: Mapping[str, str] | None = None,
     ) -> Tool[..., Any]:

@@ -190,6 +190,30 @@ async def test_requires_approval_as_a_function_of_the_input(tools: ToolRegistry)
     assert [(r.call_id, r.input) for r in approver.requests] == [("r2", {"path": "/home"})]
 
 
+@pytest.mark.parametrize(("mode", "asked"), [("auto", []), ("approval", ["tidy"])])
+async def test_a_requires_approval_function_answering_none_leaves_it_to_the_mode(
+    reg: ToolRegistry, mode: str, asked: list[str]
+) -> None:
+    def no_opinion_unless_root(arguments: dict[str, Any]) -> str | None:
+        return "tidying the root" if arguments["path"] == "/" else None
+
+    @define_tool(registry=reg, kind="delete", requires_approval=no_opinion_unless_root)
+    def tidy(path: str) -> str:
+        """Tidy a directory."""
+        return "tidied"
+
+    approver = Recorder()
+    agent, _ = make_agent(
+        reg,
+        [[tool_use("tidy", {"path": "/tmp"}, id="t1")], "ok"],
+        permission={"mode": mode},
+        create={"approver": approver},
+    )
+    await agent.send("go")
+    assert [r.tool_name for r in approver.requests] == asked
+    assert [r.reason for r in approver.requests] == ["kind delete needs approval"] * len(asked)
+
+
 async def test_the_approver_gets_the_request(tools: ToolRegistry) -> None:
     approver = Recorder()
     agent, _ = make_agent(
