@@ -29,6 +29,7 @@ from kode.agent.stream import AgentStream
 from kode.agent.template import AgentTemplate, TemplateError, templates
 from kode.models.base import Model
 from kode.models.messages import Message, ToolResultContent, Usage
+from kode.models.resolve import model_from
 from kode.registries.factories import ToolFactoryContext
 from kode.registries.policy import ToolPolicy
 from kode.registries.registry import ToolRegistry, normalize_name
@@ -192,7 +193,7 @@ class Agent:
                 profile is unknown.
             TypeError: `model` is not a model or a provider model string.
         """
-        model = _model_of(model)
+        model = model_from(model)
         if isinstance(template, str):
             template = templates.get(template)
         elif not isinstance(template, AgentTemplate):
@@ -573,28 +574,3 @@ class Agent:
                 assert not isinstance(blocks, str)
                 agent.messages.append(Message(role="user", content=blocks))
         return agent
-
-
-def _model_of(model: object) -> Model:
-    """The model `Agent.create` was given, or the one a provider model string names."""
-    if isinstance(model, str):
-        provider, _, name = model.partition(":")
-        if provider == "anthropic" and name:
-            from kode.models.anthropic import AnthropicModel
-
-            return AnthropicModel(name)
-        if provider == "openai" and name:
-            from kode.models.openai import OpenAIModel
-
-            return OpenAIModel(name)
-        raise TypeError(
-            f"model {model!r} is not a provider model string: use 'anthropic:<model>' or "
-            "'openai:<model>' (e.g. 'anthropic:claude-sonnet-4-5'), or pass a Model object"
-        )
-    stream = getattr(model, "stream", None)
-    if not callable(stream):
-        raise TypeError(
-            f"model must be a Model (an object with an async stream(request) method) or a "
-            f"provider model string like 'openai:gpt-4o', got {type(model).__name__}"
-        )
-    return model  # type: ignore[return-value]

@@ -30,6 +30,7 @@ from kode.models.messages import (
     ToolUseContent,
     Usage,
 )
+from kode.models.resolve import model_from
 from kode.models.scripted import FunctionModel, ScriptedModel, ScriptedTurn, tool_use
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ __all__ = [
     "ToolResultContent",
     "ToolUseContent",
     "Usage",
+    "model_from",
     "tool_use",
 ]
 
