@@ -1,10 +1,12 @@
 """Processes for the runtime tools: run one to completion, or keep it in the background.
 
-This module owns `run_command` (a foreground ``bash -c`` in its own process group, output
-captured and capped, a timeout that kills the whole group), `ProcessManager` (background shells
-whose output goes to a log file, read incrementally, killed by group; closing the manager kills
-them all), `OutputBuffer` (head and tail of a long output, with a marker in between) and
-`kill_group`. It does not decide what may run (`kode.builtin._runtime_policy`).
+This module owns `run_command` (a foreground ``bash -c``, output captured and capped, a timeout
+that kills every process the command started), `ProcessManager` (background shells whose output
+goes to a log file, read incrementally, killed with everything they started; closing the
+manager kills them all) and `OutputBuffer` (head and tail of a long output, with a marker in
+between). How a command is launched and killed, and what that guarantees on each platform, is
+`kode.builtin._kill`; the environment it gets is `kode.builtin._environment`. It does not decide
+what may run (`kode.builtin._runtime_policy`).
 
 Background shells are `subprocess.Popen` processes writing to files rather than anyio
 processes writing to pipes: they outlive the tool call (and, with ``send_sync``, the event loop)
@@ -18,20 +20,19 @@ import codecs
 import contextlib
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 import weakref
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import anyio
 import anyio.abc
 
+from kode.builtin import _kill
+from kode.builtin._environment import command_environment
+from kode.builtin._kill import Signal, Target
 from kode.tools.errors import ToolError, ToolErrorType
 
 __all__ = [
@@ -40,16 +41,10 @@ __all__ = [
     "LogRead",
     "OutputBuffer",
     "ProcessManager",
-    "group_alive",
-    "kill_group",
     "run_command",
 ]
 
-KILL_GRACE = 2.0
-"""Seconds between SIGTERM and SIGKILL."""
 _DRAIN = 0.5
-_POLL = 0.02
-_SHELL = "bash"
 
 
 # --- output ---------------------------------------------------------------------------------------
@@ -119,104 +114,6 @@ def _decoder() -> codecs.IncrementalDecoder:
     return codecs.getincrementaldecoder("utf-8")(errors="replace")
 
 
-# --- process groups -------------------------------------------------------------------------------
-
-
-def _proc_stat(pid: int) -> tuple[str, int] | None:
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rfind(")") + 2 :].split()
-    return fields[0], int(fields[2])  # state, process group
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether a process of group `pgid` is still running (zombies do not count).
-
-    On Linux this reads ``/proc``, since an orphaned zombie may wait forever for a parent that
-    never reaps it (a container's init); elsewhere it asks the kernel with signal 0.
-    """
-    if sys.platform.startswith("linux") and os.path.isdir("/proc/self"):
-        with os.scandir("/proc") as entries:
-            for entry in entries:
-                if not entry.name.isdigit():
-                    continue
-                stat = _proc_stat(int(entry.name))
-                if stat is not None and stat[1] == pgid and stat[0] not in ("Z", "X"):
-                    return True
-        return False
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-async def kill_group(
-    pgid: int, reap: Callable[[], object] | None = None, *, grace: float | None = None
-) -> Literal["SIGTERM", "SIGKILL"] | None:
-    """Kill every process of group `pgid`: SIGTERM, then SIGKILL after `grace` seconds.
-
-    Args:
-        pgid: The process group (the leader's pid, for a process started in a new session).
-        reap: Called while waiting, to collect the leader's exit status (``popen.poll``).
-        grace: Seconds the group has to end after SIGTERM (default `KILL_GRACE`).
-
-    Returns:
-        The last signal that was needed, or `None` when the group was already gone.
-    """
-    grace = KILL_GRACE if grace is None else grace
-    if reap is not None:
-        reap()
-    if not group_alive(pgid):
-        return None
-    sent: Literal["SIGTERM", "SIGKILL"] = "SIGTERM"
-    _signal_group(pgid, signal.SIGTERM)
-    _signal_group(pgid, signal.SIGCONT)  # a stopped process only sees SIGTERM once resumed
-    deadline = time.monotonic() + grace
-    while True:
-        if reap is not None:
-            reap()
-        if not group_alive(pgid):
-            return sent
-        if time.monotonic() >= deadline:
-            if sent == "SIGKILL":
-                return sent  # unkillable (uninterruptible sleep): nothing more to do
-            sent = "SIGKILL"
-            _signal_group(pgid, signal.SIGKILL)
-            deadline = time.monotonic() + grace
-        await anyio.sleep(_POLL)
-
-
-def _kill_group_now(pgid: int, reap: Callable[[], object]) -> None:
-    """`kill_group` for code without an event loop (``close``, interpreter exit)."""
-    grace = KILL_GRACE
-    reap()
-    if not group_alive(pgid):
-        return
-    _signal_group(pgid, signal.SIGTERM)
-    _signal_group(pgid, signal.SIGCONT)
-    deadline = time.monotonic() + grace
-    while group_alive(pgid) and time.monotonic() < deadline:
-        time.sleep(_POLL)
-        reap()
-    if group_alive(pgid):
-        _signal_group(pgid, signal.SIGKILL)
-        deadline = time.monotonic() + grace
-        while group_alive(pgid) and time.monotonic() < deadline:
-            time.sleep(_POLL)
-            reap()
-    reap()
-
-
 # --- foreground -----------------------------------------------------------------------------------
 
 
@@ -227,13 +124,13 @@ class CommandOutcome:
     output: str
     """Its stdout and stderr, interleaved, capped (with a marker when cut)."""
     pid: int
-    """The shell's pid, which was also its process group's id."""
+    """The pid of its supervisor (Linux) or of its shell (which leads its process group)."""
     exit_code: int | None
     """Its exit status (negative: killed by that signal); `None` if it could not be collected."""
     timed_out: bool
     """Whether the timeout killed it."""
-    killed_with: Literal["SIGTERM", "SIGKILL"] | None
-    """The last signal sent to its process group, if one was needed."""
+    killed_with: Signal | None
+    """The last signal sent to its processes, if one was needed."""
     leftovers_killed: bool
     """Whether processes it left running after it exited were killed."""
     total_chars: int
@@ -256,6 +153,33 @@ async def _pump(
         done.set()
 
 
+async def _read_status(stream: anyio.abc.ByteReceiveStream, status: _ShellStatus) -> None:
+    data = b""
+    try:
+        async for chunk in stream:
+            data += chunk
+            status.code = _parse_status(data)
+            if status.code is not None:
+                break
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+        pass
+    finally:
+        status.done.set()  # the shell exited, or its supervisor is gone
+
+
+@dataclass(kw_only=True, slots=True)
+class _ShellStatus:
+    done: anyio.Event = field(default_factory=anyio.Event)
+    code: int | None = None
+
+
+def _parse_status(data: bytes) -> int | None:
+    for line in data.decode(errors="replace").splitlines():
+        if line.startswith("exit ") and line[5:].lstrip("-").isdigit():
+            return int(line[5:])
+    return None
+
+
 async def run_command(
     command: str,
     *,
@@ -266,58 +190,74 @@ async def run_command(
 ) -> CommandOutcome:
     """Run `command` with ``bash -c`` in `cwd`, in a new session, for at most `seconds`.
 
-    On timeout, and when the caller is cancelled, the whole process group is killed (SIGTERM,
-    then SIGKILL). Processes the command leaves running after it exits are killed as well, so
-    nothing it started outlives the call.
+    On timeout, and when the caller is cancelled, every process the command started is killed
+    (SIGTERM, then SIGKILL; see `kode.builtin._kill` for what that covers). Processes the
+    command leaves running after it exits are killed as well, so nothing it started outlives
+    the call. `env` defaults to `command_environment()` (scrubbed), not ``os.environ``.
     """
+    argv, env, tag = _kill.launch(command, command_environment() if env is None else env)
     process = await anyio.open_process(
-        [_SHELL, "-c", command],
+        argv,
         cwd=cwd,
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=subprocess.PIPE if tag is not None else subprocess.STDOUT,
         start_new_session=True,
     )
-    pgid = process.pid
+    target = Target(pid=process.pid, tag=tag)
     buffer = OutputBuffer(max_chars)
     pumped = anyio.Event()
+    status = _ShellStatus()
     timed_out = False
-    killed: Literal["SIGTERM", "SIGKILL"] | None = None
+    killed: Signal | None = None
     leftovers = False
+    done = False
 
     def reap() -> object:
         return process.returncode
+
+    async def shell_exit() -> None:
+        if tag is None:
+            await process.wait()
+        else:
+            await status.done.wait()
 
     try:
         async with anyio.create_task_group() as tg:
             assert process.stdout is not None
             tg.start_soon(_pump, process.stdout, buffer, pumped)
+            if process.stderr is not None:
+                tg.start_soon(_read_status, process.stderr, status)
             with anyio.move_on_after(seconds) as scope:
-                await process.wait()
+                await shell_exit()
             if scope.cancelled_caught:
                 timed_out = True
-                killed = await kill_group(pgid, reap)
+                killed = await _kill.kill(target, reap)
             else:
                 with anyio.move_on_after(_DRAIN):
                     await pumped.wait()
-                if group_alive(pgid):  # it exited, leaving processes behind
+                if target.alive():  # it exited, leaving processes behind
                     leftovers = True
-                    killed = await kill_group(pgid, reap)
+                    killed = await _kill.kill(target, reap)
             with anyio.move_on_after(_DRAIN) as drain:
                 await pumped.wait()
-            if drain.cancelled_caught:  # someone outside the group holds the pipe open
+            if drain.cancelled_caught:  # someone we cannot see holds the pipe open
                 tg.cancel_scope.cancel()
+            with anyio.move_on_after(_kill.KILL_GRACE):
+                await process.wait()  # the supervisor ends once everything is reaped
+            tg.cancel_scope.cancel()
+        done = True
     finally:
         with anyio.CancelScope(shield=True):
-            if group_alive(pgid):  # cancelled from outside: kill before giving up
-                await kill_group(pgid, reap)
-            with anyio.move_on_after(KILL_GRACE):
+            if not done and (process.returncode is None or target.alive()):  # cancelled
+                await _kill.kill(target, reap)
+            with anyio.move_on_after(_kill.KILL_GRACE):
                 await process.aclose()
     return CommandOutcome(
         output=buffer.render(),
-        pid=pgid,
-        exit_code=process.returncode,
+        pid=target.pid,
+        exit_code=status.code if status.code is not None else process.returncode,
         timed_out=timed_out,
         killed_with=killed,
         leftovers_killed=leftovers,
@@ -338,7 +278,7 @@ class BackgroundShell:
     command: str
     """The command line."""
     pid: int
-    """The shell's pid, which is also its process group's id."""
+    """The pid of its supervisor (Linux) or of its shell (which leads its process group)."""
     cwd: Path
     """Where it runs."""
     log: Path
@@ -346,23 +286,36 @@ class BackgroundShell:
     started: float
     """`time.monotonic` when it started."""
     popen: subprocess.Popen[bytes] = field(repr=False)
+    target: Target = field(repr=False)
+    """Its processes, for `kode.builtin._kill`."""
+    status: Path | None = field(default=None, repr=False)
+    """The file its supervisor writes the shell's exit status to (`None`: untracked)."""
+    code: int | None = field(default=None, repr=False)
     offset: int = 0
     """Bytes of the log already read by `ProcessManager.read_new`."""
     killed_with: str | None = None
     """The signal `bash_kill` (or closing) needed, if it was killed."""
     ended: bool = False
-    """Whether its whole process group is known to be gone (never signal its id again: the
-    kernel may give it to another process)."""
+    """Whether every process it started is known to be gone (never signal their ids again:
+    the kernel may give them to other processes)."""
     decoder: codecs.IncrementalDecoder = field(default_factory=_decoder, repr=False)
 
     @property
     def exit_code(self) -> int | None:
-        """Its exit status, or `None` while it runs (negative: killed by that signal)."""
-        return self.popen.poll()
+        """The shell's exit status, or `None` while it runs (negative: killed by that signal).
+
+        Processes the shell started may still run after it exited (see `settled`).
+        """
+        if self.code is None and self.status is not None:
+            with contextlib.suppress(OSError):
+                self.code = _parse_status(self.status.read_bytes())
+        if self.code is not None:
+            return self.code
+        return self.popen.poll()  # untracked, or the supervisor ended without a word
 
     def settled(self) -> bool:
-        """Whether the shell and every process of its group are gone (checked, then kept)."""
-        if not self.ended and self.popen.poll() is not None and not group_alive(self.pid):
+        """Whether the shell and every process it started are gone (checked, then kept)."""
+        if not self.ended and self.popen.poll() is not None and not self.target.alive():
             self.ended = True
         return self.ended
 
@@ -419,6 +372,8 @@ class ProcessManager:
     ) -> BackgroundShell:
         """Start `command` with ``bash -c`` in `cwd`, in a new session; return its shell.
 
+        `env` defaults to `command_environment()` (scrubbed), not ``os.environ``.
+
         Raises:
             ToolError: too many shells are running.
         """
@@ -435,14 +390,16 @@ class ProcessManager:
         self._counter += 1
         shell_id = f"shell_{self._counter}"
         log = self._dir / f"{shell_id}.log"
-        with log.open("wb") as out:
+        argv, env, tag = _kill.launch(command, command_environment() if env is None else env)
+        status = None if tag is None else self._dir / f"{shell_id}.status"
+        with log.open("wb") as out, open(status or os.devnull, "wb") as err:
             popen = subprocess.Popen(
-                [_SHELL, "-c", command],
+                argv,
                 cwd=cwd,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=out,
-                stderr=subprocess.STDOUT,
+                stderr=subprocess.STDOUT if status is None else err,
                 start_new_session=True,
             )
         shell = BackgroundShell(
@@ -453,6 +410,8 @@ class ProcessManager:
             log=log,
             started=time.monotonic(),
             popen=popen,
+            target=Target(pid=popen.pid, tag=tag),
+            status=status,
         )
         self._shells[shell_id] = shell
         _managers.add(self)
@@ -497,38 +456,38 @@ class ProcessManager:
             shell=shell, output=buffer.render(), new_chars=buffer.total, truncated=buffer.truncated
         )
 
-    async def kill(self, shell_id: str) -> Literal["SIGTERM", "SIGKILL"] | None:
-        """Kill the shell's whole process group; return the last signal needed."""
+    async def kill(self, shell_id: str) -> Signal | None:
+        """Kill the shell and every process it started; return the last signal needed."""
         shell = self.get(shell_id)
         if shell.settled():
             return None
-        sent = await kill_group(shell.pid, shell.popen.poll)
+        sent = await _kill.kill(shell.target, shell.popen.poll)
         if sent is not None:
             shell.killed_with = sent
-        shell.popen.poll()  # the group is gone: the leader is at most a zombie, reaped here
+        shell.popen.poll()  # all gone: the supervisor (or shell) is at most a zombie, reaped here
         shell.settled()
         return sent
 
     async def aclose(self) -> None:
-        """Kill every shell's process group and forget the shells (the manager stays usable)."""
+        """Kill every shell and what it started; forget the shells (the manager stays usable)."""
         with anyio.CancelScope(shield=True):
             async with anyio.create_task_group() as tg:
                 for shell in self._shells.values():
                     if not shell.settled():
-                        tg.start_soon(kill_group, shell.pid, shell.popen.poll)
+                        tg.start_soon(_kill.kill, shell.target, shell.popen.poll)
         self._cleanup()
 
     def close(self) -> None:
         """`aclose` for code without an event loop (it blocks while processes end)."""
         for shell in self._shells.values():
             if not shell.settled():
-                _kill_group_now(shell.pid, shell.popen.poll)
+                _kill.kill_now(shell.target, shell.popen.poll)
         self._cleanup()
 
     def _cleanup(self) -> None:
         for shell in self._shells.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
-                shell.popen.wait(timeout=KILL_GRACE)
+                shell.popen.wait(timeout=_kill.KILL_GRACE)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

@@ -1,11 +1,11 @@
 """Exec safety for the runtime tools: which commands run, which ask first, which never run.
 
 This module owns `RuntimePolicy` (a ``security`` level, an ``ask`` level, the safe-commands
-list, the block-list and the limits), the command parser that splits a command line into the
-simple commands of its pipelines and ``&&`` / ``||`` / ``;`` chains, and `check_command`, the
-one decision every ``bash_run`` goes through. It also owns where the policy comes from (a
-context variable, a process-wide default, or an agent's ``services["runtime_policy"]``). It does
-not start processes (`kode.builtin._processes`) and does not define tools
+list, the block-list and the limits), the rules that make a simple command safe, and
+`check_command`, the one decision every ``bash_run`` goes through. It also owns where the
+policy comes from (a context variable, a process-wide default, or an agent's
+``services["runtime_policy"]``). Reading the command line is `kode.builtin._shell_parse`; it
+does not start processes (`kode.builtin._processes`) and does not define tools
 (`kode.builtin.runtime`).
 
 The decision for one command, in order:
@@ -13,8 +13,12 @@ The decision for one command, in order:
 1. a block-list pattern matches → refused, whatever the levels say;
 2. ``security="deny"`` → refused;
 3. ``ask="always"`` → ask;
-4. a simple command that is not on the safe list (a *miss*) → ``ask="on_miss"``: ask;
-   ``ask="off"``: refused under ``security="allowlist"``, run under ``security="full"``;
+4. a *miss* → ``ask="on_miss"``: ask; ``ask="off"``: refused under ``security="allowlist"``,
+   run under ``security="full"``. The whole line is a miss when the parser will not vouch
+   for it (any expansion, substitution, escape, redirection to a file, background job,
+   here-document, construct it cannot read, ...); a simple command is a miss when it is not
+   on the safe list, uses one of its `RISKY_OPTIONS`, or names a path that is, or may be,
+   outside the workspace (absolute, ``~``, a ``..`` component, a glob that may match ``..``);
 5. otherwise → run.
 """
 
@@ -22,11 +26,15 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import fnmatch
 import re
 import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from kode.builtin._shell_parse import SimpleCommand, Word, parse_shell
+from kode.tools.services import ServiceKey
 
 __all__ = [
     "DEFAULT_BLOCKED",
@@ -78,14 +86,40 @@ class BlockRule:
 
 
 _END = r"""(?=$|[\s;&|)"'])"""
-_SYSTEM_DIRS = "bin|boot|dev|etc|home|lib|lib32|lib64|opt|proc|root|sbin|srv|sys|usr|var"
-_ROOTS = rf"""(?:/|/\*|~|~/\*?|\$HOME/?\*?|\$\{{HOME\}}/?\*?|/(?:{_SYSTEM_DIRS})/?\*?)"""
+_PATH = r"""[^\s;&|)"'<>]"""
+_SEGMENT = r"""[^/\s;&|)"'<>]+"""
+# System directories: a recursive delete anywhere under them is refused...
+_SYSTEM_DIRS = (
+    "Applications|Library|System|bin|boot|cores|dev|etc|lib|lib32|lib64|libx32|nix|opt|"
+    "private|proc|run|sbin|snap|srv|sys|usr|var"
+)
+# ...except under their scratch directories.
+_SCRATCH = r"(?:var/tmp|private/tmp|private/var/tmp|private/var/folders)/[^\s;&|)\"'<>/]"
+# Homes and mount points: the directory, each entry in it, and its dot-directories.
+_HOME_INNER = rf"(?:/\*|/\.{_SEGMENT}(?:/{_PATH}*)?|/)?"
+_ROOTS = (
+    "(?:"
+    # the root itself, or an expansion or a glob at its top level (/$X, /*, /{a,b}, /[a-z]*)
+    rf"/+(?:[*?\[{{$`]{_PATH}*)?"
+    rf"|/+(?!{_SCRATCH})(?:{_SYSTEM_DIRS})(?:/{_PATH}*)?"
+    rf"|/+(?:home|Users|mnt|media|Volumes)(?:/{_SEGMENT})?{_HOME_INNER}"
+    rf"|/+root{_HOME_INNER}|/+tmp/?\*?"
+    rf"|~\w*{_HOME_INNER}|\$(?:HOME|\{{HOME\}}){_HOME_INNER}"
+    # an expansion that may be empty, then the root: $DIR/, ${DIR}/*
+    rf"|\$(?:\w+|\{{[^}}\s]*\}})/+\*?"
+    ")"
+)
+_TARGET = rf"""\s["']?{_ROOTS}["']?{_END}"""
 _DISKS = r"/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|md|dm-|mapper/)"
 
 DEFAULT_BLOCKED: tuple[BlockRule, ...] = (
     BlockRule(
-        pattern=rf"""\brm(?=[^;&|\n]*\s-(?:[a-zA-Z]*[rR][a-zA-Z]*|-recursive)\b)"""
-        rf"""[^;&|\n]*\s["']?{_ROOTS}["']?{_END}""",
+        pattern=rf"\brm(?=[^;&|\n]*\s-(?:[a-zA-Z]*[rR][a-zA-Z]*|-recursive)\b)[^;&|\n]*{_TARGET}",
+        reason="recursively deletes the root, a home or a system directory",
+    ),
+    BlockRule(
+        pattern=rf"\bfind\b[^;&|\n]*?{_TARGET}[^;&|\n]*\s"
+        r"(?:-delete\b|-(?:exec|execdir|ok|okdir)\s+(?:\S*/)?(?:rm|shred|unlink)\b)",
         reason="recursively deletes the root, a home or a system directory",
     ),
     BlockRule(pattern=r"--no-preserve-root", reason="disables rm's protection of /"),
@@ -99,7 +133,7 @@ DEFAULT_BLOCKED: tuple[BlockRule, ...] = (
         reason="runs a downloaded script",
     ),
     BlockRule(
-        pattern=r"(?P<f>[\w:.]+)\s*\(\s*\)\s*\{[^}]*(?P=f)\s*\|\s*(?P=f)\s*&",
+        pattern=r"(?<![\w:.])(?P<f>[\w:.]+)\s*\(\s*\)\s*\{[^}]*(?P=f)\s*\|\s*(?P=f)\s*&",
         reason="is a fork bomb",
     ),
     BlockRule(pattern=r"\b(?:mkfs(?:\.\w+)?|mke2fs|wipefs)\b", reason="formats a disk"),
@@ -107,8 +141,8 @@ DEFAULT_BLOCKED: tuple[BlockRule, ...] = (
     BlockRule(pattern=rf">\s*[\"']?{_DISKS}", reason="writes raw data onto a disk"),
     BlockRule(pattern=rf"\bshred\b[^;&|\n]*{_DISKS}", reason="wipes a disk"),
     BlockRule(
-        pattern=rf"""\b(?:chmod|chown|chgrp)(?=[^;&|\n]*\s-[a-zA-Z]*R)[^;&|\n]*\s["']?/["']?{_END}""",
-        reason="recursively changes the permissions of /",
+        pattern=rf"\b(?:chmod|chown|chgrp)(?=[^;&|\n]*\s-(?:[a-zA-Z]*R|-recursive))[^;&|\n]*{_TARGET}",
+        reason="recursively changes the permissions of the root, a home or a system directory",
     ),
     BlockRule(
         pattern=r"(?:^|[;&|(]\s*|\bsudo\s+)(?:shutdown|reboot|halt|poweroff)\b"
@@ -172,16 +206,28 @@ matches.
 """
 
 RISKY_OPTIONS: Mapping[str, tuple[str, ...]] = {
-    "git": ("--output", "--ext-diff", "--textconv", "--exec-path"),
-    "rg": ("--pre",),
-    "sort": ("--output", "-o", "--compress-program"),
+    "file": ("-C", "--compile"),
+    "git": (
+        "--output",
+        "--ext-diff",
+        "--textconv",
+        "--exec-path",
+        "--git-dir",
+        "--work-tree",
+        "--upload-pack",
+        "--receive-pack",
+    ),
+    "printf": ("-v",),
+    "rg": ("--pre", "--hostname-bin"),
+    "sort": ("--output", "-o", "--compress-program", "--files0-from"),
+    "tree": ("-o", "-R", "--fromfile"),
 }
-"""Options that make an otherwise safe command write files or run programs.
+"""Options that make an otherwise safe command write files, set variables, run programs, or
+read the names of the files it reads from a file (which the path check cannot see).
 
 Long options also match their abbreviations (``--out``), short ones inside clusters (``-ro``).
-For these commands an argument the shell could expand (a glob, ``$``, ``~``, braces) is a miss
-too: a file named ``--pre=evil`` must not sneak in through ``*``. A policy may pass its own
-mapping.
+For these commands a glob is a miss too: a file named ``--pre=evil`` must not sneak in
+through ``*``. A policy may pass its own mapping.
 """
 
 
@@ -231,6 +277,12 @@ class RuntimePolicy:
     """Characters of output a result shows; the rest is cut, with a marker in the middle."""
     max_background: int = 16
     """Background shells one agent may have at once."""
+    env_allow: tuple[str, ...] = ()
+    """Variables of the kode process that commands get besides the harmless few they always
+    get (``"AWS_REGION"``; ``*`` matches any characters: ``"MYAPP_*"``); the rest of the
+    environment, API keys included, is not passed on."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Variables set for every command, whatever the kode process has."""
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -258,6 +310,12 @@ _default_policy = RuntimePolicy()
 _scoped: contextvars.ContextVar[RuntimePolicy | None] = contextvars.ContextVar(
     "kode_runtime_policy", default=None
 )
+
+
+RUNTIME_POLICY: ServiceKey[RuntimePolicy] = ServiceKey(
+    "runtime_policy", RuntimePolicy, doc="one agent's shell command policy"
+)
+"""The service holding one agent's own `RuntimePolicy`."""
 
 
 def set_default_runtime_policy(policy: RuntimePolicy) -> RuntimePolicy:
@@ -301,86 +359,60 @@ def runtime_policy_for(services: Mapping[str, Any]) -> RuntimePolicy:
     Raises:
         TypeError: ``services["runtime_policy"]`` is set to something else.
     """
-    found = services.get("runtime_policy")
-    if found is None:
-        return ambient_runtime_policy()
-    if not isinstance(found, RuntimePolicy):
-        raise TypeError(
-            f"services['runtime_policy'] must be a RuntimePolicy, got {type(found).__name__}"
-        )
-    return found
+    found = RUNTIME_POLICY.get(services)
+    return found if found is not None else ambient_runtime_policy()
 
 
 # --- parsing ------------------------------------------------------------------------------------
 
-_OPERATOR_CHARS = "();<>|&\n"
-_QUOTED = re.compile(r"""'([^']*)'|"((?:[^"\\]|\\.)*)\"""", re.DOTALL)
-_ESCAPED_OPERATOR = re.compile(r"\\[();<>|&\n]")
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_EXPANDABLE = re.compile(r"[*?\[$`{]|^~|=~")
-
 
 def _tokens(command: str) -> list[str] | None:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=_OPERATOR_CHARS)
+    """The shell words of `command` with quotes removed, for matching the block-list."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars="();<>|&\n")
     lexer.whitespace = " \t\r"
     lexer.whitespace_split = True
     lexer.commenters = ""
     try:
         return list(lexer)
-    except ValueError:  # unbalanced quotes: bash would refuse it too
+    except ValueError:  # unbalanced quotes
         return None
 
 
 def parse_command(command: str) -> list[list[str]] | None:
     """The simple commands of `command` (each a list of words), or `None`.
 
-    Pipelines, ``&&``, ``||``, ``;``, ``&`` and newlines separate commands; redirections to
-    ``/dev/null`` and between descriptors (``2>&1``) and input redirections are dropped. `None`
-    means the command uses something this parser will not vouch for: command or process
-    substitution, subshells, here-documents, output redirected to a file, an operator character
-    that is quoted or escaped on its own, or unbalanced quotes.
+    Pipelines, ``&&``, ``||``, ``;`` and newlines separate commands; redirections to
+    ``/dev/null``, between descriptors (``2>&1``) and from files are dropped. `None` means the
+    command uses something the parser will not vouch for (see `kode.builtin._shell_parse`):
+    any expansion (``$``, backquotes, ``~``, braces), a backslash, a subshell, a background
+    ``&``, a here-document, output to a file, or a line the optional bashlex parser cannot
+    read or reads differently.
     """
-    if any(s in command for s in ("`", "$(", "<(", ">(")):
+    parsed = parse_shell(command)
+    if parsed.problem is not None:
         return None
-    if _ESCAPED_OPERATOR.search(command):
-        return None
-    for match in _QUOTED.finditer(command):
-        inner = match.group(1) if match.group(1) is not None else match.group(2)
-        if inner and all(c in _OPERATOR_CHARS for c in inner):
-            return None  # shlex would hand it back as a bare operator
-    tokens = _tokens(command)
-    if tokens is None:
-        return None
-    commands: list[list[str]] = []
-    current: list[str] = []
-    index = 0
-    while index < len(tokens):
-        token = tokens[index]
-        index += 1
-        if token == "" or any(c not in _OPERATOR_CHARS for c in token):
-            current.append(token)
-            continue
-        if "(" in token or ")" in token:
-            return None
-        if "<" in token or ">" in token:
-            if "<<" in token or set(token) - set("<>&|"):
-                return None
-            target = tokens[index] if index < len(tokens) else ""
-            index += 1
-            if current and current[-1].isdigit():
-                current.pop()  # the descriptor of ``2>...``
-            if token.endswith("&") and len(token) > 1:  # >& and <&: descriptor duplication
-                if not (target.isdigit() or target == "-"):
-                    return None
-            elif ">" in token and target != "/dev/null":
-                return None
-            continue
-        if current:  # a separator: |, ||, &&, ;, &, |&, newline
-            commands.append(current)
-        current = []
-    if current:
-        commands.append(current)
-    return commands
+    return [c.texts for c in parsed.commands]
+
+
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+# A path that starts at the root or a home: at the start, after ``=``/``:``/``,``, or glued to
+# a short option (``-f/etc/passwd``).
+_ROOTED = re.compile(r"(?:^|[=:,]|^-[A-Za-z0-9]+)[/~]")
+_PARENT = re.compile(r"(?:^|[/=:,])\.\.(?:$|[/=:,])")
+
+
+def _reaches_out(word: Word) -> bool:
+    """Whether `word` is, or may expand to, a path outside the working directory's tree."""
+    text = word.text
+    if text == "/dev/null":
+        return False
+    if _ROOTED.search(text) or _PARENT.search(text):
+        return True
+    if word.glob:  # ``.*`` or ``[.].`` may match ``..``; ``*`` never matches a leading dot
+        for part in re.split(r"[/=:,]", text):
+            if part[:1] in ".[" and fnmatch.fnmatchcase("..", part):
+                return True
+    return False
 
 
 def _uses_option(argument: str, option: str) -> bool:
@@ -393,9 +425,13 @@ def _uses_option(argument: str, option: str) -> bool:
     )
 
 
-def _is_safe(words: list[str], policy: RuntimePolicy) -> bool:
-    if not words or "/" in words[0] or _ASSIGNMENT.match(words[0]):
-        return False
+def _miss(command: SimpleCommand, policy: RuntimePolicy) -> str | None:
+    """Why `command` is not safe (``outside``, ``risky`` or ``unlisted``), or `None`."""
+    words = command.texts
+    if any(_reaches_out(w) for w in (*command.words[1:], *command.inputs)):
+        return "outside"
+    if not words or "/" in words[0] or _ASSIGNMENT.match(words[0]) or command.words[0].glob:
+        return "unlisted"
     risky = policy.risky_options.get(words[0], ())
     for entry in policy.safe_commands:
         fixed = entry.split()
@@ -403,13 +439,13 @@ def _is_safe(words: list[str], policy: RuntimePolicy) -> bool:
             continue
         if fixed[-1].startswith("-") and len(words) != len(fixed):
             continue
-        rest = words[len(fixed) :]
-        if risky and any(_EXPANDABLE.search(arg) for arg in rest):
-            return False
-        if any(_uses_option(arg, option) for arg in rest for option in risky):
-            return False
-        return True
-    return False
+        rest = command.words[len(fixed) :]
+        if risky and any(w.glob for w in rest):
+            return "risky"
+        if any(_uses_option(w.text, option) for w in rest for option in risky):
+            return "risky"
+        return None
+    return "unlisted"
 
 
 # --- the decision --------------------------------------------------------------------------------
@@ -438,6 +474,35 @@ def _blocked(command: str, policy: RuntimePolicy) -> BlockRule | None:
     return None
 
 
+def _misses(policy: RuntimePolicy, command: str) -> tuple[tuple[str, ...], str]:
+    """The simple commands that are not safe, and why, as a fragment (``it ...``)."""
+    parsed = parse_shell(command)
+    if parsed.problem is not None:
+        return (command.strip(),), f"it {parsed.problem}, which the policy cannot vouch for"
+    misses: list[str] = []
+    outside: list[str] = []
+    risky: list[str] = []
+    for simple in parsed.commands:
+        kind = _miss(simple, policy)
+        if kind is None:
+            continue
+        misses.append(" ".join(simple.texts))
+        if kind == "outside":
+            outside.extend(w.text for w in (*simple.words[1:], *simple.inputs) if _reaches_out(w))
+        elif kind == "risky":
+            risky.append(misses[-1])
+    if outside:
+        return tuple(misses), (
+            f"it names paths outside the workspace, or may reach them ({', '.join(outside[:3])})"
+        )
+    if risky:
+        return tuple(misses), (
+            f"it uses an option that can write files, set variables or run programs, or a glob "
+            f"that could expand to one ({'; '.join(risky[:3])})"
+        )
+    return tuple(misses), "it runs commands outside the safe list"
+
+
 def check_command(policy: RuntimePolicy, command: str) -> CommandCheck:
     """Decide `command` by the rules in this module's docstring."""
     rule = _blocked(command, policy)
@@ -447,25 +512,19 @@ def check_command(policy: RuntimePolicy, command: str) -> CommandCheck:
         )
     if policy.security == "deny":
         return CommandCheck(action="refuse", reason="running commands is disabled (security=deny)")
-    parsed = parse_command(command)
-    if parsed is None:
-        misses: tuple[str, ...] = (command.strip(),)
-    else:
-        misses = tuple(" ".join(words) for words in parsed if not _is_safe(words, policy))
+    misses, why = _misses(policy, command)
     if policy.ask == "always":
         return CommandCheck(action="ask", reason="every command needs approval", misses=misses)
     if not misses:
         return CommandCheck(action="run", reason="only safe commands")
     if policy.ask == "on_miss":
-        return CommandCheck(
-            action="ask", reason="it runs commands outside the safe list", misses=misses
-        )
+        return CommandCheck(action="ask", reason=why, misses=misses)
     if policy.security == "allowlist":
         shown = "; ".join(m if len(m) <= 80 else m[:77] + "..." for m in misses[:3])
         return CommandCheck(
             action="refuse",
             reason=f"only commands on the safe list may run (security=allowlist), and these "
-            f"are not: {shown}",
+            f"are not: {shown} ({why})",
             misses=misses,
         )
     return CommandCheck(action="run", reason="security=full", misses=misses)

@@ -1,11 +1,27 @@
 """Built-in runtime tools (``group:runtime``): run shell commands in the agent's workspace.
 
-``bash_run`` runs a command with ``bash -c`` in the workspace root, in its own process group,
-and returns its output (capped) and exit code; its ``timeout`` kills the whole group.
+``bash_run`` runs a command with ``bash -c`` in the workspace root and returns its output
+(capped) and exit code; its ``timeout`` kills the command and every process it started.
 ``background=true`` starts it and returns a shell id at once; ``bash_logs`` then returns the new
-output and the exit status, and ``bash_kill`` kills the shell's process group. Background
-shells live in ``ctx.services["processes"]`` (a `ProcessManager`), so closing the agent kills
-them.
+output and the exit status, and ``bash_kill`` kills the shell and every process it started.
+Background shells live in the agent's `PROCESSES` service (a `ProcessManager`), so closing
+the agent kills them. Processes a foreground command leaves running when it exits are killed too.
+
+On Linux every command runs under a small supervisor that is a child subreaper: processes that
+leave the shell's process group or session (``setsid``, ``set -m``, ``nohup``, ``disown``,
+double forks) stay its descendants and are found and killed (SIGTERM, then, after a grace of
+2 s, SIGSTOP of all of them and SIGKILL), and their zombies are reaped. Elsewhere a command runs
+in its own process group, and only that group is killed: a process that calls ``setsid`` or
+``setpgid`` escapes (see the known limits).
+
+A command does not get the kode process's environment, where API keys live: it gets ``PATH``,
+``HOME``, ``USER``, ``LOGNAME``, ``SHELL``, ``LANG``, ``LANGUAGE``, ``LC_*``, ``TERM``, ``TZ``,
+``TMPDIR``, ``TMP``, ``TEMP``, ``COLUMNS``, ``LINES`` and ``NO_COLOR``, the variables the policy
+lets through by name (``RuntimePolicy(env_allow=("AWS_REGION", "MYAPP_*"))``) and those it sets
+(``RuntimePolicy(env={"CI": "1"})``). git is made safe to run in a repository nobody checked:
+``GIT_CONFIG_NOSYSTEM=1``, and settings passed through ``GIT_CONFIG_COUNT`` (which win over
+every configuration file) turn off the fsmonitor, hooks, the external diff (plain ``diff -u``
+instead), the pager, editors, credential helpers, signing and the ``ext::`` transport.
 
 Every command first goes through a `RuntimePolicy` (see `kode.builtin._runtime_policy`): a
 block-list of the obviously destructive, refused before anything runs; a ``security`` level
@@ -17,7 +33,7 @@ Setting the policy:
 
 - for the whole process: ``set_default_runtime_policy(RuntimePolicy(security="full"))``;
 - around a run: ``with using_runtime_policy(policy): await agent.send(...)``;
-- for one agent: ``agent.services["runtime_policy"] = policy`` (decides what runs; the approval
+- for one agent: ``POLICY.set(agent.services, policy)`` (decides what runs; the approval
   check cannot see it, so commands it would ask about and the ambient policy would not are
   refused — set ``ask`` through one of the two above).
 """
@@ -31,10 +47,12 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
+from kode.builtin._environment import command_environment
 from kode.builtin._processes import BackgroundShell, ProcessManager, run_command
 from kode.builtin._runtime_policy import (
     DEFAULT_BLOCKED,
     DEFAULT_SAFE_COMMANDS,
+    RUNTIME_POLICY,
     BlockRule,
     CommandCheck,
     RuntimePolicy,
@@ -48,6 +66,7 @@ from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import TextBlock, ToolResult
+from kode.tools.services import ServiceKey
 
 __all__ = [
     "DEFAULT_BLOCKED",
@@ -69,10 +88,12 @@ __all__ = [
 
 GROUP = "group:runtime"
 """The group of the runtime tools."""
-PROCESSES = "processes"
-"""The ``ctx.services`` key of the agent's `ProcessManager`."""
-POLICY = "runtime_policy"
-"""The ``ctx.services`` key of an agent's own `RuntimePolicy`."""
+PROCESSES: ServiceKey[ProcessManager] = ServiceKey(
+    "processes", ProcessManager, doc="the agent's background shells"
+)
+"""The service holding the agent's `ProcessManager` (made on first use)."""
+POLICY: ServiceKey[RuntimePolicy] = RUNTIME_POLICY
+"""The service holding an agent's own `RuntimePolicy`: ``POLICY.set(agent.services, policy)``."""
 
 
 def _needs_approval(arguments: dict[str, Any], ctx: ToolContext[Any] | None = None) -> bool | str:
@@ -98,15 +119,10 @@ def _policy(ctx: ToolContext[Any]) -> RuntimePolicy:
 
 
 def _processes(ctx: ToolContext[Any]) -> ProcessManager:
-    found = ctx.services.get(PROCESSES)
-    if found is None:
-        found = ctx.services[PROCESSES] = ProcessManager()
-    if not isinstance(found, ProcessManager):
-        raise ToolError(
-            f"ctx.services['{PROCESSES}'] must be a ProcessManager, got {type(found).__name__}.",
-            type=ToolErrorType.EXECUTION_FAILED,
-        )
-    return found
+    try:
+        return PROCESSES.get_or_set(ctx.services, ProcessManager)
+    except TypeError as exc:
+        raise ToolError(f"{exc}.", type=ToolErrorType.EXECUTION_FAILED) from None
 
 
 def _enforce(policy: RuntimePolicy, command: str, *, in_agent: bool) -> None:
@@ -131,6 +147,15 @@ def _enforce(policy: RuntimePolicy, command: str, *, in_agent: bool) -> None:
             type=ToolErrorType.PERMISSION_DENIED,
             details=details,
         )
+
+
+def _environment(policy: RuntimePolicy) -> dict[str, str]:
+    try:
+        return command_environment(allow=policy.env_allow, values=policy.env)
+    except ValueError as exc:
+        raise ToolError(
+            f"{exc}. Fix the RuntimePolicy; nothing was run.", type=ToolErrorType.EXECUTION_FAILED
+        ) from None
 
 
 def _directory(ctx: ToolContext[Any], cwd: str | None) -> Path:
@@ -211,10 +236,11 @@ async def bash_run(
     policy = _policy(ctx)
     _enforce(policy, command, in_agent="agent" in ctx.services)
     where = _directory(ctx, cwd)
+    env = _environment(policy)
     if background:
         manager = _processes(ctx)
         manager.max_shells = policy.max_background
-        shell = manager.start(command, cwd=where)
+        shell = manager.start(command, cwd=where, env=env)
         note = " (timeout does not apply to background shells)" if timeout is not None else ""
         return _result(
             f"Started background shell {shell.id} (pid {shell.pid}){note}. Read its output "
@@ -228,7 +254,7 @@ async def bash_run(
         notes.append(f"[timeout lowered from {limit:g} s to the limit of {policy.max_timeout:g} s]")
         limit = policy.max_timeout
     outcome = await run_command(
-        command, cwd=where, seconds=limit, max_chars=policy.max_output_chars
+        command, cwd=where, seconds=limit, max_chars=policy.max_output_chars, env=env
     )
     details: dict[str, Any] = {
         "pid": outcome.pid,

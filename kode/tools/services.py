@@ -12,7 +12,7 @@ the keys only it reads (``kode.builtin.runtime.PROCESSES``, ``kode.builtin.web.W
 
 from __future__ import annotations
 
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 __all__ = ["SUBAGENTS", "TODOS", "ServiceKey", "SubagentRunner"]
@@ -50,7 +50,7 @@ class ServiceKey(Generic[T]):
         self.doc = doc
         """What the service is."""
 
-    def get(self, services: MutableMapping[str, Any]) -> T | None:
+    def get(self, services: Mapping[str, Any]) -> T | None:
         """The service, or `None` when it is not there.
 
         Raises:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -13,7 +14,7 @@ import anyio
 import pytest
 
 from kode import ToolContext, ToolErrorType
-from kode.builtin import _processes
+from kode.builtin import _kill
 from kode.builtin.runtime import (
     ProcessManager,
     RuntimePolicy,
@@ -160,7 +161,7 @@ async def test_timeout_kills_the_whole_process_group(ctx: ToolContext[None]) -> 
 async def test_timeout_escalates_to_sigkill(
     ctx: ToolContext[None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_processes, "KILL_GRACE", 0.3)
+    monkeypatch.setattr(_kill, "KILL_GRACE", 0.3)
     result = await run(
         ctx,
         command="trap '' TERM; echo leader=$$; sleep 30 & echo child=$!; wait",
@@ -354,7 +355,7 @@ async def test_background_shell_limit(ctx: ToolContext[None]) -> None:
 async def test_closing_the_manager_kills_everything(
     ctx: ToolContext[None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_processes, "KILL_GRACE", 0.3)
+    monkeypatch.setattr(_kill, "KILL_GRACE", 0.3)
     first = await run(ctx, command="sleep 30 & echo child=$!; wait", background=True)
     second = await run(ctx, command="trap '' TERM; sleep 30", background=True)
     manager = ctx.services["processes"]
@@ -389,3 +390,126 @@ async def test_a_service_of_the_wrong_type_is_reported(ctx: ToolContext[None]) -
 async def test_no_workspace_means_the_current_directory() -> None:
     result = await bash_run.run({"command": "pwd"}, ToolContext())
     assert result.text.splitlines()[0] == os.getcwd()
+
+
+# --- environment ---------------------------------------------------------------------------------
+
+
+async def test_the_environment_is_scrubbed(
+    ctx: ToolContext[None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KODE_TEST_SECRET", "s3cret-value")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-s3cret-value")
+    monkeypatch.setenv("LC_KODE_TEST", "kept")
+    command = 'echo "[$KODE_TEST_SECRET][$OPENAI_API_KEY][$LC_KODE_TEST]"; cat /proc/self/environ'
+    result = await run(ctx, command=command)
+    assert result.text.startswith("[][][kept]\n")
+    assert "s3cret" not in result.text
+    assert "PATH=" in result.text and "HOME=" in result.text
+    await run(ctx, command=f"{command} > env.txt", background=True)
+    manager = ctx.services["processes"]
+    await wait_for(lambda: manager.get("shell_1").exit_code is not None)
+    assert "s3cret" not in (ctx.workspace.root / "env.txt").read_text()  # type: ignore[union-attr]
+
+
+async def test_the_policy_lets_variables_through(
+    ctx: ToolContext[None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KODE_TEST_ALLOWED", "yes")
+    monkeypatch.setenv("KODE_TEST_PREFIX_ONE", "one")
+    monkeypatch.setenv("KODE_TEST_SECRET", "s3cret")
+    ctx.services["runtime_policy"] = RuntimePolicy(
+        security="full",
+        ask="off",
+        env_allow=("KODE_TEST_ALLOWED", "KODE_TEST_PREFIX_*"),
+        env={"KODE_TEST_SET": "set", "KODE_TEST_SECRET": "replaced"},
+    )
+    result = await run(
+        ctx,
+        command='echo "$KODE_TEST_ALLOWED $KODE_TEST_PREFIX_ONE $KODE_TEST_SET $KODE_TEST_SECRET"',
+    )
+    assert result.text.startswith("yes one set replaced\n")
+
+
+async def test_a_bad_environment_policy_is_reported(ctx: ToolContext[None], tmp_path: Path) -> None:
+    ctx.services["runtime_policy"] = RuntimePolicy(
+        security="full",
+        ask="off",
+        env_allow=("NOT A NAME",),
+        env={"X": 1},  # type: ignore[dict-item]
+    )
+    result = await run(ctx, command="touch marker")
+    assert result.is_error
+    assert result.text == (
+        "invalid RuntimePolicy: env_allow entry 'NOT A NAME' is not a variable name (letters, "
+        "digits and _, with an optional trailing *); env value of X must be a string, not int. "
+        "Fix the RuntimePolicy; nothing was run."
+    )
+    assert not (tmp_path / "marker").exists()
+    ctx.services["runtime_policy"] = RuntimePolicy(security="full", ask="off", env_allow="HOME")  # type: ignore[arg-type]
+    result = await run(ctx, command="touch marker")
+    assert "env_allow must be a sequence of names, e.g. ('HOME',), not a string" in result.text
+    assert not (tmp_path / "marker").exists()
+
+
+# --- git ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def hostile_repo(tmp_path: Path) -> Path:
+    """A git repository whose .git/config and hooks would run programs that leave markers."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=repo, env=env, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("config", "user.name", "kode")
+    git("config", "user.email", "kode@example.invalid")
+    (repo / "file.txt").write_text("one\n")
+    git("add", "file.txt")
+    git("commit", "-qm", "first")
+    program = tmp_path / "program.sh"
+    program.write_text(f'#!/bin/sh\ntouch "{tmp_path}/marker.$1"\n')
+    program.chmod(0o755)
+    settings = {
+        "core.fsmonitor": f"{program} fsmonitor",
+        "core.editor": f"{program} editor",
+        "core.pager": f"{program} pager",
+        "diff.external": f"{program} external-diff",
+        "commit.gpgSign": "true",
+        "gpg.program": f"{program} gpg",
+        "sequence.editor": f"{program} sequence-editor",
+    }
+    for key, value in settings.items():
+        git("config", key, value)
+    for hook in ("pre-commit", "commit-msg", "post-commit", "prepare-commit-msg"):
+        path = repo / ".git" / "hooks" / hook
+        path.write_text(f'#!/bin/sh\ntouch "{tmp_path}/marker.hook-{hook}"\n')
+        path.chmod(0o755)
+    (repo / "file.txt").write_text("one\ntwo\n")
+    return repo
+
+
+async def test_git_runs_no_program_from_the_repository_config(
+    ctx: ToolContext[None], tmp_path: Path, hostile_repo: Path
+) -> None:
+    def markers() -> list[str]:
+        return sorted(p.name for p in tmp_path.glob("marker.*"))
+
+    status = await run(ctx, command="git status --short", cwd="repo")
+    assert markers() == []
+    assert status.text.startswith(" M file.txt\n"), status.text
+    diff = await run(ctx, command="git diff", cwd="repo")
+    assert markers() == []
+    assert "diff --git a/file.txt b/file.txt" in diff.text and "+two" in diff.text, diff.text
+    assert diff.details["exit_code"] == 0
+    editor = await run(ctx, command="git commit -a", cwd="repo")  # would open the editor
+    assert markers() == []
+    assert "empty commit message" in editor.text, editor.text
+    commit = await run(ctx, command="git commit -qam second && git log --oneline", cwd="repo")
+    assert markers() == []
+    assert commit.details["exit_code"] == 0, commit.text
+    assert "second" in commit.text

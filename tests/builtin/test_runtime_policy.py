@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from kode.builtin import _shell_parse
 from kode.builtin._runtime_policy import (
     ambient_runtime_policy,
     parse_command,
@@ -48,7 +49,8 @@ def restore_default() -> Iterator[None]:
             [["ls"], ["grep", "x"], ["echo", "hi"], ["cat", "f"], ["true"]],
         ),
         ("echo a\nrm b", [["echo", "a"], ["rm", "b"]]),
-        ("sleep 1 & ls", [["sleep", "1"], ["ls"]]),
+        ("ls |& cat\nls &&\n pwd", [["ls"], ["cat"], ["ls"], ["pwd"]]),
+        ("echo 'a|b;c' \"x y\" ''", [["echo", "a|b;c", "x y", ""]]),
         ("cat f 2>&1 >/dev/null", [["cat", "f"]]),
         ("cat < in.txt", [["cat"]]),
         ("grep -E 'foo|bar' f", [["grep", "-E", "foo|bar", "f"]]),
@@ -71,8 +73,22 @@ def test_parse_splits_pipelines_and_chains(command: str, expected: list[list[str
         "echo hi >> out.txt",
         "ls >&out",
         "echo \\; rm x",
-        "rg ';' ls --pre=evil",  # a quoted operator must not split the command
         "echo 'unbalanced",
+        "sleep 1 & ls",
+        "echo ${x@P}",
+        "echo $HOME",
+        "echo $'\\x41'",
+        "echo {a,b}",
+        "ls ~",
+        "f(){ ls; }; f",
+        "echo $((1 + 1))",
+        "cat <<< x",
+        "echo !!",
+        "ls # a comment",
+        "time ls",
+        "ls | | wc",
+        "ls 2>&1x",
+        "echo x &> /dev/null",
     ],
 )
 def test_parse_refuses_to_vouch_for(command: str) -> None:
@@ -116,6 +132,10 @@ def test_safe_commands_run_without_asking(command: str) -> None:
         ("git diff --out=patch.txt", "git diff --out=patch.txt"),  # an abbreviation
         ("rg --pre=./evil foo", "rg --pre=./evil foo"),
         ("rg foo *", "rg foo *"),  # a glob may expand to a file named --pre=...
+        ("rg ';' ls --pre=evil", "rg ; ls --pre=evil"),  # a quoted operator splits nothing
+        ("printf -v x hi", "printf -v x hi"),
+        ("tree -o out.txt", "tree -o out.txt"),
+        ("sort --files0-from=names", "sort --files0-from=names"),  # names it cannot see
         ("sort -ro out.txt in.txt", "sort -ro out.txt in.txt"),  # -o inside a cluster
         ("./ls", "./ls"),
         ("/tmp/ls", "/tmp/ls"),
@@ -218,6 +238,32 @@ def test_invalid_policies_are_refused() -> None:
         ("chmod -R 777 /", "permissions"),
         ("sudo reboot", "shuts"),
         ("make; shutdown -h now", "shuts"),
+        ("rm -rf /etc/ssh", "deletes"),
+        ("rm -rf /usr/lib", "deletes"),
+        ("rm -rf /usr/lib/", "deletes"),
+        ("rm -r -f /usr/lib/*", "deletes"),
+        ("rm --recursive --force /var/lib", "deletes"),
+        ("sudo rm -rf /boot/grub", "deletes"),
+        ("rm -rf /$X", "deletes"),
+        ('rm -rf "/${X}"', "deletes"),
+        ("rm -rf /$X/lib", "deletes"),
+        ('rm -rf "$STEAMROOT/"*', "deletes"),
+        ("rm -rf $DIR/", "deletes"),
+        ("rm -rf /{etc,usr}", "deletes"),
+        ("rm -rf /*/", "deletes"),
+        ("rm -rf //", "deletes"),
+        ("rm -rf /home/me", "deletes"),
+        ("rm -rf /home/me/.ssh", "deletes"),
+        ("rm -rf ~/.config", "deletes"),
+        ("rm -rf ~root", "deletes"),
+        ("rm -rf /tmp", "deletes"),
+        ("rm -rf -- /opt/app", "deletes"),
+        ("find / -delete", "deletes"),
+        ("find /etc -name '*.conf' -delete", "deletes"),
+        ("find / -exec rm -rf {} +", "deletes"),
+        ("find -L /usr -execdir /bin/rm {} ;", "deletes"),
+        ("chmod -R 777 /etc", "permissions"),
+        ("chown --recursive me /usr", "permissions"),
     ],
 )
 def test_block_list(command: str, why: str) -> None:
@@ -235,6 +281,17 @@ def test_block_list(command: str, why: str) -> None:
         "rm -rf ./node_modules dist",
         "rm -rf /tmp/kode-test",
         "rm -r ~/project/build",
+        "rm -rf /home/me/project/build",
+        "rm -rf /root/work/build",
+        "rm -rf /var/tmp/kode-x",
+        "rm -rf /tmp/x/*",
+        'rm -rf "$BUILD/out"',
+        "rm -rf ./$X",
+        "rm /etc-backup.txt",
+        "find . -delete",
+        "find /tmp/x -name '*.o' -delete",
+        "find / -name '*.py'",
+        "ls -R /usr/lib",
         "rm -r build && cd /",
         "ls /",
         "cat /etc/hosts",
@@ -280,3 +337,169 @@ def test_policy_sources_services_then_scope_then_default() -> None:
         runtime_policy_for({"runtime_policy": "full"})
     with pytest.raises(TypeError):
         set_default_runtime_policy("full")  # type: ignore[arg-type]
+
+
+# --- what the parser will not vouch for, and why -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("command", "why"),
+    [
+        ("printf -v x '%s(touch p)' '$'; echo ${x@P}", "parameter expansion"),
+        ("echo $API_KEY", "expands a variable"),
+        ('echo "$HOME"', "inside double quotes"),
+        ("ls $(rm x)", "command substitution"),
+        ("echo `id`", "command substitution"),
+        ("echo $((1 + 1))", "arithmetic"),
+        ("$'\\x74ouch' p", "ANSI-C quoting"),
+        ("t\\ouch p", "backslash"),
+        ("{touch,p}", "braces"),
+        ("(touch p)", "subshell"),
+        ("ls ~", "home directory"),
+        ("touch p &", "background"),
+        ("cat <<EOF\nx\nEOF", "here-document"),
+        ("echo x > p", "redirects output to a file (p)"),
+        ("echo x >& p", "redirects output to a file"),
+        ("diff <(ls) b", "process substitution"),
+        ("if true; then ls; fi", "reserved word 'if'"),
+        ("echo !!", "history expansion"),
+        ("echo 'unbalanced", "unbalanced quotes"),
+        ("echo caf\u00e9", "the character"),
+    ],
+)
+def test_what_the_parser_will_not_vouch_for_is_named(command: str, why: str) -> None:
+    check = check_command(RuntimePolicy(), command)
+    assert check.action == "ask"
+    assert why in check.reason and "cannot vouch for" in check.reason
+    assert check.misses == (command.strip(),)
+
+
+def test_when_the_two_parsers_disagree_approval_is_needed() -> None:
+    # bashlex keeps the quotes of 'it''s'; bash reads "its": neither reading is trusted
+    check = check_command(RuntimePolicy(), "grep -c 'it''s' README.md")
+    assert check.action == "ask" and "read differently" in check.reason
+
+
+class _BrokenParser:
+    """Stands in for a bashlex that cannot read the line."""
+
+    @staticmethod
+    def parse(command: str) -> list[object]:
+        raise ValueError(f"cannot read {command!r}")
+
+
+def test_a_line_bashlex_cannot_parse_needs_approval(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_shell_parse, "BASHLEX", _BrokenParser)
+    check = check_command(RuntimePolicy(), "ls -la")
+    assert check.action == "ask" and "cannot be parsed" in check.reason
+
+
+def test_without_bashlex_only_plain_words_skip_approval(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_shell_parse, "BASHLEX", None)
+    policy = RuntimePolicy()
+    for plain in ("ls -la src | grep py | wc -l", "git status && git diff HEAD~1", "cat *.md"):
+        assert check_command(policy, plain).action == "run", plain
+    for rich in ("echo 'a b'", 'echo "a"', "ls 2>/dev/null", "cat < f", "ls 2>&1"):
+        check = check_command(policy, rich)
+        assert check.action == "ask" and "bashlex" in check.reason, rich
+    assert parse_command("ls | wc -l") == [["ls"], ["wc", "-l"]]
+
+
+# --- paths outside the workspace -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat /proc/self/environ",
+        "cat /etc/shadow",
+        "cat ../outside.txt",
+        "cat src/../../outside.txt",
+        "ls -la ..",
+        "ls /",
+        "ls /*",
+        "wc -l ../*",
+        "ls .*",  # may match ..
+        "cat .?/x",
+        "grep -f/etc/passwd x",
+        "grep --file=/etc/passwd x",
+        "cat < /etc/passwd",
+        "cat '/etc/shadow'",
+        "head -c 10 /dev/urandom",
+        "git diff --no-index /etc/passwd README.md",
+        "git show HEAD:../x",
+    ],
+)
+def test_paths_outside_the_workspace_need_approval(command: str) -> None:
+    check = check_command(RuntimePolicy(), command)
+    assert check.action == "ask"
+    assert "outside the workspace" in check.reason
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "cat ./src/a.py",
+        "ls .",
+        "ls .[a-z]*",
+        "cat a..b",
+        "git log main..feature",
+        "git diff HEAD~1",
+        "grep -r x . 2>/dev/null",
+        "cat ...",
+    ],
+)
+def test_paths_inside_the_workspace_stay_safe(command: str) -> None:
+    assert check_command(RuntimePolicy(), command).action == "run"
+
+
+# --- git ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git -c alias.x='!touch p' x",
+        "git -C .. status",
+        "git --exec-path=. status",
+        "git --git-dir=../x/.git log",
+        "git config core.pager less",
+        "git submodule foreach ls",
+        "git fetch --upload-pack=x origin",
+        "git log --output=x",
+        "git diff --ext-diff",
+        "git log -p --textconv",
+        "git status --porcelain > x",
+    ],
+)
+def test_git_that_changes_config_or_runs_code_needs_approval(command: str) -> None:
+    assert check_command(RuntimePolicy(), command).action == "ask"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git status",
+        "git status --short",
+        "git diff --stat",
+        "git log --oneline -5",
+        "git show HEAD",
+    ],
+)
+def test_plain_git_stays_safe(command: str) -> None:
+    assert check_command(RuntimePolicy(), command).action == "run"
+
+
+def test_long_lines_are_not_parsed_and_need_approval() -> None:
+    limit = _shell_parse.MAX_PARSED_CHARS
+    fits = "ls " * (limit // 3)
+    assert len(fits) <= limit and check_command(RuntimePolicy(), fits).action == "run"
+    check = check_command(RuntimePolicy(), "ls " * (limit // 3 + 1))
+    assert check.action == "ask" and f"{limit:,} characters" in check.reason
+
+
+@pytest.mark.timeout(60)  # quadratic, this took minutes; linear, milliseconds
+def test_the_block_list_is_linear_on_long_words() -> None:
+    # the fork-bomb pattern once backtracked over every start of a long word
+    check = check_command(FULL, "echo '" + "a" * 99_990 + "'")
+    assert check.action == "run"

@@ -1,0 +1,133 @@
+"""The environment a ``bash_run`` command gets: scrubbed of secrets, with git defused.
+
+This module owns `command_environment`: the variables a command sees. It does not pass the
+kode process's environment through (API keys and tokens live there): it keeps an allowlist of
+harmless variables (`BASE_VARIABLES`), adds those the `RuntimePolicy` allows by name
+(``env_allow``) and the values it sets (``env``), and forces git settings that keep a
+repository's own ``.git/config`` from running programs (`GIT_OVERRIDES`). It does not start
+processes (`kode.builtin._processes`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Mapping, Sequence
+
+__all__ = ["BASE_VARIABLES", "GIT_OVERRIDES", "command_environment"]
+
+BASE_VARIABLES: tuple[str, ...] = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "LC_*",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "TMP",
+    "TEMP",
+    "COLUMNS",
+    "LINES",
+    "NO_COLOR",
+)
+"""Variables of the kode process a command always gets (``*`` matches any characters)."""
+
+# git cannot unset diff.external from the environment (an empty value is run as a program), so
+# it is replaced by plain `diff -u` in git's layout; git runs it as `sh -c 'VALUE "$@"' VALUE
+# path old-file old-hex old-mode new-file new-hex new-mode`, and fails the diff on exit > 0.
+_PLAIN_DIFF = (
+    'sh -c \'echo "diff --git a/$0 b/$0"; '
+    'diff -u --label "a/$0" --label "b/$0" "$1" "$4"; [ $? -le 1 ]\''
+)
+
+GIT_OVERRIDES: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.editor", "true"),
+    ("core.askPass", ""),
+    ("core.sshCommand", "ssh"),
+    ("core.gitProxy", ""),
+    ("diff.external", _PLAIN_DIFF),
+    ("sequence.editor", "true"),
+    ("credential.helper", ""),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("protocol.ext.allow", "never"),
+)
+"""git settings forced on every command (``GIT_CONFIG_COUNT``), so that a repository's
+``.git/config`` cannot make ``git status``, ``git diff`` or ``git commit`` run a program (an
+fsmonitor, hooks, an external diff, a pager, an editor, a credential helper, a signing
+program). Settings given this way win over every configuration file."""
+
+_GIT_VARIABLES: dict[str, str] = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_PAGER": "cat",
+    "PAGER": "cat",
+    "GIT_EDITOR": "true",
+    "GIT_SEQUENCE_EDITOR": "true",
+}
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")
+
+
+def _allowed(name: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def command_environment(
+    *,
+    allow: Sequence[str] = (),
+    values: Mapping[str, str] | None = None,
+    source: Mapping[str, str] | None = None,
+    tag: tuple[str, str] | None = None,
+) -> dict[str, str]:
+    """The environment of one command.
+
+    Args:
+        allow: More variable names to pass through from `source` (``*`` matches any
+            characters, e.g. ``"AWS_REGION"``, ``"MYAPP_*"``).
+        values: Variables to set, whatever `source` has.
+        source: The environment to take variables from (default: `os.environ`).
+        tag: A ``(name, value)`` pair marking the command's processes.
+
+    Raises:
+        ValueError: a name in `allow` or `values` is not a variable name, or a value is not
+            a string.
+    """
+    source = os.environ if source is None else source
+    values = {} if values is None else values
+    problems: list[str] = []
+    if isinstance(allow, str):  # would be read letter by letter
+        problems.append(f"env_allow must be a sequence of names, e.g. ({allow!r},), not a string")
+        allow = ()
+    problems += [
+        f"env_allow entry {name!r} is not a variable name (letters, digits and _, with an "
+        "optional trailing *)"
+        for name in allow
+        if not isinstance(name, str) or not _NAME.fullmatch(name)
+    ]
+    for name, value in values.items():
+        if not isinstance(name, str) or not _NAME.fullmatch(name) or name.endswith("*"):
+            problems.append(f"env name {name!r} is not a variable name")
+        elif not isinstance(value, str):
+            problems.append(f"env value of {name} must be a string, not {type(value).__name__}")
+    if problems:
+        raise ValueError("invalid RuntimePolicy: " + "; ".join(problems))
+    patterns = (*BASE_VARIABLES, *allow)
+    env = {name: value for name, value in source.items() if _allowed(name, patterns)}
+    env.update(values)
+    env.update(_GIT_VARIABLES)
+    env["GIT_CONFIG_COUNT"] = str(len(GIT_OVERRIDES))
+    for index, (key, value) in enumerate(GIT_OVERRIDES):
+        env[f"GIT_CONFIG_KEY_{index}"] = key
+        env[f"GIT_CONFIG_VALUE_{index}"] = value
+    if tag is not None:
+        env[tag[0]] = tag[1]
+    env.setdefault("PATH", os.defpath)
+    return env

@@ -1,0 +1,230 @@
+"""Start a command so that everything it starts can be found, and kill all of it.
+
+This module owns how a runtime command is launched (`launch`) and killed (`kill`,
+`kill_now`). On Linux a command runs under a supervisor (`kode.builtin._reaper`) that is a child
+subreaper, and carries a tag variable in its environment; killing it means SIGTERM to every
+descendant of the supervisor and every tagged process, then, after a grace period, a
+freeze-and-kill (SIGSTOP until the set is closed, then SIGKILL). Elsewhere a command runs in a
+new session and killing it means signalling its process group. It does not capture output or
+keep shells (`kode.builtin._processes`).
+
+What is guaranteed on Linux: every process that stays a descendant of the supervisor
+(``setsid``, ``setpgid``, ``set -m``, ``nohup``, ``disown``, double forks: orphans are
+re-parented to the supervisor) and every process whose environment still carries the tag (even
+when the command killed its supervisor) is killed. A process that both leaves the tree (its
+supervisor killed) and clears its environment (``env -i``), or that another service starts on
+the command's behalf (``systemd-run``, ``at``, a daemon over a socket), is not. Elsewhere only
+the command's process group is killed: a process that calls ``setsid`` or ``setpgid`` escapes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import sys
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import anyio
+
+from kode.builtin import _reaper
+
+__all__ = [
+    "KILL_GRACE",
+    "TAG",
+    "TRACKING",
+    "Target",
+    "group_alive",
+    "kill",
+    "kill_now",
+    "launch",
+]
+
+KILL_GRACE = 2.0
+"""Seconds between SIGTERM and SIGKILL."""
+TAG = "KODE_COMMAND_ID"
+"""The environment variable marking every process of one command (its value is per command)."""
+TRACKING = sys.platform.startswith("linux") and os.path.isdir("/proc/self") and bool(sys.executable)
+"""Whether commands run under a supervisor that tracks every process they start."""
+_POLL = 0.02
+_SHELL = "bash"
+_SUPERVISOR = str(Path(_reaper.__file__).resolve())
+
+Signal = Literal["SIGTERM", "SIGKILL"]
+ReapFunc = Callable[[], object]
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class Target:
+    """The processes of one command."""
+
+    pid: int
+    """The supervisor's pid when `tag` is set, else the shell's (its process group's id)."""
+    tag: str | None
+    """The value of `TAG` in the command's environment; `None` when it is not tracked."""
+
+    def roots(self) -> set[int]:
+        """The supervisor and every process carrying the tag (read from ``/proc``)."""
+        if self.tag is None:
+            return {self.pid}
+        return {self.pid} | _reaper.tagged(TAG, self.tag)
+
+    def find(self, roots: set[int]) -> tuple[set[int], _reaper.ProcessTable]:
+        """The live processes at or below `roots`, without the supervisor and this process."""
+        table = _reaper.process_table()
+        found = _reaper.live(_reaper.descendants(roots, table) | roots, table)
+        return found - {self.pid, os.getpid()}, table
+
+    def alive(self) -> bool:
+        """Whether a process of the command (the supervisor apart) still runs."""
+        if self.tag is None:
+            return group_alive(self.pid)
+        return bool(self.find(self.roots())[0])
+
+
+def launch(command: str, env: dict[str, str]) -> tuple[list[str], dict[str, str], str | None]:
+    """The argv and environment that run `command`, and the tag (`None` when untracked)."""
+    if not TRACKING:
+        return [_SHELL, "-c", command], env, None
+    tag = secrets.token_hex(8)
+    argv = [sys.executable, "-I", "-S", _SUPERVISOR, _SHELL, "-c", command]
+    return argv, {**env, TAG: tag}, tag
+
+
+# --- process groups (untracked) -------------------------------------------------------------------
+
+
+def _in_group(pid: str, pgid: int) -> bool:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    fields = raw[raw.rfind(")") + 2 :].split()
+    return int(fields[2]) == pgid and fields[0] not in ("Z", "X")
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` is still running (zombies do not count).
+
+    On Linux this reads ``/proc``, since an orphaned zombie may wait forever for a parent that
+    never reaps it (a container's init); elsewhere it asks the kernel with signal 0.
+    """
+    if sys.platform.startswith("linux") and os.path.isdir("/proc/self"):
+        with os.scandir("/proc") as entries:
+            for entry in entries:
+                if entry.name.isdigit() and _in_group(entry.name, pgid):
+                    return True
+        return False
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _signal(target: Target, pids: set[int], sig: signal.Signals) -> None:
+    if target.tag is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(target.pid, sig)
+        return
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+# --- killing --------------------------------------------------------------------------------------
+
+
+def _steps(target: Target, reap: ReapFunc, grace: float) -> Generator[float, None, Signal | None]:
+    """The kill, as a generator of pauses (so it runs with and without an event loop)."""
+    reap()
+    roots = target.roots()
+
+    def members() -> set[int]:
+        if target.tag is None:
+            return {target.pid} if group_alive(target.pid) else set()
+        return target.find(roots)[0]
+
+    found = members()
+    if target.tag is not None and not found:
+        # A supervisor without children is starting its shell, or about to exit: wait for
+        # one or the other (it exits at once once it has no child).
+        deadline = time.monotonic() + grace
+        while not found and reap() is None and time.monotonic() < deadline:
+            yield _POLL
+            found = members()
+        if not found and reap() is None:  # hung before starting the shell
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(target.pid, signal.SIGKILL)
+            roots = target.roots()  # a shell it forked meanwhile carries the tag
+            found = members()
+    if not found:
+        return None
+    sent: Signal = "SIGTERM"
+    termed = set(found)
+    _signal(target, found, signal.SIGTERM)
+    _signal(target, found, signal.SIGCONT)  # a stopped process only sees SIGTERM once resumed
+    deadline = time.monotonic() + grace
+    while True:
+        yield _POLL
+        reap()
+        found = members()
+        if not found:
+            break
+        if time.monotonic() >= deadline:
+            if sent == "SIGKILL":
+                break  # unkillable (uninterruptible sleep): nothing more to do
+            sent = "SIGKILL"
+            if target.tag is None:
+                _signal(target, found, signal.SIGKILL)
+            else:
+                _reaper.freeze_and_kill(lambda: target.find(roots))
+            deadline = time.monotonic() + grace
+        elif found - termed:  # started after the SIGTERM: it gets one too
+            _signal(target, found - termed, signal.SIGTERM)
+            termed |= found
+    if target.tag is not None:  # the supervisor ends once its last child is reaped
+        deadline = time.monotonic() + grace
+        while reap() is None and time.monotonic() < deadline:
+            yield _POLL
+    return sent
+
+
+async def kill(target: Target, reap: ReapFunc, *, grace: float | None = None) -> Signal | None:
+    """Kill every process of `target`: SIGTERM, then SIGKILL after `grace` seconds.
+
+    Args:
+        target: The command's processes.
+        reap: Called while waiting, to collect the supervisor's (or shell's) exit status and
+            return it (`None` while it runs).
+        grace: Seconds the processes have to end after SIGTERM (default `KILL_GRACE`).
+
+    Returns:
+        The last signal that was needed, or `None` when nothing was left to kill.
+    """
+    steps = _steps(target, reap, KILL_GRACE if grace is None else grace)
+    try:
+        while True:
+            pause = next(steps)
+            await anyio.sleep(pause)
+    except StopIteration as stop:
+        result: Signal | None = stop.value
+        return result
+
+
+def kill_now(target: Target, reap: ReapFunc) -> Signal | None:
+    """`kill` for code without an event loop (``close``, interpreter exit)."""
+    steps = _steps(target, reap, KILL_GRACE)
+    try:
+        while True:
+            time.sleep(next(steps))
+    except StopIteration as stop:
+        result: Signal | None = stop.value
+        return result

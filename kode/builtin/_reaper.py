@@ -1,0 +1,201 @@
+"""Find and kill every process a command started, on Linux; also the command's supervisor.
+
+This module owns the Linux process tracking of the runtime tools: reading the process table
+from ``/proc``, the descendants of a process, the processes carrying a tag in their
+environment, and `freeze_and_kill` (SIGSTOP every process of a set until no new one appears,
+then SIGKILL them all, so a process cannot fork its way out between the listing and the kill).
+It does not decide when to kill (`kode.builtin._processes`).
+
+Run as a script (``python -I -S _reaper.py bash -c COMMAND``) it is the *supervisor* of one
+command: it makes itself a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so every
+process the command leaves behind, even after double forks, ``setsid`` or ``disown``, is
+re-parented to it rather than to init and stays its descendant; it reaps them all; it writes
+``exit <code>`` to its stderr when the command's shell exits; it exits, with the shell's status,
+once it has no child left; and it kills everything left if its own parent dies. The command's
+stdout and stderr are the supervisor's stdout. The script uses the standard library only, since
+it runs in an isolated interpreter.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+
+__all__ = ["descendants", "freeze_and_kill", "live", "process_table", "tagged"]
+
+_PR_SET_CHILD_SUBREAPER = 36
+_PASSES = 50
+"""How many listing passes `freeze_and_kill` makes at most, per round and in rounds."""
+_PARENT_POLL = 0.5
+"""Seconds between the supervisor's checks that its parent is still alive."""
+
+ProcessTable = dict[int, tuple[int, str]]
+"""pid → (parent pid, state letter) of every process visible in ``/proc``."""
+
+
+def process_table() -> ProcessTable:
+    """Every process in ``/proc``: its parent and its state (``R``, ``S``, ``T``, ``Z``, ...)."""
+    table: ProcessTable = {}
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                    raw = stat.read()
+            except OSError:
+                continue  # ended while we looked
+            fields = raw[raw.rfind(b")") + 2 :].split()
+            table[int(entry.name)] = (int(fields[1]), fields[0].decode())
+    return table
+
+
+def descendants(roots: Iterable[int], table: ProcessTable) -> set[int]:
+    """The processes below `roots` in `table` (following parent pids), roots excluded."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    todo = list(roots)
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def live(pids: Iterable[int], table: ProcessTable) -> set[int]:
+    """The processes of `pids` that still run (zombies and vanished ones left out)."""
+    return {pid for pid in pids if pid in table and table[pid][1] not in ("Z", "X", "x")}
+
+
+def tagged(name: str, value: str) -> set[int]:
+    """The processes whose environment has ``name=value`` (those this user may read)."""
+    needle = f"{name}={value}".encode()
+    found: set[int] = set()
+    with os.scandir("/proc") as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry.name}/environ", "rb") as environ:
+                    if needle in environ.read().split(b"\0"):
+                        found.add(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _send(pid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+
+
+def freeze_and_kill(find: Callable[[], tuple[set[int], ProcessTable]]) -> bool:
+    """SIGSTOP every process `find` lists until no new one appears, then SIGKILL them all.
+
+    A stopped process cannot fork, so once every listed process is stopped the set is closed
+    and the SIGKILLs leave nothing behind; pids of stopped processes cannot be reused either.
+
+    Args:
+        find: Lists the live processes to kill, with the process table it read.
+
+    Returns:
+        Whether none was left running (a process in uninterruptible sleep may outlast it).
+    """
+    for _ in range(_PASSES):
+        stopped: set[int] = set()
+        for attempt in range(_PASSES):
+            found, table = find()
+            new = found - stopped
+            for pid in new:
+                _send(pid, signal.SIGSTOP)
+            stopped |= found
+            if not new and all(table[pid][1] in ("T", "t") for pid in found):
+                break
+            if attempt:
+                time.sleep(0.001 * attempt)  # let the stop reach a process in a system call
+        for pid in stopped:
+            _send(pid, signal.SIGKILL)
+        if not stopped:
+            return True
+        time.sleep(0.001)
+        if not find()[0] - stopped:
+            return True
+    return not find()[0]
+
+
+# --- the supervisor -------------------------------------------------------------------------------
+
+
+def _set_subreaper() -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    """Kill everything below the supervisor once its parent is gone (even by SIGKILL)."""
+    me = os.getpid()
+    while os.getppid() == parent:
+        time.sleep(_PARENT_POLL)
+
+    def find() -> tuple[set[int], ProcessTable]:
+        table = process_table()
+        return live(descendants([me], table), table), table
+
+    freeze_and_kill(find)
+
+
+def _exit_like(code: int) -> None:
+    if code < 0:  # killed by a signal: end the same way, so the parent sees the same status
+        with contextlib.suppress(OSError, ValueError):
+            signal.signal(-code, signal.SIG_DFL)
+            os.kill(os.getpid(), -code)
+        os._exit(128 - code)
+    os._exit(code)
+
+
+def supervise(argv: list[str]) -> None:
+    """Run `argv` under this process as a child subreaper; exit like it once all are gone."""
+    parent = os.getppid()
+    _set_subreaper()
+    shell = os.fork()
+    if shell == 0:  # pragma: no cover - the child execs at once
+        try:
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; a shell must not
+                signal.signal(sig, signal.SIG_DFL)
+            os.dup2(1, 2)  # the command's stderr joins its stdout; ours carries the status
+            os.execvp(argv[0], argv)
+        finally:
+            os._exit(127)
+    # A command may signal its own process group (kill 0): the supervisor stays to reap.
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_IGN)
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    code = 127
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        except InterruptedError:  # pragma: no cover - retried by Python already
+            continue
+        if pid == shell:
+            code = os.waitstatus_to_exitcode(status)
+            with contextlib.suppress(OSError):
+                os.write(2, f"exit {code}\n".encode())
+    _exit_like(code)
+
+
+if __name__ == "__main__":  # pragma: no cover - run in a subprocess
+    supervise(sys.argv[1:])
