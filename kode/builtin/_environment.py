@@ -130,4 +130,8 @@ def command_environment(
     if tag is not None:
         env[tag[0]] = tag[1]
     env.setdefault("PATH", os.defpath)
+    # A relative or empty PATH entry (".", "bin", "") finds commands in the working directory,
+    # which is the workspace a model writes to: a file named "ls" there would run instead.
+    entries = [p for p in env["PATH"].split(os.pathsep) if os.path.isabs(p)]
+    env["PATH"] = os.pathsep.join(entries) or os.defpath
     return env

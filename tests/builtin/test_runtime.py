@@ -513,3 +513,11 @@ async def test_git_runs_no_program_from_the_repository_config(
     assert markers() == []
     assert commit.details["exit_code"] == 0, commit.text
     assert "second" in commit.text
+
+
+def test_relative_path_entries_are_dropped_from_a_commands_path() -> None:
+    from kode.builtin._environment import command_environment
+
+    env = command_environment(source={"PATH": f".:bin::/usr/bin:/bin:{'x' * 3}"})
+    assert env["PATH"] == "/usr/bin:/bin"
+    assert command_environment(source={"PATH": ".:tools"})["PATH"] == os.defpath
