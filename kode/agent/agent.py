@@ -135,8 +135,8 @@ class Agent:
         """What its tools read and wrote (refuses writes over unseen changes)."""
         self.services: dict[str, Any] = {}
         """What its tools share, by `ServiceKey` name (see `ToolContext.services`)."""
-        TODOS.set(self.services, self.todos)
-        SUBAGENTS.set(self.services, AgentHandle(self))
+        self.services[TODOS.name] = self.todos  # of their keys' types, so set without a check
+        self.services[SUBAGENTS.name] = AgentHandle(self)
         self.subagent_models: dict[str, Model] = {}
         """Models for sub-agents by template id (others use this agent's model)."""
         self._create_options: dict[str, Any] = {}

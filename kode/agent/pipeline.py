@@ -399,6 +399,10 @@ async def run_turn_calls(
     Read-only kinds run concurrently; mutating kinds wait for the previous mutating call, so
     they run one at a time in call order. At most ``max_concurrent_tools`` run at once.
     """
+    if len(calls) == 1:  # one call: no task group to make and start (half a turn's cost)
+        if results[0] is None:
+            await _run_into(results, 0, run, calls[0])
+        return
     agent = run.agent
     limit = agent.template.max_concurrent_tools
     limiter = anyio.CapacityLimiter(limit) if len(calls) > limit else None

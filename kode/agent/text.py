@@ -10,7 +10,7 @@ a lone one becomes U+FFFD.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from pydantic import BaseModel
 
@@ -30,11 +30,13 @@ def clean_text(text: str) -> str:
     return text
 
 
-def _encodable(value: Any) -> bool:
+def _encodable(message: Message) -> bool:
+    """Whether the message encodes as JSON (UTF-8): one pass in pydantic's Rust core."""
     try:
-        return value.model_dump_json() is not None if isinstance(value, BaseModel) else True
+        message.__pydantic_serializer__.to_json(message)
     except ValueError:  # pydantic_core.PydanticSerializationError is a ValueError
         return False
+    return True
 
 
 def clean_value(value: T) -> T:

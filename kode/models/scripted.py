@@ -57,9 +57,32 @@ def _message(turn: ScriptedTurn) -> Message:
     return Message(role="assistant", content=blocks)
 
 
-def _words(messages: Sequence[Message]) -> int:
-    """The offline models' input "tokens": the words of the request's messages."""
-    return sum(len(message.text.split()) for message in messages)
+class _WordCounter:
+    """Counts the words of a request's messages (the offline models' input "tokens").
+
+    A conversation grows by a message or two per request, so when a request starts with the
+    very messages (the same objects) the previous one had, only the new ones are counted:
+    recounting the whole history every turn made a run's cost grow with the square of its
+    length (`bench/peers.py`, ``turns_50``).
+    """
+
+    __slots__ = ("_seen", "_total")
+
+    def __init__(self) -> None:
+        self._seen: list[Message] = []
+        self._total = 0
+
+    def count(self, messages: Sequence[Message]) -> int:
+        """The words of `messages`, counting only those not seen in the previous request."""
+        seen = self._seen
+        known = len(seen)
+        if len(messages) < known or any(a is not b for a, b in zip(messages, seen, strict=False)):
+            seen.clear()
+            known = self._total = 0
+        for message in messages[known:]:
+            seen.append(message)
+            self._total += len(message.text.split())
+        return self._total
 
 
 def _play(message: Message, name: str, words_in: int) -> list[ModelEvent]:
@@ -106,6 +129,7 @@ class ScriptedModel:
         self.turns = [_message(t) for t in turns]
         """The replies still to come."""
         self.requests: list[ModelRequest] = []
+        self._words = _WordCounter()
         """Every request received, in order."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
@@ -121,7 +145,7 @@ class ScriptedModel:
                 "add a turn for every model reply the test expects"
             )
         message = self.turns.pop(0)
-        for event in _play(message, self.name, _words(request.messages)):
+        for event in _play(message, self.name, self._words.count(request.messages)):
             yield event
 
 
@@ -152,6 +176,7 @@ class FunctionModel:
         self.function = function
         """The function that decides each reply."""
         self.requests: list[ModelRequest] = []
+        self._words = _WordCounter()
         """Every request received, in order."""
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
@@ -160,5 +185,5 @@ class FunctionModel:
         turn = self.function(request)
         if inspect.isawaitable(turn):
             turn = await turn
-        for event in _play(_message(turn), self.name, _words(request.messages)):
+        for event in _play(_message(turn), self.name, self._words.count(request.messages)):
             yield event
