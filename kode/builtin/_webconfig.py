@@ -92,7 +92,8 @@ class WebCache:
 class WebConfig:
     """How ``web_fetch`` and ``web_search`` behave for one agent.
 
-    Put one in ``ctx.services["web"]`` (an agent shares its services with every tool call);
+    Put one in an agent's services with ``kode.builtin.web.WEB.set(agent.services, config)``
+    (an agent shares its services with every tool call);
     without one, the tools use `WebConfig()`'s defaults: public addresses only, 2 MB, 30 s,
     50,000 characters, 5 redirects, a 15-minute cache and Brave Search with ``BRAVE_API_KEY``.
 

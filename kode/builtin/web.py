@@ -1,8 +1,9 @@
 """Built-in web tools (``group:web``): ``web_fetch`` reads a page, ``web_search`` searches.
 
-Both read their settings from ``ctx.services["web"]``, a `WebConfig` (defaults when absent):
-allowed and denied domains, whether private networks may be reached, size, time and character
-limits, the resolver, TLS verification and the search provider. ``web_fetch`` refuses what
+Both read their settings from the `WEB` service (``WEB.set(agent.services, WebConfig(...))``),
+a `WebConfig` (defaults when absent): allowed and denied domains, whether private networks may
+be reached, size, time and character limits, the resolver, TLS verification and the search
+provider. ``web_fetch`` refuses what
 could reach inside the network it runs in (see `kode.builtin._ssrf` for every rule), connects
 only to addresses it checked, checks every redirect itself, and turns HTML into markdown.
 ``web_search`` asks a `SearchProvider` (default: `BraveSearch`, with ``BRAVE_API_KEY``).
