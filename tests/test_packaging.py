@@ -12,7 +12,7 @@ import kode
 ROOT = Path(__file__).resolve().parent.parent
 DISTRIBUTION = "kode-sdk"
 # Extras for working on kode itself, not for using it.
-DEVELOPMENT_EXTRAS = {"test", "docs"}
+DEVELOPMENT_EXTRAS = {"test", "docs", "bench"}
 
 # `pip install` and its options, then the first thing it installs.
 _HINT = re.compile(r"pip install\s+(?:-{1,2}[\w-]+(?:=\S+)?\s+)*['\"]?([^\s'\"`]+)")
