@@ -46,8 +46,11 @@ def test_every_builtin_tool_is_on_the_page() -> None:
     page = render()
     for short in MODULES:
         module = importlib.import_module(f"kode.builtin.{short}")
-        for value in vars(module).values():
-            if isinstance(value, Tool) and value.fn.__module__ == module.__name__:
+        exported = set(getattr(module, "__all__", ()))
+        for name, value in vars(module).items():
+            if isinstance(value, Tool) and (
+                value.fn.__module__ == module.__name__ or name in exported
+            ):
                 assert f"### `{value.name}`" in page, value.name
                 for name in value.input_schema.get("properties", {}):
                     assert f"| `{name}`" in page, f"{value.name}.{name}"

@@ -3,8 +3,11 @@
 This module owns what every tool of `kode.builtin.fs` does around its own job: resolving a
 model's path in the workspace (the current directory when the context has none), the errors
 for missing files and directories, binary sniffing, reading a file as UTF-8 text for an edit,
-and writing a file atomically (a temporary file in the same directory, then ``os.replace``)
-while keeping its mode. It does not format anything for the model.
+and writing a file atomically (a temporary file in the same directory, then a rename) while
+keeping its mode. Files are opened and written relative to a descriptor of their directory,
+opened without following symlinks (`kode.builtin._beneath`), so the path used is the path the
+workspace checked; files with more than one hard link are refused. It does not format
+anything for the model.
 """
 
 from __future__ import annotations
@@ -12,14 +15,14 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
-import secrets
 import stat
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
+from kode.builtin._beneath import is_swapped, open_dir, open_file, open_parent, write_at
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.workspace import Workspace
@@ -28,17 +31,27 @@ __all__ = [
     "BINARY_SNIFF_BYTES",
     "HUGE_FILE_BYTES",
     "PRUNED_DIRS",
+    "GIT_WRITE_REASON",
     "EditableText",
     "Target",
-    "atomic_write",
+    "check_regular",
+    "existing",
     "file_lock",
+    "grep_single",
+    "hard_links",
     "image_type",
+    "in_git_dir",
     "is_binary",
     "not_found",
+    "open_directory",
+    "open_in",
+    "open_target",
+    "parent_dir",
     "read_editable",
-    "require_file",
+    "swapped",
     "target",
     "workspace_of",
+    "write_file",
 ]
 
 BINARY_SNIFF_BYTES = 8192
@@ -124,15 +137,28 @@ def not_found(where: Target, *, what: str = "File") -> ToolError:
     """The error for a missing file, naming close names in its directory when there are any."""
     parent = where.path.parent
     hint = ""
+    names: list[str] = []
+    missing = False
     try:
-        names = [p.name for p in parent.iterdir()] if parent.is_dir() else []
+        # Listed through a descriptor opened without following symlinks, like the file itself.
+        fd = open_dir(parent)
+    except FileNotFoundError:
+        missing = True
     except OSError:
-        names = []
+        pass
+    else:
+        try:
+            with os.scandir(fd) as it:
+                names = [entry.name for entry in it]
+        except OSError:
+            names = []
+        finally:
+            os.close(fd)
     close = difflib.get_close_matches(where.path.name, names, n=3, cutoff=0.6)
     if close:
         shown = [where.workspace.display(parent / n) for n in close]
         hint = f" Did you mean {', '.join(repr(s) for s in shown)}?"
-    elif not parent.exists():
+    elif missing:
         hint = f" Its directory '{where.workspace.display(parent)}' does not exist either."
     return ToolError(
         f"{what} '{where.shown}' does not exist.{hint}",
@@ -141,21 +167,44 @@ def not_found(where: Target, *, what: str = "File") -> ToolError:
     )
 
 
-def require_file(where: Target) -> os.stat_result:
-    """The `stat` of an existing regular file.
+def swapped(where: Target) -> ToolError:
+    """The error for a path whose directories changed between its check and its use."""
+    return ToolError(
+        f"Path '{where.shown}' changed while it was being opened (a directory or file on the "
+        "way was replaced by a symlink), so it was not used: nothing was read or written. "
+        "Check the path and try again.",
+        details={"path": str(where.path), "reason": "swapped"},
+    )
+
+
+def _os_error(where: Target, exc: OSError, *, what: str = "File") -> ToolError:
+    if isinstance(exc, FileNotFoundError):
+        return not_found(where, what=what)
+    if is_swapped(exc):
+        return swapped(where)
+    return ToolError(
+        f"{what} '{where.shown}' cannot be opened: {exc.strerror or exc}.",
+        details={"path": str(where.path)},
+    )
+
+
+def hard_links(where: Target, links: int) -> ToolError:
+    """The error for a file with more than one hard link."""
+    return ToolError(
+        f"File '{where.shown}' has {links} hard links; kode does not read or write files with "
+        "more than one link because one may lie outside the workspace, where its content "
+        "belongs to someone else. Copy the file (cp) and use the copy instead.",
+        type=ToolErrorType.PERMISSION_DENIED,
+        details={"path": str(where.path), "reason": "hard_links", "links": links},
+    )
+
+
+def check_regular(where: Target, st: os.stat_result) -> None:
+    """Refuse anything but a regular file with a single link.
 
     Raises:
-        ToolError: it does not exist (``file_not_found``) or is not a regular file.
+        ToolError: a directory, a device, socket or pipe, or a file with several hard links.
     """
-    try:
-        st = where.path.stat()
-    except FileNotFoundError:
-        raise not_found(where) from None
-    except OSError as exc:
-        raise ToolError(
-            f"File '{where.shown}' cannot be read: {exc.strerror or exc}.",
-            details={"path": str(where.path)},
-        ) from None
     if stat.S_ISDIR(st.st_mode):
         raise ToolError(
             f"'{where.shown}' is a directory, not a file; use fs_ls to list it.",
@@ -166,6 +215,88 @@ def require_file(where: Target) -> os.stat_result:
             f"'{where.shown}' is not a regular file (a device, socket or pipe); it cannot be read.",
             details={"path": str(where.path)},
         )
+    if st.st_nlink > 1:
+        raise hard_links(where, st.st_nlink)
+
+
+@contextlib.contextmanager
+def parent_dir(where: Target, *, create: bool = False) -> Iterator[int]:
+    """A descriptor of the directory holding `where`, opened without following symlinks.
+
+    Everything done to the file afterwards is relative to it, so the directory used is the
+    directory that was checked. With `create`, missing directories are made.
+
+    Raises:
+        ToolError: a directory on the way is missing (``file_not_found``), was swapped for a
+            symlink, or cannot be opened.
+    """
+    try:
+        fd = open_parent(where.path, create=create)
+    except OSError as exc:
+        if create and not is_swapped(exc):
+            raise ToolError(
+                f"Could not write '{where.shown}': {exc.strerror or exc}.",
+                details={"path": str(where.path)},
+            ) from None
+        raise _os_error(where, exc) from None
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def open_in(where: Target, dir_fd: int) -> tuple[BinaryIO, os.stat_result]:
+    """Open the existing regular file `where` in its directory `dir_fd`, for reading.
+
+    Raises:
+        ToolError: missing, swapped for a symlink, not a regular file, or hard-linked.
+    """
+    try:
+        fd, st = open_file(dir_fd, where.path.name)
+    except OSError as exc:
+        raise _os_error(where, exc) from None
+    try:
+        check_regular(where, st)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb"), st
+
+
+@contextlib.contextmanager
+def open_target(where: Target) -> Iterator[tuple[BinaryIO, os.stat_result]]:
+    """The existing regular file `where`, open for reading, and its `stat` (taken on open).
+
+    Raises:
+        ToolError: see `open_in` and `parent_dir`.
+    """
+    with parent_dir(where) as dir_fd:
+        fh, st = open_in(where, dir_fd)
+    with fh:
+        yield fh, st
+
+
+def existing(where: Target, dir_fd: int) -> os.stat_result | None:
+    """The `stat` of the file a write would replace, or `None` when there is none.
+
+    Raises:
+        ToolError: it is a directory, a symlink (the path changed since it was checked), not
+            a regular file, or hard-linked.
+    """
+    try:
+        st = os.stat(where.path.name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _os_error(where, exc) from None
+    if stat.S_ISLNK(st.st_mode):
+        raise swapped(where)
+    if stat.S_ISDIR(st.st_mode):
+        raise ToolError(
+            f"'{where.shown}' is a directory; give the path of a file inside it.",
+            details={"path": str(where.path)},
+        )
+    check_regular(where, st)
     return st
 
 
@@ -206,28 +337,38 @@ class EditableText:
         return (text.replace("\n", "\r\n") if self.crlf else text).encode("utf-8")
 
 
-def read_editable(where: Target, ctx: ToolContext[Any]) -> EditableText:
+def read_editable(where: Target, ctx: ToolContext[Any], dir_fd: int) -> EditableText:
     """Read an existing UTF-8 text file for an edit, after the file pool allows writing it.
 
+    `dir_fd` is its directory (`parent_dir`), which the write that follows uses too.
+
     Raises:
-        ToolError: missing, a directory, binary, not UTF-8, or not writable per the file pool.
+        ToolError: missing, a directory, binary, not UTF-8, hard-linked, or not writable per
+            the file pool.
     """
-    size = require_file(where).st_size
-    if size > HUGE_FILE_BYTES:
+    fh, st = open_in(where, dir_fd)
+    with fh:
+        if st.st_size > HUGE_FILE_BYTES:
+            raise ToolError(
+                f"File '{where.shown}' is {st.st_size / 2**20:.1f} MB, too large to edit (the "
+                f"limit is {HUGE_FILE_BYTES // 2**20} MB).",
+                details={"path": str(where.path)},
+            )
+        if ctx.files is not None:
+            ctx.files.check_writable(where.path, display=where.shown)
+        try:
+            data = fh.read(HUGE_FILE_BYTES + 1)
+        except OSError as exc:
+            raise ToolError(
+                f"File '{where.shown}' cannot be read: {exc.strerror or exc}.",
+                details={"path": str(where.path)},
+            ) from None
+    if len(data) > HUGE_FILE_BYTES:
         raise ToolError(
-            f"File '{where.shown}' is {size / 2**20:.1f} MB, too large to edit (the limit is "
-            f"{HUGE_FILE_BYTES // 2**20} MB).",
+            f"File '{where.shown}' grew over {HUGE_FILE_BYTES // 2**20} MB while it was read; "
+            "it is too large to edit.",
             details={"path": str(where.path)},
         )
-    if ctx.files is not None:
-        ctx.files.check_writable(where.path, display=where.shown)
-    try:
-        data = where.path.read_bytes()
-    except OSError as exc:
-        raise ToolError(
-            f"File '{where.shown}' cannot be read: {exc.strerror or exc}.",
-            details={"path": str(where.path)},
-        ) from None
     if is_binary(data[:BINARY_SNIFF_BYTES]):
         raise ToolError(
             f"File '{where.shown}' is binary; it cannot be edited as text.",
@@ -245,32 +386,94 @@ def read_editable(where: Target, ctx: ToolContext[Any]) -> EditableText:
     return EditableText(text=text.replace("\r\n", "\n") if crlf else text, crlf=crlf)
 
 
-def atomic_write(path: Path, data: bytes) -> bool:
-    """Write `data` to `path` atomically; return whether the file already existed.
+def write_file(where: Target, dir_fd: int, data: bytes) -> bool:
+    """Write `data` to `where` in its directory `dir_fd` atomically; return whether it existed.
 
     The bytes go to a temporary file in the same directory, are flushed to disk, and the
-    temporary file is renamed over `path` (``os.replace``), so a reader sees the old content
-    or the new, never half of it. Missing parent directories are created. An existing file
-    keeps its permission bits; a new one gets the usual ``0o666`` minus the umask.
+    temporary file is renamed over the name, both relative to `dir_fd`, so a reader sees the
+    old content or the new, never half of it, and the file lands in the directory that was
+    checked. An existing file keeps its permission bits; a new one gets the usual ``0o666``
+    minus the umask.
+
+    Raises:
+        ToolError: the name is a directory, a symlink, or a hard-linked file.
+        OSError: the write itself failed.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
+    old = existing(where, dir_fd)
+    write_at(dir_fd, where.path.name, data, mode=stat.S_IMODE(old.st_mode) if old else None)
+    return old is not None
+
+
+GIT_WRITE_REASON = "writes inside .git/ (git config and hooks can run commands)"
+"""Why fs_write, fs_edit and fs_multi_edit ask for approval for a path inside ``.git``."""
+
+
+def in_git_dir(arguments: dict[str, Any], ctx: ToolContext[Any] | None = None) -> str | None:
+    """``requires_approval`` of the writing tools: ask before a write inside ``.git``.
+
+    A ``.git`` component in the path as given, or in the path it resolves to (a symlink may
+    lead there), counts; so does the ``.git`` file of a worktree. Names are compared without
+    case, for case-insensitive file systems. Any other path: `None`, no opinion (the agent's
+    permission mode decides, as for a write tool without this function).
+    """
+    path = arguments.get("path")
+    if not isinstance(path, str):
+        return None
+    paths = [Path(path)]
+    space = workspace_of(ctx) if ctx is not None else None
+    if space is not None:
+        with contextlib.suppress(ToolError, ValueError):
+            resolved = space.resolve(path)
+            bases = (space.root, *space.extra_paths)
+            base = next((b for b in bases if b == resolved or b in resolved.parents), None)
+            paths.append(resolved.relative_to(base) if base is not None else resolved)
+    if any(part.lower() == ".git" for p in paths for part in p.parts):
+        return GIT_WRITE_REASON
+    return None  # no opinion: the agent's mode decides, as for any write
+
+
+def open_directory(ctx: ToolContext[Any], path: str) -> tuple[Target, int]:
+    """The directory `path` and a descriptor of it, opened without following symlinks."""
+    where = target(ctx, path)
     try:
-        old_mode: int | None = stat.S_IMODE(path.stat().st_mode)
+        return where, open_dir(where.path)
     except FileNotFoundError:
-        old_mode = None
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.kode-tmp")
-    # os.open applies the umask to 0o666 itself: no need to read it (which is not thread-safe).
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if old_mode is not None:
-            os.chmod(tmp, old_mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    return old_mode is not None
+        raise not_found(where, what="Directory") from None
+    except NotADirectoryError:
+        raise ToolError(
+            f"'{where.shown}' is a file, not a directory; use fs_read to read it.",
+            details={"path": str(where.path)},
+        ) from None
+    except OSError as exc:
+        if is_swapped(exc):
+            raise swapped(where) from None
+        raise ToolError(
+            f"Directory '{where.shown}' cannot be opened: {exc.strerror or exc}.",
+            details={"path": str(where.path)},
+        ) from None
+
+
+def grep_single(where: Target) -> bool:
+    """Whether `where` is one file to search (else a directory); refuse what cannot be."""
+    with parent_dir(where) as dir_fd:
+        try:
+            st = os.stat(where.path.name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            raise not_found(where, what="Path") from None
+        except OSError as exc:
+            raise ToolError(
+                f"Path '{where.shown}' cannot be searched: {exc.strerror or exc}.",
+                details={"path": str(where.path)},
+            ) from None
+        if stat.S_ISDIR(st.st_mode):
+            return False
+        if stat.S_ISLNK(st.st_mode):
+            raise swapped(where)
+        fh, _ = open_in(where, dir_fd)
+    with fh:
+        if is_binary(fh.read(BINARY_SNIFF_BYTES)):
+            raise ToolError(
+                f"File '{where.shown}' is binary; fs_grep searches text files.",
+                details={"path": str(where.path)},
+            )
+    return True

@@ -6,7 +6,9 @@ and say the same), and one formatter. Both search hidden files, skip binary file
 `MAX_GREP_FILE_BYTES`, symlinks and the noise directories the caller prunes, read no
 ``.gitignore``, and list files in path order — so a model sees the same answer whichever ran.
 ripgrep is found on ``PATH`` (or at ``$KODE_RG``; ``KODE_RG=off`` disables it). A pattern
-ripgrep's regex engine refuses (look-around, back-references) is searched in Python.
+ripgrep's regex engine refuses (look-around, back-references) is searched in Python, in a
+worker process that a deadline or a cancellation kills: Python's `re` backtracks, and may take
+exponential time while holding the interpreter lock.
 """
 
 from __future__ import annotations
@@ -14,32 +16,44 @@ from __future__ import annotations
 import base64
 import json
 import os
+import pickle
 import re
 import shutil
 import subprocess
+import sys
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 import anyio
 
+from kode.builtin._beneath import open_dir
 from kode.builtin._files import BINARY_SNIFF_BYTES, is_binary
 from kode.builtin._globs import file_filter, walk
+from kode.builtin._grep_files import line_digest, open_searchable, scan_lines
+from kode.tools.errors import ToolError, ToolErrorType
 
 __all__ = [
     "MAX_GREP_FILE_BYTES",
+    "MAX_REGEX_CHARS",
+    "PYTHON_GREP_SECONDS",
     "GrepOutcome",
     "GrepQuery",
     "find_ripgrep",
     "format_outcome",
     "python_grep",
+    "python_search",
     "ripgrep",
 ]
 
 MAX_GREP_FILE_BYTES = 20 * 1024 * 1024
 """Files larger than this are skipped when a directory is searched."""
+MAX_REGEX_CHARS = 2000
+"""The longest regular expression accepted, in characters."""
+MAX_CHECKED_LINES = 10_000
+"""Matching lines per file whose text is kept to check ripgrep's answer (``count`` mode)."""
 _MAX_SHOWN_CHARS = 500
 _MAX_STDERR = 16 * 1024
 
@@ -90,6 +104,9 @@ class GrepFile:
     """(line number, text, is a match), in order (``content`` only)."""
     count: int = 0
     """Matching lines reported."""
+    checks: list[tuple[int, bytes]] = field(default_factory=list)
+    """(line number, `line_digest` of its text) of the first `MAX_CHECKED_LINES` matching
+    lines (``files`` and ``count`` only), to check ripgrep's answer against the file."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -102,6 +119,8 @@ class GrepOutcome:
     """Whether more matches exist beyond the cap."""
     engine: Literal["ripgrep", "python"]
     """Which search path ran."""
+    linked: int = 0
+    """Files skipped because they have more than one hard link."""
 
 
 class _Collector:
@@ -109,6 +128,7 @@ class _Collector:
 
     def __init__(self, query: GrepQuery) -> None:
         self.query = query
+        self.linked = 0
         self.files: list[GrepFile] = []
         self.truncated = False
         self.done = False
@@ -137,12 +157,14 @@ class _Collector:
             if same:
                 assert current is not None
                 current.count += 1
+                if len(current.checks) < MAX_CHECKED_LINES:
+                    current.checks.append((number, line_digest(text)))
                 return
             if len(self.files) >= self.query.limit:
                 self.truncated = True
                 self.done = True
                 return
-            self.files.append(GrepFile(path=path, count=1))
+            self.files.append(GrepFile(path=path, count=1, checks=[(number, line_digest(text))]))
             return
         if not same:
             current = GrepFile(path=path)
@@ -156,21 +178,22 @@ class _Collector:
                 self._tail_until = number + self.query.context
 
     def outcome(self, engine: Literal["ripgrep", "python"]) -> GrepOutcome:
-        return GrepOutcome(files=self.files, truncated=self.truncated, engine=engine)
+        return GrepOutcome(
+            files=self.files, truncated=self.truncated, engine=engine, linked=self.linked
+        )
 
 
 # --- pure Python ------------------------------------------------------------------------------
 
 
 def _search_file(
-    path: str, fh: Any, regex: re.Pattern[str], query: GrepQuery, out: _Collector
+    path: str, fh: BinaryIO, regex: re.Pattern[str], query: GrepQuery, out: _Collector
 ) -> None:
     context = query.context if query.mode == "content" else 0
     before: deque[tuple[int, str]] = deque(maxlen=context or 1)
     after = 0
-    for number, raw in enumerate(fh, 1):
-        text = raw.removesuffix(b"\n").removesuffix(b"\r").decode("utf-8", errors="replace")
-        if regex.search(text):
+    for number, (text, hit) in enumerate(scan_lines(fh, regex.search), 1):
+        if hit:
             if context:
                 for n, t in before:
                     out.add(path, n, t, False)
@@ -196,27 +219,104 @@ def python_grep(query: GrepQuery, cancelled: Callable[[], bool]) -> GrepOutcome:
     """
     regex = re.compile(query.pattern, re.IGNORECASE if query.ignore_case else 0)
     out = _Collector(query)
-    if query.file is not None:
-        with (query.base / query.file).open("rb") as fh:
-            _search_file(query.file, fh, regex, query, out)
+    try:
+        # The base and every file below it are opened by descriptor without following
+        # symlinks: a directory swapped for a symlink mid-search is not followed.
+        base_fd = open_dir(query.base)
+    except OSError:
         return out.outcome("python")
-    accept = file_filter(query.glob) if query.glob else None
-    for rel, entry in walk(str(query.base), query.prune):
-        if out.done or cancelled():
-            break
-        if entry.is_symlink() or (accept is not None and not accept(rel)):
-            continue
-        try:
-            if not entry.is_file() or entry.stat().st_size > MAX_GREP_FILE_BYTES:
+    try:
+        if query.file is not None:
+            fh, linked = open_searchable(base_fd, query.file, limit_size=False)
+            out.linked += linked
+            if fh is not None:
+                with fh:
+                    _search_file(query.file, fh, regex, query, out)
+            return out.outcome("python")
+        accept = file_filter(query.glob) if query.glob else None
+        for entry in walk(base_fd, query.prune):
+            if out.done or cancelled():
+                break
+            if entry.is_symlink or (accept is not None and not accept(entry.rel)):
                 continue
-            with open(entry.path, "rb") as fh:
-                if is_binary(fh.read(BINARY_SNIFF_BYTES)):
-                    continue
-                fh.seek(0)
-                _search_file(rel, fh, regex, query, out)
-        except OSError:
-            continue  # unreadable: ripgrep skips it too
+            fh, linked = open_searchable(entry.dir_fd, entry.name, limit_size=True)
+            out.linked += linked
+            if fh is None:
+                continue
+            try:
+                with fh:
+                    if is_binary(fh.read(BINARY_SNIFF_BYTES)):
+                        continue
+                    fh.seek(0)
+                    _search_file(entry.rel, fh, regex, query, out)
+            except OSError:
+                continue  # unreadable: ripgrep skips it too
+    finally:
+        os.close(base_fd)
     return out.outcome("python")
+
+
+PYTHON_GREP_SECONDS = 30.0
+"""How long the Python search may run before it is stopped (it runs in a worker process)."""
+
+
+async def python_search(query: GrepQuery, *, deadline: float = PYTHON_GREP_SECONDS) -> GrepOutcome:
+    """Run `python_grep` in a worker process, killed at `deadline` or when cancelled.
+
+    Python's `re` backtracks: a pattern like ``(a+)+$`` takes exponential time on a line of
+    ``a``s that does not end the match, and holds the interpreter lock meanwhile, so in this
+    process it would stall every task and no timeout could fire. A worker process can always
+    be stopped. ripgrep, when installed, runs every pattern its linear-time engine accepts.
+
+    Raises:
+        ToolError: the search did not finish within `deadline` seconds, or the pattern is
+            not a valid Python regular expression.
+    """
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    reply = bytearray()
+    failure = bytearray()
+    with anyio.move_on_after(deadline):
+        process = await anyio.open_process(
+            [sys.executable, "-m", "kode.builtin._grep_worker"], env=env
+        )
+        try:
+            assert process.stdin and process.stdout and process.stderr
+            stdout, stderr = process.stdout, process.stderr
+
+            async def read_reply() -> None:
+                async for chunk in stdout:
+                    reply.extend(chunk)
+
+            async def read_failure() -> None:
+                async for chunk in stderr:
+                    if len(failure) < _MAX_STDERR:
+                        failure.extend(chunk)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(read_reply)
+                tg.start_soon(read_failure)
+                await process.stdin.send(pickle.dumps(query, protocol=pickle.HIGHEST_PROTOCOL))
+                await process.stdin.aclose()
+            code = await process.wait()
+        finally:
+            if process.returncode is None:
+                process.kill()
+            with anyio.CancelScope(shield=True):
+                await process.aclose()
+        if code != 0 or not reply:
+            message = bytes(failure).decode("utf-8", errors="replace").strip()
+            raise RuntimeError(f"The grep worker process failed (exit status {code}): {message}")
+        status, value = pickle.loads(reply)
+        if status == "error":
+            raise ToolError(str(value), type=ToolErrorType.INVALID_TOOL_PARAMS)
+        assert isinstance(value, GrepOutcome)
+        return value
+    raise ToolError(
+        f"The search for /{query.pattern}/ did not finish within {deadline:g} s and was "
+        "stopped. Python's regex engine (used without ripgrep, or for look-around and "
+        "back-references) can take exponential time on nested repetition such as '(a+)+': "
+        "simplify the pattern, or search a narrower path or glob."
+    )
 
 
 # --- ripgrep ----------------------------------------------------------------------------------
@@ -265,24 +365,34 @@ async def ripgrep(rg: str, query: GrepQuery) -> GrepOutcome | None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(drain)
-            pending = b""
+            # A long line comes in many chunks: they are gathered, not re-joined per chunk,
+            # which would copy the line again and again (quadratic in its length).
+            pending: list[bytes] = []
             async for chunk in process.stdout:
-                *lines, pending = (pending + chunk).split(b"\n")
-                for line in lines:
-                    _take(line, out)
+                *lines, rest = chunk.split(b"\n")
+                if lines:
+                    lines[0] = b"".join([*pending, lines[0]])
+                    pending.clear()
+                    for line in lines:
+                        _take(line, out)
+                if rest:
+                    pending.append(rest)
                 if out.done:
                     process.kill()
                     break
             else:
-                if pending.strip():
-                    _take(pending, out)
+                if pending:
+                    _take(b"".join(pending), out)
         code = await process.wait()
     finally:
         if process.returncode is None:
             process.kill()
         with anyio.CancelScope(shield=True):
             await process.aclose()
-    if code == 2 and not out.files and b"regex" in bytes(errors).lower():
+    refused = bytes(errors).lower()
+    # ripgrep refuses some patterns (look-around, back-references) and some globs (nested
+    # braces) that the Python search takes.
+    if code == 2 and not out.files and (b"regex" in refused or b"glob" in refused):
         return None
     return out.outcome("ripgrep")
 

@@ -54,10 +54,13 @@ and in each tool's description.
 
 
 def _tools(module: ModuleType) -> list[Tool[..., Any]]:
-    """The tools a module defines, in definition order."""
+    """The tools a module defines or exports (``__all__``), in the order it binds them."""
     found: list[Tool[..., Any]] = []
-    for value in vars(module).values():
-        if isinstance(value, Tool) and getattr(value.fn, "__module__", None) == module.__name__:
+    exported = set(getattr(module, "__all__", ()))
+    for name, value in vars(module).items():
+        if not isinstance(value, Tool):
+            continue
+        if getattr(value.fn, "__module__", None) == module.__name__ or name in exported:
             if all(value is not other for other in found):
                 found.append(value)
     return found

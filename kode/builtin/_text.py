@@ -13,7 +13,6 @@ import difflib
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, Any
 
 from kode.tools.errors import ToolError, ToolErrorType
@@ -112,30 +111,30 @@ def _window(fh: IO[bytes], start: int, count: int) -> _Window:
 
 
 def read_numbered(
-    path: Path, shown: str, *, offset: int | None, limit: int | None, count_lines: bool
+    fh: IO[bytes], shown: str, *, offset: int | None, limit: int | None, count_lines: bool
 ) -> tuple[str, dict[str, Any]]:
     """The numbered lines of a text file, with notes for the model, and details for programs.
 
-    With `count_lines` the rest of the file is scanned to say how many lines it has (skip
-    that for a huge file).
+    `fh` is the file, open for reading at its start; it is read in bounded pieces, so a
+    huge line is cut without being held. With `count_lines` the rest of the file is scanned
+    to say how many lines it has (skip that for a huge file).
 
     Raises:
         ToolError: `offset` is past the end of the file.
     """
     start = offset or 1
     count = limit or DEFAULT_READ_LINES
-    with path.open("rb") as fh:
-        win = _window(fh, start, count)
-        total: int | None = None
-        if count_lines:
-            total = win.seen + sum(1 for _ in _lines(fh))
-        elif not win.more:
-            total = win.seen
+    win = _window(fh, start, count)
+    total: int | None = None
+    if count_lines:
+        total = win.seen + sum(1 for _ in _lines(fh))
+    elif not win.more:
+        total = win.seen
     if not win.shown:
         lines = f"{total} lines" if total is not None else "fewer lines"
         raise ToolError(
             f"File '{shown}' has {lines}; offset {start} is past its end. Use a smaller offset.",
-            details={"path": str(path), "total_lines": total},
+            details={"path": shown, "total_lines": total},
         )
     notes: list[str] = []
     if win.lossy:

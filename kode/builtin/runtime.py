@@ -26,8 +26,10 @@ instead), the pager, editors, credential helpers, signing and the ``ext::`` tran
 Every command first goes through a `RuntimePolicy` (see `kode.builtin._runtime_policy`): a
 block-list of the obviously destructive, refused before anything runs; a ``security`` level
 (``deny | allowlist | full``); and an ``ask`` level (``off | on_miss | always``) that feeds the
-agent's approval flow through ``requires_approval``. This module owns the tools; processes are
-`kode.builtin._processes`.
+agent's approval flow through ``requires_approval``. A command skips approval only when both
+shell parsers (a strict lexer and, when installed, bashlex) read it as safe commands with no
+expansion of any kind and no path outside the workspace; anything they cannot read asks (see
+the known limits). This module owns the tools; processes are `kode.builtin._processes`.
 
 Setting the policy:
 

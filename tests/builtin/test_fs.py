@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import kode.builtin._beneath as beneath_module
 import kode.builtin._files as files_module
 from kode.agent import Agent, AgentTemplate
 from kode.builtin.fs import (
@@ -421,10 +422,10 @@ async def test_failed_write_leaves_the_file_and_no_temporary(
     f.write_text("original\n")
     await call(fs_read, ctx, path="keep.txt")
 
-    def broken_replace(src: object, dst: object) -> None:
+    def broken_replace(src: object, dst: object, **dir_fds: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(files_module.os, "replace", broken_replace)
+    monkeypatch.setattr(beneath_module.os, "rename", broken_replace)
     text = error(await call(fs_write, ctx, path="keep.txt", content="new\n"))
     assert "Could not write 'keep.txt'" in text and "No space left" in text
     assert f.read_text() == "original\n"
