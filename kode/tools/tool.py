@@ -12,7 +12,6 @@ import functools
 import inspect
 import logging
 import math
-import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
 
@@ -29,6 +28,7 @@ from kode.tools.dialects import (
     openai_declaration,
     strip_titles,
 )
+from kode.tools.display import format_signature, tool_markdown
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.kinds import Kind
 from kode.tools.results import ToolResult, error_result, text_result, to_result
@@ -252,7 +252,7 @@ class Tool(Generic[P, R]):
         return inspect.signature(self.fn)
 
     def __repr__(self) -> str:
-        return f"<Tool {self.name}{_format_signature(self.__signature__)}>"
+        return f"<Tool {self.name}{format_signature(self.__signature__)}>"
 
     # --- schemas ---------------------------------------------------------------------------
 
@@ -517,26 +517,7 @@ class Tool(Generic[P, R]):
     # --- notebooks ---------------------------------------------------------------------------
 
     def _repr_markdown_(self) -> str:
-        lines = [f"**`{self.name}`** `{_format_signature(self.__signature__)}`", ""]
-        if self.description:
-            lines += [self.description, ""]
-        props: dict[str, Any] = self.input_schema.get("properties", {})
-        if props:
-            required = set(self.input_schema.get("required", ()))
-            lines += [
-                "| parameter | type | required | default | description |",
-                "|---|---|---|---|---|",
-            ]
-            for pname, prop in props.items():
-                default = (repr(prop["default"]) if "default" in prop else "").replace("|", "\\|")
-                desc = str(prop.get("description", "")).replace("|", "\\|")
-                lines.append(
-                    f"| `{pname}` | {_type_label(prop)} | {'yes' if pname in required else 'no'}"
-                    f" | {default} | {desc} |"
-                )
-        else:
-            lines.append("*No parameters.*")
-        return "\n".join(lines)
+        return tool_markdown(self.name, self.description, self.__signature__, self.input_schema)
 
 
 _PLAIN_RESULTS = frozenset({ToolResult, int, float, bool, type(None)})
@@ -588,51 +569,3 @@ class PreparedCall:
 
     def __repr__(self) -> str:
         return f"PreparedCall({self.tool.name!r}, {self.arguments!r})"
-
-
-def _type_label(prop: Mapping[str, Any]) -> str:
-    if "$ref" in prop:
-        return str(prop["$ref"]).rsplit("/", 1)[-1]
-    if "enum" in prop:
-        return " \\| ".join(repr(v) for v in prop["enum"])
-    if "anyOf" in prop:
-        return " \\| ".join(_type_label(p) for p in prop["anyOf"])
-    t = prop.get("type", "any")
-    if t == "array" and isinstance(prop.get("items"), Mapping):
-        return f"array of {_type_label(prop['items'])}"
-    return str(t)
-
-
-def _format_annotation(annotation: Any) -> str:
-    if typing.get_origin(annotation) is typing.Annotated:
-        annotation = typing.get_args(annotation)[0]
-    if isinstance(annotation, str):
-        return (
-            annotation.replace("Annotated[", "").split(",")[0]
-            if "Annotated[" in annotation
-            else annotation
-        )
-    text = inspect.formatannotation(annotation)
-    return text.replace("typing.", "").replace("kode.tools.context.", "")
-
-
-def _format_signature(sig: inspect.Signature) -> str:
-    """A signature as a person reads it: Annotated metadata and module prefixes left out."""
-    parts: list[str] = []
-    star_done = False
-    for param in sig.parameters.values():
-        if param.kind is param.KEYWORD_ONLY and not star_done:
-            parts.append("*")
-            star_done = True
-        if param.kind is param.VAR_POSITIONAL:
-            star_done = True
-        text = param.name
-        if param.annotation is not param.empty:
-            text += f": {_format_annotation(param.annotation)}"
-        if param.default is not param.empty:
-            text += f" = {param.default!r}"
-        parts.append(text)
-    out = f"({', '.join(parts)})"
-    if sig.return_annotation is not sig.empty:
-        out += f" -> {_format_annotation(sig.return_annotation)}"
-    return out

@@ -100,7 +100,7 @@ async def test_three_calls_with_one_id_run_once_and_the_history_stays_valid(
     reply = await agent.send("go")
     assert reply.text == "done"
     results = [b for b in agent.messages[2].content if isinstance(b, ToolResultContent)]
-    assert [r.text for r in results][0] == "echo 0"
+    assert results[0].text == "echo 0"
     for duplicate in results[1:]:
         assert duplicate.is_error
         assert "was not run: its call id 'd' was already used" in duplicate.text
@@ -173,7 +173,9 @@ async def test_a_valid_surrogate_pair_becomes_its_character(tools: ToolRegistry)
 # --- tools raising what is not an Exception -------------------------------------------------------
 
 
-@pytest.mark.parametrize(("kind", "raised"), [("keyboard", KeyboardInterrupt), ("exit", SystemExit)])
+@pytest.mark.parametrize(
+    ("kind", "raised"), [("keyboard", KeyboardInterrupt), ("exit", SystemExit)]
+)
 async def test_keyboard_interrupt_and_system_exit_answer_every_call_first(
     tools: ToolRegistry, kind: str, raised: type[BaseException]
 ) -> None:

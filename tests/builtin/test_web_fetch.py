@@ -500,7 +500,9 @@ async def test_a_bad_services_entry_is_reported() -> None:
         {"url": "http://example.com/"}, ToolContext(services={"web": {"timeout": 1}})
     )
     assert result.is_error
-    assert result.text == "services['web'] must be a WebConfig (kode.builtin.web.WebConfig), got dict."
+    assert result.text == (
+        "services['web'] must be a WebConfig (kode.builtin.web.WebConfig), got dict."
+    )
 
 
 async def test_without_httpx_the_result_says_how_to_install_it(
