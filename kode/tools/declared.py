@@ -20,7 +20,12 @@ from kode.tools.errors import ToolDefinitionError
 from kode.tools.kinds import Kind
 from kode.tools.results import TextBlock, ToolResult
 from kode.tools.tool import Tool
-from kode.tools.validation import InvalidArguments, short_value
+from kode.tools.validation import (
+    InvalidArguments,
+    short_value,
+    too_many_values,
+    too_many_values_message,
+)
 
 __all__ = ["DeclaredHandlerFunc", "DeclaredTool", "declare_tool"]
 
@@ -112,6 +117,8 @@ class _SchemaValidator:
                 f"Invalid arguments for tool '{self.tool_name}': expected a JSON object with the "
                 f"parameters by name, got {type(raw).__name__} {short_value(raw)}."
             )
+        if too_many_values(raw):
+            return InvalidArguments(too_many_values_message(self.tool_name))
         args = dict(raw)
         problems: list[str] = []
         for alias, target in self.param_aliases.items():

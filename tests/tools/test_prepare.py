@@ -14,7 +14,7 @@ from kode import Tool, ToolContext, ToolDefinitionError, ToolErrorType, define_t
 from kode.tools import PreparedCall
 from kode.tools.declared import DeclaredTool
 from kode.tools.services import SUBAGENTS, TODOS, ServiceKey
-from kode.tools.validation import MAX_DESCRIBED_ERRORS
+from kode.tools.validation import MAX_DESCRIBED_ERRORS, MAX_INPUT_VALUES
 
 
 def add(a: int, b: int = 1) -> int:
@@ -114,18 +114,50 @@ def test_an_integer_too_long_to_show_is_invalid_input_not_a_failure() -> None:
 
 
 def test_very_many_errors_are_described_from_a_trimmed_copy() -> None:
-    bad = {"items": [None] * 20_000}
+    bad = {"items": [None] * 15_000}
     started = time.perf_counter()
     result = anything.prepare(bad)
     elapsed = time.perf_counter() - started
     assert not isinstance(result, PreparedCall)
     assert "'items[0]'" in result.text
-    assert "(60,000 errors in all.)" in result.text
+    assert "(45,000 errors in all.)" in result.text
     # Describing 60,000 errors one by one took seconds; the trimmed copy has a few dozen.
     assert elapsed < 2.0
     few = anything.prepare({"items": [None, 1]})
     assert not isinstance(few, PreparedCall)
     assert "errors in all" not in few.text and MAX_DESCRIBED_ERRORS > 3
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"items": [None] * MAX_INPUT_VALUES},
+        {"items": [1] * MAX_INPUT_VALUES},
+        {"data": [[1, 2, 3]] * (MAX_INPUT_VALUES // 4)},
+        json.dumps({"data": {str(i): i for i in range(MAX_INPUT_VALUES)}}),
+    ],
+    ids=["invalid-list", "valid-list", "nested", "json-object"],
+)
+def test_input_with_too_many_values_is_refused_before_validation(raw: Any) -> None:
+    started = time.perf_counter()
+    result = anything.prepare(raw)
+    elapsed = time.perf_counter() - started
+    assert not isinstance(result, PreparedCall)
+    assert result.error_type is ToolErrorType.INVALID_TOOL_PARAMS
+    assert f"more than {MAX_INPUT_VALUES:,} values" in result.text
+    assert elapsed < 1.0  # counting stops at the cap; generous for a shared machine
+
+
+def test_input_just_under_the_cap_is_validated() -> None:
+    ok = anything.prepare({"items": [1] * (MAX_INPUT_VALUES - 10)})
+    assert isinstance(ok, PreparedCall)
+    declared = Tool.from_schema(
+        "take", input_schema={"type": "object", "properties": {"xs": {"type": "array"}}}
+    )
+    assert isinstance(declared.prepare({"xs": [1] * (MAX_INPUT_VALUES - 10)}), PreparedCall)
+    refused = declared.prepare({"xs": [1] * MAX_INPUT_VALUES})
+    assert not isinstance(refused, PreparedCall)
+    assert f"more than {MAX_INPUT_VALUES:,} values" in refused.text
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
