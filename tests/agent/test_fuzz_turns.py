@@ -78,3 +78,48 @@ def test_every_call_is_answered(turns: list[list[tuple[str, Any]]]) -> None:
         assert all(len(r.text) <= 220 for r in results)  # type: ignore[union-attr]
     assert len(agent.state.tool_calls) == sum(len(t) for t in turns)
     assert {r.status for r in agent.state.tool_calls} <= {"done", "failed"}
+
+
+# Text with lone surrogates (hypothesis leaves category Cs out by default) and a handful of ids,
+# so calls repeat ids within a turn and across turns, and some have none.
+wild_text = st.text(st.characters(categories=["L", "N", "P", "Zs", "Cs"]), max_size=8)
+wild_values = st.recursive(
+    st.none() | st.integers() | wild_text,
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(wild_text, children, max_size=3)
+    ),
+    max_leaves=6,
+)
+wild_calls = st.lists(
+    st.tuples(
+        st.sampled_from(["d", "e", ""]),
+        st.sampled_from(["add", "write", "nope"]),
+        st.dictionaries(st.sampled_from(["a", "b", "path", "text"]), wild_values, max_size=3),
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(turns=st.lists(wild_calls, min_size=1, max_size=3), prompt=wild_text, answer=wild_text)
+def test_repeated_ids_and_unencodable_text_still_give_a_valid_saved_history(
+    turns: list[list[tuple[str, str, dict[str, Any]]]], prompt: str, answer: str
+) -> None:
+    from kode.agent import AgentState
+    from kode.models import TextContent
+
+    script: list[Any] = [
+        [ToolUseContent(id=i, name=n, input=v) for i, n, v in turn] for turn in turns
+    ]
+    model = ScriptedModel([*script, [TextContent(text=answer or "x")]])
+    agent = Agent.create(
+        AgentTemplate(id="fuzz", tools=["*"], max_result_chars=100), model=model, registry=REG
+    )
+    anyio.run(agent.send, prompt or "go")
+    assert_history_valid(agent.messages)
+    ids = [c.id for m in agent.messages for c in m.tool_uses]
+    assert len(ids) == len(set(ids)) == sum(len(t) for t in turns)
+    assert all(ids)
+    saved = agent.state.model_dump_json()
+    assert AgentState.model_validate_json(saved).model_dump_json() == saved
