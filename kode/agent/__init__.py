@@ -25,6 +25,7 @@ from kode.agent.permissions import (
     PermissionMode,
 )
 from kode.agent.reply import AgentReply
+from kode.agent.run import AgentRun
 from kode.agent.state import AgentState, ToolCallRecord
 from kode.agent.stream import AgentStream
 from kode.agent.template import (
@@ -41,6 +42,7 @@ __all__ = [
     "AgentEvent",
     "AgentHooks",
     "AgentReply",
+    "AgentRun",
     "AgentState",
     "AgentStream",
     "AgentTemplate",
