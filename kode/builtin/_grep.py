@@ -256,6 +256,16 @@ def python_grep(query: GrepQuery, cancelled: Callable[[], bool]) -> GrepOutcome:
     return out.outcome("python")
 
 
+# Starts the worker without running kode/builtin/__init__.py, which imports (and registers)
+# every built-in tool: the worker needs the search, and that import was most of its start-up.
+_WORKER = (
+    "import sys, types; import kode; "
+    "package = types.ModuleType('kode.builtin'); "
+    f"package.__path__ = [{os.path.dirname(__file__)!r}]; "
+    "sys.modules['kode.builtin'] = package; "
+    "from kode.builtin._grep_worker import main; main()"
+)
+
 PYTHON_GREP_SECONDS = 30.0
 """How long the Python search may run before it is stopped (it runs in a worker process)."""
 
@@ -276,9 +286,7 @@ async def python_search(query: GrepQuery, *, deadline: float = PYTHON_GREP_SECON
     reply = bytearray()
     failure = bytearray()
     with anyio.move_on_after(deadline):
-        process = await anyio.open_process(
-            [sys.executable, "-m", "kode.builtin._grep_worker"], env=env
-        )
+        process = await anyio.open_process([sys.executable, "-c", _WORKER], env=env)
         try:
             assert process.stdin and process.stdout and process.stderr
             stdout, stderr = process.stdout, process.stderr
