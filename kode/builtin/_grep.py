@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 import anyio
+from anyio.abc import ByteReceiveStream
 
 from kode.builtin._beneath import open_dir
 from kode.builtin._files import BINARY_SNIFF_BYTES, is_binary
@@ -266,6 +267,14 @@ _WORKER = (
     "from kode.builtin._grep_worker import main; main()"
 )
 
+
+async def _collect(stream: ByteReceiveStream, into: bytearray, cap: int | None) -> None:
+    """Read `stream` to its end into `into`, keeping at most `cap` bytes (all when `None`)."""
+    async for chunk in stream:
+        if cap is None or len(into) < cap:
+            into.extend(chunk)
+
+
 PYTHON_GREP_SECONDS = 30.0
 """How long the Python search may run before it is stopped (it runs in a worker process)."""
 
@@ -291,18 +300,9 @@ async def python_search(query: GrepQuery, *, deadline: float = PYTHON_GREP_SECON
             assert process.stdin and process.stdout and process.stderr
             stdout, stderr = process.stdout, process.stderr
 
-            async def read_reply() -> None:
-                async for chunk in stdout:
-                    reply.extend(chunk)
-
-            async def read_failure() -> None:
-                async for chunk in stderr:
-                    if len(failure) < _MAX_STDERR:
-                        failure.extend(chunk)
-
             async with anyio.create_task_group() as tg:
-                tg.start_soon(read_reply)
-                tg.start_soon(read_failure)
+                tg.start_soon(_collect, stdout, reply, None)
+                tg.start_soon(_collect, stderr, failure, _MAX_STDERR)
                 await process.stdin.send(pickle.dumps(query, protocol=pickle.HIGHEST_PROTOCOL))
                 await process.stdin.aclose()
             code = await process.wait()
@@ -366,13 +366,8 @@ async def ripgrep(rg: str, query: GrepQuery) -> GrepOutcome | None:
         assert process.stdout is not None and process.stderr is not None
         stderr = process.stderr
 
-        async def drain() -> None:
-            async for chunk in stderr:
-                if len(errors) < _MAX_STDERR:
-                    errors.extend(chunk)
-
         async with anyio.create_task_group() as tg:
-            tg.start_soon(drain)
+            tg.start_soon(_collect, stderr, errors, _MAX_STDERR)
             # A long line comes in many chunks: they are gathered, not re-joined per chunk,
             # which would copy the line again and again (quadratic in its length).
             pending: list[bytes] = []
