@@ -14,7 +14,6 @@ import logging
 import os
 import uuid
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Literal
 
 from kode.agent.client_calls import ClientCalls
@@ -191,7 +190,8 @@ class Agent:
         Raises:
             AgentError: a template entry names no tool (the message lists close names), or a
                 profile is unknown.
-            TypeError: `model` is not a model or a provider model string.
+            TypeError: `model` is not a model or a provider model string, or `workspace`
+                is not a path or a `Workspace`.
         """
         model = model_from(model)
         if isinstance(template, str):
@@ -209,11 +209,7 @@ class Agent:
             layers.append(template.policy.to_policy(f"template {template.id!r}"))
         agent_id = agent_id or f"agent_{uuid.uuid4().hex[:12]}"
         session_id = session_id or f"session_{uuid.uuid4().hex[:12]}"
-        space = (
-            workspace
-            if isinstance(workspace, Workspace) or workspace is None
-            else Workspace(root=Path(workspace))
-        )
+        space = Workspace.of(workspace, what="Agent.create: workspace")
         factory_ctx = ToolFactoryContext(
             workspace_dir=space.root if space is not None else None,
             config=config or {},
@@ -466,8 +462,15 @@ class Agent:
         cancelled and ends in a moment).
 
         Raises:
-            AgentError: another run of this agent is going on.
+            AgentError: another run of this agent is going on, or `run` was made for another
+                agent or has run already.
         """
+        if run.agent is not self or run.ended.is_set():
+            raise AgentError(
+                "this AgentRun cannot be carried out here: "
+                + ("it was made for another agent" if run.agent is not self else "it has run")
+                + "; make a new one with AgentRun(agent, emit, interactive=...)"
+            )
         current = self._current
         if current is not None and current.abandoned:
             await current.ended.wait()

@@ -32,7 +32,7 @@ from kode.agent.events import (
 from kode.agent.permissions import ApprovalDecision, ApprovalRequest
 from kode.agent.pipeline import CallOutcome, duplicate_result, run_turn_calls
 from kode.agent.text import clean_message
-from kode.models.base import ModelError, ModelRequest, ModelResponse
+from kode.models.base import ModelError, ModelRequest, ModelResponse, ModelSettings
 from kode.models.base import TextDelta as ModelTextDelta
 from kode.models.base import ThinkingDelta as ModelThinkingDelta
 from kode.models.messages import ContentBlock, Message, ToolUseContent, Usage
@@ -172,6 +172,7 @@ class AgentRun:
             agent.messages.append(Message(role="user", content=first))
         agent.status = "running"
         template = agent.template
+        settings = template.settings()  # once per run: the template cannot change during it
         used = Usage()
         turn = 0
         response: ModelResponse | None = None
@@ -192,7 +193,7 @@ class AgentRun:
                     calls = ()
                     outcomes = []
                     try:
-                        response = await self._model_turn()
+                        response = await self._model_turn(settings)
                     except ModelError as exc:
                         agent.status = "failed"
                         return ErrorEvent(message=f"the model failed: {exc}", error=exc)
@@ -258,14 +259,14 @@ class AgentRun:
             "a final answer; raise max_turns in the template if the task needs more"
         )
 
-    async def _model_turn(self) -> ModelResponse | None:
+    async def _model_turn(self, settings: ModelSettings) -> ModelResponse | None:
         """Stream one model response, passing its text and thinking on as events."""
         agent = self.agent
         request = ModelRequest(
             system=agent.template.system_prompt,
             messages=list(agent.messages),
             tools=agent.tools,
-            settings=agent.template.settings(),
+            settings=settings,
         )
         response: ModelResponse | None = None
         async for event in agent.model.stream(request):

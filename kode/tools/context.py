@@ -45,19 +45,6 @@ EventSinkFunc = Callable[[ToolEvent], None]
 _logger = logging.getLogger("kode.tools")
 
 
-def _as_workspace(value: object) -> Workspace | None:
-    if value is None or isinstance(value, Workspace):
-        return value
-    if isinstance(value, str | os.PathLike):
-        root = os.fspath(value)
-        if isinstance(root, str):
-            return Workspace(root=Path(root))
-    raise TypeError(
-        "ToolContext: workspace must be a Workspace, a path (str or os.PathLike) or None, "
-        f"got {type(value).__name__}: {value!r}"
-    )
-
-
 class ToolContext(Generic[DepsT]):
     """The enhanced context injected into a tool that asks for it.
 
@@ -123,7 +110,7 @@ class ToolContext(Generic[DepsT]):
         """Every event emitted through this context, in order."""
         self._event_sink = event_sink
         self._cancelled = threading.Event()
-        self.workspace: Workspace | None = _as_workspace(workspace)
+        self.workspace: Workspace | None = Workspace.of(workspace, what="ToolContext: workspace")
         """The directory tools may touch (`None`: the tool decides, e.g. the current one).
         A path given for it is the root of a `Workspace`."""
         self.files = files

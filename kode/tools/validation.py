@@ -319,10 +319,7 @@ class ArgumentValidator:
                 f"Invalid arguments for tool '{self._tool_name}': the arguments are nested too "
                 "deeply to be read. Send flatter JSON."
             )
-        field_to_param = self._field_to_param
-        if field_to_param:
-            return {field_to_param.get(k, k): v for k, v in values.items()}
-        return values
+        return self._arguments(values)
 
     def _refused(
         self, raw: dict[str, Any], first: ValidationError
@@ -347,6 +344,10 @@ class ArgumentValidator:
                     self._tool_name, second.errors(include_url=False), self._params, repaired, nulls
                 )
             )
+        return self._arguments(values)
+
+    def _arguments(self, values: dict[str, Any]) -> dict[str, Any]:
+        """The validated fields as the function's keyword arguments (renamed fields mapped back)."""
         field_to_param = self._field_to_param
         if field_to_param:
             return {field_to_param.get(k, k): v for k, v in values.items()}

@@ -38,6 +38,24 @@ class Workspace:
     extra_paths: tuple[Path, ...] = ()
     """Other directories (or files) tools may also touch."""
 
+    @classmethod
+    def of(cls, value: object, *, what: str = "workspace") -> Workspace | None:
+        """`value` as a workspace: a `Workspace` as it is, a path as the root of one, `None`.
+
+        Raises:
+            TypeError: anything else (the message names `what` and what it got).
+        """
+        if value is None or isinstance(value, Workspace):
+            return value
+        if isinstance(value, str | os.PathLike):
+            root = os.fspath(value)
+            if isinstance(root, str):
+                return cls(root=Path(root))
+        raise TypeError(
+            f"{what} must be a Workspace, a path (str or os.PathLike) or None, "
+            f"got {type(value).__name__}: {value!r}"
+        )
+
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(self.root).resolve())
         object.__setattr__(self, "extra_paths", tuple(Path(p).resolve() for p in self.extra_paths))

@@ -202,3 +202,11 @@ def test_create_refuses_what_is_not_a_model_at_once(
 def test_create_refuses_a_template_of_the_wrong_type(reg: ToolRegistry) -> None:
     with pytest.raises(TypeError, match="template must be an AgentTemplate"):
         Agent.create({"id": "t"}, model=ScriptedModel([]), registry=reg)  # type: ignore[arg-type]
+
+
+def test_create_refuses_a_workspace_that_is_not_a_path(reg: ToolRegistry, tmp_path: Any) -> None:
+    tpl = AgentTemplate(id="t", tools=[])
+    with pytest.raises(TypeError, match=r"Agent\.create: workspace must be a Workspace, a path"):
+        Agent.create(tpl, model=ScriptedModel([]), registry=reg, workspace=42)  # type: ignore[arg-type]
+    made = Agent.create(tpl, model=ScriptedModel([]), registry=reg, workspace=str(tmp_path))
+    assert made.workspace is not None and made.workspace.root == tmp_path.resolve()

@@ -15,7 +15,15 @@ import pytest
 from support import assert_history_valid, make_agent, sent_results, texts
 
 from kode import ToolContext, define_tool
-from kode.agent import Agent, AgentTemplate, ApprovalRequired, Done, TextDelta, ToolEnd
+from kode.agent import (
+    Agent,
+    AgentError,
+    AgentTemplate,
+    ApprovalRequired,
+    Done,
+    TextDelta,
+    ToolEnd,
+)
 from kode.agent.run import AgentRun
 from kode.models import (
     Message,
@@ -522,3 +530,17 @@ async def test_an_on_event_callback_that_raises(
     assert texts(agent.messages[-1].content) == [(CANCELLED.format("quick"), True)]  # type: ignore[arg-type]
     assert_history_valid(agent.messages)
     assert (await agent.send("again")).text == "next"
+
+
+async def test_a_run_is_carried_out_once_and_by_its_own_agent(reg: ToolRegistry) -> None:
+    agent, _ = make_agent(reg, ["one", "two"])
+    other, _ = make_agent(reg, ["x"])
+    events: list[Any] = []
+    run = AgentRun(agent, events.append, interactive=False)
+    with pytest.raises(AgentError, match="it was made for another agent"):
+        await other.execute(run, "go")
+    done = await agent.execute(run, "go")
+    assert isinstance(done, Done) and done.text == "one"
+    with pytest.raises(AgentError, match="it has run"):
+        await agent.execute(run, "again")
+    assert (await agent.send("again")).text == "two"
