@@ -14,7 +14,6 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 __all__ = ["register"]
@@ -226,22 +225,12 @@ def _model_from(spec: str | None) -> Any:
     from kode.models import ScriptedModel
 
     if spec and spec.startswith("scripted:"):
-        file = Path(spec.removeprefix("scripted:"))
+        from kode.models.script_file import ScriptError
+
         try:
-            turns = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise CommandError(f"cannot read scripted turns from {file}: {exc}") from None
-        from kode.models import tool_use
-
-        def turn(item: Any) -> Any:
-            if isinstance(item, str):
-                return item
-            return [
-                x if isinstance(x, str) else tool_use(x["name"], x.get("input"), id=x.get("id"))
-                for x in item
-            ]
-
-        return ScriptedModel([turn(t) for t in turns])
+            return ScriptedModel.from_file(spec.removeprefix("scripted:"))
+        except ScriptError as exc:
+            raise CommandError(f"--model: {exc}") from None
     name = spec or os.environ.get("KODE_MODEL")
     if os.environ.get("ANTHROPIC_API_KEY") and not (name or "").startswith("openai:"):
         from kode.models import AnthropicModel

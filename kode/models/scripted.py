@@ -11,6 +11,7 @@ import inspect
 import itertools
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -131,6 +132,21 @@ class ScriptedModel:
         self.requests: list[ModelRequest] = []
         self._words = _WordCounter()
         """Every request received, in order."""
+
+    @classmethod
+    def from_file(cls, path: str | Path, *, name: str = "scripted") -> ScriptedModel:
+        """A model playing the turns of a JSON file (what ``--model scripted:FILE`` reads).
+
+        The file is a JSON list of turns, each a string (a text reply) or a list of strings
+        and tool calls ``{"name": ..., "input": {...}, "id": ...}`` (``id`` optional).
+
+        Raises:
+            ScriptError: the file cannot be read or does not hold valid turns; the message
+                names each problem's turn, item and key, and what to write instead.
+        """
+        from kode.models.script_file import load_script
+
+        return cls(load_script(path), name=name)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Yield the next scripted turn.
