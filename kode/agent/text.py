@@ -10,13 +10,14 @@ a lone one becomes U+FFFD.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from kode.models.messages import Message
+from kode.models.messages import Message, ToolUseContent
+from kode.tools.validation import MAX_INPUT_DEPTH
 
-__all__ = ["clean_message", "clean_text", "clean_value"]
+__all__ = ["CUT_MARK", "clean_message", "clean_text", "clean_value"]
 
 T = TypeVar("T")
 
@@ -40,21 +41,112 @@ def _encodable(message: Message) -> bool:
 
 
 def clean_value(value: T) -> T:
-    """`value` (a string, a list, a dict or a pydantic model) with every string cleaned."""
-    if isinstance(value, str):
-        return clean_text(value)  # type: ignore[return-value]
-    if isinstance(value, list):
-        return [clean_value(v) for v in value]  # type: ignore[return-value]
-    if isinstance(value, dict):
-        return {clean_value(k): clean_value(v) for k, v in value.items()}  # type: ignore[return-value]
-    if isinstance(value, BaseModel):
-        updates = {name: clean_value(getattr(value, name)) for name in type(value).model_fields}
-        return value.model_copy(update=updates)
-    return value
+    """`value` (a string, a list, a dict or a pydantic model) with every string cleaned.
+
+    Without recursion, so a value nested thousands of levels deep is cleaned like any other.
+    """
+    cleaned: T = _rebuild(value, None)
+    return cleaned
+
+
+def _rebuild(value: Any, cut_below: int | None) -> Any:
+    """`value` with every string cleaned, and containers below level `cut_below` cut.
+
+    Containers (lists, dicts, models) deeper than `cut_below` levels (`value` is level 1) are
+    replaced by `CUT_MARK`; `None` cuts nothing. Iterative: each list, dict and model is copied
+    when first met, its items filled in as they are reached; a model is copied with its cleaned
+    fields once all of them are (an entry below its fields on the stack).
+    """
+    out: list[Any] = [None]
+    # (value, where its copy goes, under which key or index, its level)
+    stack: list[tuple[Any, Any, Any, int]] = [(value, out, 0, 1)]
+    while stack:
+        item, target, key, depth = stack.pop()
+        if type(item) is _Finish:
+            target[key] = item.model.model_copy(update=item.updates)
+            continue
+        if isinstance(item, str):
+            target[key] = clean_text(item)
+            continue
+        is_container = isinstance(item, list | dict | BaseModel)
+        if is_container and cut_below is not None and depth > cut_below:
+            target[key] = CUT_MARK
+        elif isinstance(item, list):
+            copied: list[Any] = [None] * len(item)
+            target[key] = copied
+            stack.extend((v, copied, i, depth + 1) for i, v in enumerate(item))
+        elif isinstance(item, dict):
+            mapping: dict[Any, Any] = {}
+            target[key] = mapping
+            for k, v in item.items():
+                k = clean_text(k) if isinstance(k, str) else k
+                mapping[k] = None  # keeps the order; the value is filled in below
+                stack.append((v, mapping, k, depth + 1))
+        elif isinstance(item, BaseModel):
+            finish = _Finish(item)
+            stack.append((finish, target, key, depth))
+            stack.extend(
+                (getattr(item, name), finish.updates, name, depth + 1)
+                for name in type(item).model_fields
+            )
+        else:
+            target[key] = item
+    return out[0]
+
+
+class _Finish:
+    """A model whose fields are being cleaned, copied once they all are."""
+
+    __slots__ = ("model", "updates")
+
+    def __init__(self, model: BaseModel) -> None:
+        self.model = model
+        self.updates: dict[str, Any] = {}
+
+
+CUT_MARK = "[cut: nested too deeply]"
+"""What stands in the history for the part of a model's tool input nested deeper than
+`MAX_INPUT_DEPTH` + 1 levels (the call is refused as invalid arguments either way)."""
+
+
+def _too_deep(message: Message) -> bool:
+    """Whether a ``tool_use`` of `message` has input nested deeper than `MAX_INPUT_DEPTH`."""
+    for block in message.content:
+        if type(block) is not ToolUseContent or type(block.input) is not dict:
+            continue
+        level = [v for v in block.input.values() if type(v) is dict or type(v) is list]
+        depth = 1
+        while level:
+            depth += 1
+            if depth > MAX_INPUT_DEPTH:
+                return True
+            below: list[Any] = []
+            for value in level:
+                below.extend(value.values() if type(value) is dict else value)
+            level = [v for v in below if type(v) is dict or type(v) is list]
+    return False
 
 
 def clean_message(message: Message) -> Message:
-    """`message` itself if it encodes, else a copy with every string cleaned."""
-    if _encodable(message):
+    """`message` itself if it encodes and its tool input is not too deep, else a clean copy.
+
+    In the copy, every string is cleaned, and a ``tool_use`` input nested deeper than
+    `MAX_INPUT_DEPTH` levels is cut one level below the limit (`CUT_MARK` stands for the rest),
+    so the history can always be saved and sent; validation refuses such a call.
+    """
+    if _encodable(message) and not _too_deep(message):
         return message
-    return clean_value(message)
+    blocks: list[Any] = []
+    for block in message.content:
+        if type(block) is ToolUseContent and type(block.input) is dict:
+            block = block.model_copy(
+                update={
+                    "id": clean_text(block.id),
+                    "name": clean_text(block.name),
+                    "input": _rebuild(block.input, MAX_INPUT_DEPTH + 1),
+                }
+            )
+        else:
+            block = _rebuild(block, None)
+        blocks.append(block)
+    return message.model_copy(update={"content": blocks})

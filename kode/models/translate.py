@@ -184,13 +184,14 @@ def parse_arguments(arguments: str) -> dict[str, Any] | str:
 
     Returns:
         The object as a dict; ``{}`` for empty (or blank) arguments; the text unchanged when it
-        is not JSON or not a JSON object, so the agent can answer with a precise error.
+        is not JSON, not a JSON object or nested too deeply to read, so the agent can answer
+        with a precise error.
     """
     if not arguments.strip():
         return {}
     try:
         value = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deeply to read
         return arguments
     return value if isinstance(value, dict) else arguments
 

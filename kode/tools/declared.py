@@ -22,9 +22,9 @@ from kode.tools.results import TextBlock, ToolResult
 from kode.tools.tool import Tool
 from kode.tools.validation import (
     InvalidArguments,
+    input_too_large,
     short_value,
-    too_many_values,
-    too_many_values_message,
+    too_deep_message,
 )
 
 __all__ = ["DeclaredHandlerFunc", "DeclaredTool", "declare_tool"]
@@ -106,10 +106,7 @@ class _SchemaValidator:
                     f"JSON ({exc}). Send a JSON object."
                 )
             except RecursionError:
-                return InvalidArguments(
-                    f"Invalid arguments for tool '{self.tool_name}': the JSON is nested too "
-                    "deeply to be read. Send flatter JSON."
-                )
+                return InvalidArguments(too_deep_message(self.tool_name))
         if isinstance(raw, Mapping) and not isinstance(raw, dict):
             raw = dict(raw)
         if not isinstance(raw, dict):
@@ -117,8 +114,9 @@ class _SchemaValidator:
                 f"Invalid arguments for tool '{self.tool_name}': expected a JSON object with the "
                 f"parameters by name, got {type(raw).__name__} {short_value(raw)}."
             )
-        if too_many_values(raw):
-            return InvalidArguments(too_many_values_message(self.tool_name))
+        refusal = input_too_large(raw, self.tool_name)
+        if refusal is not None:
+            return InvalidArguments(refusal)
         args = dict(raw)
         problems: list[str] = []
         for alias, target in self.param_aliases.items():

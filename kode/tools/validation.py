@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails, SchemaValidator
 
 __all__ = [
+    "MAX_INPUT_DEPTH",
     "MAX_INPUT_VALUES",
     "ArgumentValidator",
     "InvalidArguments",
@@ -73,21 +74,47 @@ pydantic's core, which holds the event loop (and the GIL) while it works: at thi
 under 100 ms. A model's tool call never comes near it."""
 
 
-def too_many_values(raw: Any, limit: int = MAX_INPUT_VALUES) -> bool:
-    """Whether `raw` holds more than `limit` values (stops counting once past it)."""
-    count = 0
-    stack = [raw]
-    while stack:
-        value = stack.pop()
-        count += 1
-        if count > limit:
-            return True
-        if type(value) is dict:
-            count += len(value)  # the keys
-            stack.extend(value.values())
-        elif type(value) is list:
-            stack.extend(value)
-    return False
+MAX_INPUT_DEPTH = 128
+"""The most levels of objects and lists inside one another a call's arguments may have (the
+arguments object itself is level 1). Deeper input is refused before validation: a model's tool
+call never comes near it, and walking it recursively (validation, encoding, saving an agent's
+state) would exhaust Python's stack or pydantic's serialisation depth."""
+
+
+def input_too_large(raw: Any, tool_name: str) -> str | None:
+    """Why `raw` is refused before validation (too many values, too deep), or `None`.
+
+    One pass, level by level and without recursion, that stops as soon as a limit is passed:
+    `MAX_INPUT_VALUES` values (objects, lists and scalars, keys counted) or `MAX_INPUT_DEPTH`
+    levels.
+    """
+    count = 1
+    depth = 0
+    level = [raw]
+    while level:
+        depth += 1
+        if depth > MAX_INPUT_DEPTH:
+            return too_deep_message(tool_name)
+        below: list[Any] = []
+        for value in level:
+            if type(value) is dict:
+                count += 2 * len(value)  # keys and values
+                below.extend(value.values())
+            elif type(value) is list:
+                count += len(value)
+                below.extend(value)
+            if count > MAX_INPUT_VALUES:
+                return too_many_values_message(tool_name)
+        level = [v for v in below if type(v) is dict or type(v) is list]
+    return None
+
+
+def too_deep_message(tool_name: str) -> str:
+    """The refusal for input nested deeper than `MAX_INPUT_DEPTH`."""
+    return (
+        f"Invalid arguments for tool '{tool_name}': the arguments are nested more than "
+        f"{MAX_INPUT_DEPTH} levels deep (objects and lists inside one another). Send flatter JSON."
+    )
 
 
 def too_many_values_message(tool_name: str) -> str:
@@ -308,17 +335,15 @@ class ArgumentValidator:
             if type(raw) is InvalidArguments:
                 return raw
         if len(raw) > 8 or not all(type(v) in _SCALARS for v in raw.values()):
-            if too_many_values(raw):
-                return InvalidArguments(too_many_values_message(self._tool_name))
+            refusal = input_too_large(raw, self._tool_name)
+            if refusal is not None:
+                return InvalidArguments(refusal)
         try:
             values = self._validate(raw).__dict__
         except ValidationError as first:
             return self._refused(raw, first)
         except RecursionError:
-            return InvalidArguments(
-                f"Invalid arguments for tool '{self._tool_name}': the arguments are nested too "
-                "deeply to be read. Send flatter JSON."
-            )
+            return InvalidArguments(too_deep_message(self._tool_name))
         return self._arguments(values)
 
     def _refused(
@@ -382,10 +407,7 @@ class ArgumentValidator:
                     f"valid JSON ({exc}). Send a JSON object."
                 )
             except RecursionError:
-                return InvalidArguments(
-                    f"Invalid arguments for tool '{self._tool_name}': the JSON is nested too "
-                    "deeply to be read. Send flatter JSON."
-                )
+                return InvalidArguments(too_deep_message(self._tool_name))
         if isinstance(raw, Mapping) and type(raw) is not dict:
             raw = dict(raw)
         if type(raw) is not dict:

@@ -14,10 +14,12 @@ from support import assert_history_valid, make_agent
 
 from kode import define_tool
 from kode.agent import AgentState
+from kode.agent.text import CUT_MARK, clean_value
 from kode.models import Message, ScriptedModel, ToolResultContent, tool_use
 from kode.models.messages import TextContent, ThinkingContent, ToolUseContent
 from kode.registries import ToolRegistry
 from kode.tools.results import MAX_ITERATOR_ITEMS
+from kode.tools.validation import MAX_INPUT_DEPTH
 
 pytestmark = pytest.mark.anyio
 
@@ -45,6 +47,11 @@ def tools(reg: ToolRegistry) -> ToolRegistry:
         """Sleep a little."""
         await anyio.sleep(0.2)
         return "rested"
+
+    @define_tool(registry=reg, kind="read")
+    def keep(data: Any = None) -> str:
+        """Keep any value."""
+        return "kept"
 
     @define_tool(registry=reg, kind="read")
     def surrogate() -> str:
@@ -168,6 +175,82 @@ async def test_a_valid_surrogate_pair_becomes_its_character(tools: ToolRegistry)
     block = agent.messages[1].content[0]
     assert isinstance(block, ThinkingContent) and block.thinking == "pair \U0001f600 alone \ufffd"
     assert_saved_and_loaded(agent.messages, agent.state)
+
+
+# --- input nested too deeply -----------------------------------------------------------------
+
+
+def nested(depth: int, leaf: Any = "x \ud800") -> Any:
+    """`leaf` inside `depth` lists."""
+    value = leaf
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("form", ["object", "json"])
+@pytest.mark.parametrize("depth", [MAX_INPUT_DEPTH, 600, 990, 5000])
+async def test_input_nested_too_deeply_is_invalid_arguments_never_an_exception(
+    tools: ToolRegistry, depth: int, form: str
+) -> None:
+    raw: Any = {"data": nested(depth)}
+    if form == "json":  # as a provider's model would have sent it, before parsing
+        raw = '{"data": ' + "[" * depth + '"x"' + "]" * depth + "}"
+    agent, model = make_agent(tools, [[tool_use("keep", raw, id="k")], "ok"])
+    reply = await agent.send("go")
+    assert reply.text == "ok"
+    result = agent.messages[2].content[0]
+    assert isinstance(result, ToolResultContent)
+    assert result.is_error
+    assert f"nested more than {MAX_INPUT_DEPTH} levels deep" in result.text
+    assert_saved_and_loaded(agent.messages, agent.state)
+    for message in model.requests[1].messages:  # the next request could be sent
+        message.model_dump_json()
+
+
+async def test_input_at_the_depth_limit_runs_and_one_level_more_is_refused(
+    tools: ToolRegistry,
+) -> None:
+    # the arguments object is level 1: data holds MAX - 1 levels of lists
+    ok = tool_use("keep", {"data": nested(MAX_INPUT_DEPTH - 1, 1)}, id="ok")
+    deep = tool_use("keep", {"data": nested(MAX_INPUT_DEPTH, 1)}, id="deep")
+    agent, _ = make_agent(tools, [[ok, deep], "done"])
+    await agent.send("go")
+    results = [b for b in agent.messages[2].content if isinstance(b, ToolResultContent)]
+    assert (results[0].text, results[0].is_error) == ("kept", False)
+    assert results[1].is_error and "nested more than" in results[1].text
+    # both calls are kept as the model sent them: they are not deep enough to be cut
+    assert agent.messages[1].tool_uses[1].input == {"data": nested(MAX_INPUT_DEPTH, 1)}
+    assert_saved_and_loaded(agent.messages, agent.state)
+
+
+async def test_the_history_keeps_a_deep_input_cut_below_the_limit(tools: ToolRegistry) -> None:
+    agent, _ = make_agent(tools, [[tool_use("keep", {"data": nested(5000, 1)}, id="k")], "ok"])
+    await agent.send("go")
+    kept: Any = agent.messages[1].tool_uses[0].input
+    depth = 1  # the arguments object
+    value = kept["data"]
+    while isinstance(value, list):
+        depth += 1
+        value = value[0]
+    assert depth == MAX_INPUT_DEPTH + 1  # one level past the limit: still refused if replayed
+    assert value == CUT_MARK
+    assert_saved_and_loaded(agent.messages, agent.state)
+
+
+def test_clean_value_does_not_recurse() -> None:
+    cleaned_list = clean_value(nested(50_000))
+    for _ in range(50_000):  # walked, not compared: == on such lists recurses
+        assert isinstance(cleaned_list, list) and len(cleaned_list) == 1
+        cleaned_list = cleaned_list[0]
+    assert cleaned_list == "x \ufffd"
+    deep_dict: Any = "\udfff"
+    for _ in range(50_000):
+        deep_dict = {"k\ud800": deep_dict}
+    cleaned = clean_value(deep_dict)
+    for _ in range(50_000):
+        cleaned = cleaned["k\ufffd"]
+    assert cleaned == "\ufffd"
 
 
 # --- tools raising what is not an Exception -------------------------------------------------------

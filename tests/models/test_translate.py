@@ -215,6 +215,11 @@ def test_parse_arguments(arguments: str, expected: object) -> None:
     assert parse_arguments(arguments) == expected
 
 
+def test_arguments_nested_too_deeply_to_read_stay_text() -> None:
+    deep = '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    assert parse_arguments(deep) is deep  # kept for the agent to refuse, not a RecursionError
+
+
 def test_images_in_tool_results_become_a_text_note() -> None:
     result = ToolResultContent(
         tool_use_id="c1", content=[TextContent(text="the chart:"), ImageContent(source=PNG)]

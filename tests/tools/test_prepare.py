@@ -14,7 +14,7 @@ from kode import Tool, ToolContext, ToolDefinitionError, ToolErrorType, define_t
 from kode.tools import PreparedCall
 from kode.tools.declared import DeclaredTool
 from kode.tools.services import SUBAGENTS, TODOS, ServiceKey
-from kode.tools.validation import MAX_DESCRIBED_ERRORS, MAX_INPUT_VALUES
+from kode.tools.validation import MAX_DESCRIBED_ERRORS, MAX_INPUT_DEPTH, MAX_INPUT_VALUES
 
 
 def add(a: int, b: int = 1) -> int:
@@ -100,7 +100,7 @@ def test_json_nested_too_deeply_is_invalid_input_not_a_failure() -> None:
     result = anything.prepare('{"data": ' + deep + "}")
     assert not isinstance(result, PreparedCall)
     assert result.error_type is ToolErrorType.INVALID_TOOL_PARAMS
-    assert "nested too deeply" in result.text
+    assert "nested more than 128 levels deep" in result.text
 
 
 def test_an_integer_too_long_to_show_is_invalid_input_not_a_failure() -> None:
@@ -158,6 +158,35 @@ def test_input_just_under_the_cap_is_validated() -> None:
     refused = declared.prepare({"xs": [1] * MAX_INPUT_VALUES})
     assert not isinstance(refused, PreparedCall)
     assert f"more than {MAX_INPUT_VALUES:,} values" in refused.text
+
+
+def _lists(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("kind", ["function", "declared"])
+def test_input_deeper_than_the_limit_is_refused_before_validation(kind: str) -> None:
+    tool = (
+        anything
+        if kind == "function"
+        else Tool.from_schema("take", input_schema={"type": "object", "properties": {}})
+    )
+    # the arguments object is level 1
+    assert isinstance(tool.prepare({"data": _lists(MAX_INPUT_DEPTH - 1)}), PreparedCall)
+    for raw in (
+        {"data": _lists(MAX_INPUT_DEPTH)},
+        {"data": {"a": _lists(MAX_INPUT_DEPTH)}},
+        {"data": _lists(600)},
+        '{"data": ' + "[" * 990 + "1" + "]" * 990 + "}",
+        '{"data": ' + "[" * 5000 + "]" * 5000 + "}",
+    ):
+        result = tool.prepare(raw)
+        assert not isinstance(result, PreparedCall)
+        assert result.error_type is ToolErrorType.INVALID_TOOL_PARAMS
+        assert f"nested more than {MAX_INPUT_DEPTH} levels deep" in result.text
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
