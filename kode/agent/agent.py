@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from kode.agent.blocks import result_block
 from kode.agent.client_calls import ClientCalls
 from kode.agent.events import AgentEvent, Done, ErrorEvent
 from kode.agent.hooks import AgentHooks
@@ -27,7 +28,7 @@ from kode.agent.state import AgentState, CallRecords
 from kode.agent.stream import AgentStream
 from kode.agent.template import AgentTemplate, TemplateError, templates
 from kode.models.base import Model
-from kode.models.messages import Message, ToolResultContent, Usage
+from kode.models.messages import Message, Usage
 from kode.models.resolve import model_from
 from kode.registries.factories import ToolFactoryContext
 from kode.registries.policy import ToolPolicy
@@ -35,7 +36,7 @@ from kode.registries.registry import ToolRegistry, normalize_name
 from kode.registries.registry import registry as global_registry
 from kode.registries.resolve import Resolution
 from kode.tools.errors import KodeError, ToolErrorType
-from kode.tools.results import ToolResult, error_result, json_result, text_result
+from kode.tools.results import ToolResult, error_result, to_result
 from kode.tools.services import SUBAGENTS, TODOS
 from kode.tools.sync import run_sync
 from kode.tools.tool import Tool
@@ -360,24 +361,22 @@ class Agent:
     ) -> None:
         """Supply the result of a client tool call; continue with ``send()`` / ``stream()``.
 
+        The result takes the path a tool's return value takes: a string is text, a dict or a
+        list JSON (one that cannot be encoded becomes an error result saying why), the text is
+        truncated to the template's ``max_result_chars`` and lone surrogates are replaced.
+
         Raises:
             AgentError: no client call with this id is waiting.
         """
-        made = (
-            result
-            if isinstance(result, ToolResult)
-            else text_result(result)
-            if isinstance(result, str)
-            else json_result(result)
-        )
+        record = self.records.get(call_id)
+        made = to_result(result, tool_name=record.name.strip() if record else call_id)
         made = truncate_result(made, self.template.max_result_chars)  # as for its own tools
-        block = ToolResultContent.model_validate(made.to_block(call_id))
+        block = result_block(call_id, made)  # the one way results enter the history
         if not self.client_calls.submit(call_id, block):
             raise AgentError(
                 f"no client tool call {call_id!r} is waiting for a result; waiting: "
                 f"{', '.join(self.client_calls.waiting) or 'none'}"
             )
-        record = self.records.get(call_id)
         if record is not None:
             record.result = block
             record.status = "failed" if made.is_error else "done"

@@ -9,7 +9,7 @@ import pytest
 from support import assert_history_valid, make_agent, of_type, sent_results, texts
 
 from kode import define_tool
-from kode.agent import AgentError, Done, ToolEnd
+from kode.agent import AgentError, AgentState, Done, ToolEnd
 from kode.models import TextContent, tool_use
 from kode.registries import ToolRegistry
 from kode.tools import ToolErrorType, error_result
@@ -205,3 +205,31 @@ async def test_a_huge_submitted_result_is_truncated_too(tools: ToolRegistry) -> 
             False,
         )
     ]
+
+
+@pytest.mark.parametrize(
+    ("result", "expected"),
+    [
+        ("x\ud800y", ("x\ufffdy", False)),
+        (["x\ud800y"], None),  # JSON that cannot be encoded: refused, as a tool's value is
+        (error_result("x\ud800y"), ("x\ufffdy", True)),
+    ],
+    ids=["text", "json", "tool-result"],
+)
+async def test_a_submitted_result_takes_the_path_of_the_agents_own(
+    tools: ToolRegistry, result: Any, expected: tuple[str, bool] | None
+) -> None:
+    agent, model = make_agent(tools, [[tool_use("pick_file", id="p1")], "ok"])
+    await agent.send("go")
+    agent.submit_tool_result("p1", result)
+    agent.state.model_dump_json()  # savable while the result waits for send()
+    await agent.send()
+    (sent,) = sent_results(model)
+    if expected is None:
+        assert sent.is_error
+        assert sent.text.startswith("Tool 'pick_file' returned a list that cannot be shown")
+    else:
+        assert (sent.text, sent.is_error) == expected
+    saved = agent.state.model_dump_json()
+    assert AgentState.model_validate_json(saved).model_dump_json() == saved
+    assert_history_valid(agent.messages)
