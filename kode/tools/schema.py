@@ -11,33 +11,23 @@ from __future__ import annotations
 import functools
 import inspect
 import re
+import reprlib
 import types
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, get_args, get_origin
 
-import docstring_parser
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
 from typing_extensions import Doc
 
 from kode.tools.context import ToolContext
+from kode.tools.docstrings import STYLES, DocstringStyle, read_docstrings
 from kode.tools.errors import ToolDefinitionError
 
 __all__ = ["DocstringStyle", "FunctionSpec", "inspect_function", "is_context_annotation"]
-
-DocstringStyle = Literal["auto", "google", "numpy", "rest", "sphinx", "epydoc"]
-"""The docstring styles kode reads; ``auto`` detects the style (``sphinx`` means ``rest``)."""
-
-_STYLES: dict[str, docstring_parser.DocstringStyle] = {
-    "auto": docstring_parser.DocstringStyle.AUTO,
-    "google": docstring_parser.DocstringStyle.GOOGLE,
-    "numpy": docstring_parser.DocstringStyle.NUMPYDOC,
-    "rest": docstring_parser.DocstringStyle.REST,
-    "sphinx": docstring_parser.DocstringStyle.REST,
-    "epydoc": docstring_parser.DocstringStyle.EPYDOC,
-}
 
 _BASEMODEL_ATTRS = frozenset(dir(BaseModel))
 # What the providers accept as a property name (Anthropic's rule, the strictest of the three).
@@ -129,6 +119,49 @@ def _annotated_description(annotation: Any) -> str | None:
     return None
 
 
+def _stated_defaults(annotation: Any, default: Any, empty: Any) -> list[tuple[str, Any, bool]]:
+    """Each place a parameter states its default: (where, value, whether it is a factory)."""
+    stated: list[tuple[str, Any, bool]] = []
+    fields = [default] if isinstance(default, FieldInfo) else []
+    if get_origin(annotation) is typing.Annotated:
+        fields = [m for m in annotation.__metadata__ if isinstance(m, FieldInfo)] + fields
+    for info in fields:
+        where = "in Annotated" if info is not default else "after '='"
+        if info.default_factory is not None:
+            stated.append((f"Field(default_factory=...) {where}", info.default_factory, True))
+        elif not info.is_required():
+            stated.append(
+                (f"Field(default={reprlib.repr(info.default)}) {where}", info.default, False)
+            )
+    if default is not empty and not isinstance(default, FieldInfo):
+        stated.append((f"'= {reprlib.repr(default)}'", default, False))
+    return stated
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    try:
+        return a is b or (type(a) is type(b) and bool(a == b))
+    except Exception:  # an __eq__ that refuses to answer (arrays, ...): not known to be equal
+        return False
+
+
+def _default_problem(pname: str, annotation: Any, default: Any, empty: Any) -> str | None:
+    """A parameter whose default is given twice, differently; `None` when it is given once.
+
+    The same value in ``Annotated[T, Field(default=v)]`` and after ``= v`` is accepted: the
+    repeat keeps the default when the function is called directly.
+    """
+    stated = _stated_defaults(annotation, default, empty)
+    if len(stated) < 2:
+        return None
+    (first, value, factory), *others = stated
+    if not factory and not any(f or not _same_value(value, v) for _, v, f in others):
+        return None
+    return f"parameter '{pname}' has two defaults, {first} and {others[0][0]}: give it once" + (
+        "" if factory or others[0][2] else ", or give the same value in both places"
+    )
+
+
 def _hint_target(fn: Callable[..., Any]) -> Any:
     """What `typing.get_type_hints` can read for `fn`: itself, a partial's function, or __call__."""
     if isinstance(fn, functools.partial):
@@ -137,6 +170,11 @@ def _hint_target(fn: Callable[..., Any]) -> Any:
         return _hint_target(fn.__func__)
     if inspect.isfunction(fn) or inspect.ismethod(fn) or inspect.isbuiltin(fn):
         return fn
+    class_call = getattr(type(fn), "__call__", None)  # noqa: B004 - the class's, not the instance's
+    if hasattr(fn, "__wrapped__") and not inspect.isfunction(class_call):
+        # A wrapper made by functools.update_wrapper (lru_cache, ...): it carries the
+        # function's annotations; its __call__ is C code with none.
+        return fn
     call = getattr(fn, "__call__", None)  # noqa: B004 - a callable object
     return call if call is not None else fn
 
@@ -144,34 +182,6 @@ def _hint_target(fn: Callable[..., Any]) -> Any:
 def _annotate(annotation: Any, *metadata: Any) -> Any:
     """``Annotated[annotation, *metadata]``, built at run time."""
     return typing.Annotated[(annotation, *metadata)]
-
-
-def _parse_docstring(
-    fn: Callable[..., Any], style: DocstringStyle
-) -> tuple[str, dict[str, str], list[str]]:
-    doc = inspect.getdoc(fn)
-    if not doc:
-        return "", {}, []
-    try:
-        parsed = docstring_parser.parse(doc, style=_STYLES[style])
-    except docstring_parser.ParseError as exc:
-        return doc.strip(), {}, [f"docstring cannot be read as {style} style ({exc})"]
-    parts = [p.strip() for p in (parsed.short_description, parsed.long_description) if p]
-    description = "\n\n".join(parts)
-    params: dict[str, str] = {}
-    for p in parsed.params:
-        text = " ".join((p.description or "").split())
-        # NumPy documents several parameters on one line ("x, y : int"); reST and Epydoc may
-        # put a type before the name (":param int x:").
-        for part in p.arg_name.split(","):
-            name = part.strip().lstrip("*").split(" ")[-1]
-            if not name:
-                continue
-            if text:
-                params[name] = text
-            else:
-                params.setdefault(name, "")
-    return description, params, []
 
 
 def inspect_function(
@@ -198,13 +208,13 @@ def inspect_function(
     """
     qualname = getattr(fn, "__qualname__", repr(fn))
     problems: list[str] = []
-    if docstring_style not in _STYLES:
+    if docstring_style not in STYLES:
         problems.append(
-            f"docstring_style {docstring_style!r} is not one of {', '.join(map(repr, _STYLES))}"
+            f"docstring_style {docstring_style!r} is not one of {', '.join(map(repr, STYLES))}"
         )
         docstring_style = "auto"
-    doc_description, doc_params, doc_problems = _parse_docstring(fn, docstring_style)
-    problems.extend(doc_problems)
+    docs = read_docstrings(fn, docstring_style)
+    problems.extend(docs.problems)
 
     try:
         signature = inspect.signature(fn)
@@ -278,7 +288,7 @@ def inspect_function(
         if isinstance(default, FieldInfo) and default.description:
             text = text or default.description
         if text is None:
-            text = doc_params.get(pname) or None
+            text = docs.params.get(pname) or None
         if text:
             descriptions[pname] = text
         elif require_descriptions:
@@ -297,17 +307,20 @@ def inspect_function(
             # The schema shows the first choice (the parameter's own name); the others are
             # accepted from a model that uses another system's name for it.
             override["validation_alias"] = AliasChoices(pname, *other_names)
+        default_problem = _default_problem(pname, annotation, default, param.empty)
+        if default_problem:
+            problems.append(default_problem)
         # Metadata is merged left to right, so `override` (made with `Field()`, which sets
         # the validation and serialization aliases too) wins over the user's own `Field`.
         if isinstance(default, FieldInfo):
             fields[fname] = _annotate(annotation, default, Field(**override))
-        elif override:
-            fields[fname] = (
-                _annotate(annotation, Field(**override)),
-                ... if default is param.empty else default,
-            )
         else:
-            fields[fname] = (annotation, ... if default is param.empty else default)
+            # No default after '=' leaves pydantic to find one in an `Annotated` Field
+            # (`...` would make the parameter required whatever that Field says).
+            fields[fname] = (
+                _annotate(annotation, Field(**override)) if override else annotation,
+                PydanticUndefined if default is param.empty else default,
+            )
         param_names.append(pname)
 
     seen = set(signature.parameters)
@@ -319,14 +332,14 @@ def inspect_function(
             )
         elif alias in seen:
             problems.append(f"param_aliases maps {alias!r}, which is itself a parameter")
-    for documented in doc_params:
+    for documented in sorted(docs.checked, key=list(docs.params).index):
         if documented not in seen:
             problems.append(
                 f"the docstring documents parameter '{documented}', which the function does "
                 "not have"
             )
     if description is None:
-        description = doc_description
+        description = docs.description
     if require_descriptions and not description:
         problems.append("the tool has no description: write a docstring or pass description=")
 

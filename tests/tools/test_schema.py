@@ -623,3 +623,123 @@ def test_parameters_named_like_basemodel_attributes_work_end_to_end() -> None:
     # Each dialect shows the real names.
     for dialect in ("anthropic", "openai", "gemini"):
         assert "kode_arg" not in str(tool.schema(dialect))
+
+
+# --- defaults given in Annotated[T, Field(...)] -------------------------------------------------
+
+
+def test_a_default_given_only_in_an_annotated_field_makes_the_parameter_optional() -> None:
+    def f(required_param: str, optional_param: Annotated[float, Field(default=5.0, ge=0.0)]) -> str:
+        return f"{required_param} {optional_param}"
+
+    tool = make(f)
+    assert tool.input_schema["required"] == ["required_param"]
+    assert tool.input_schema["properties"]["optional_param"] == {
+        "default": 5.0,
+        "minimum": 0.0,
+        "type": "number",
+    }
+    assert tool.run_sync({"required_param": "x"}).text == "x 5.0"
+    assert tool.run_sync({"required_param": "x", "optional_param": 1}).text == "x 1.0"
+    assert (
+        "greater than or equal to 0"
+        in tool.run_sync({"required_param": "x", "optional_param": -1}).text
+    )
+
+
+def test_a_default_factory_given_only_in_an_annotated_field_makes_the_parameter_optional() -> None:
+    def f(
+        items: Annotated[list[int], Field(default_factory=list, description="The items.")],
+        label: Annotated[str | None, Field(default=None)],
+    ) -> Any:
+        return [items, label]
+
+    tool = make(f)
+    assert tool.input_schema["required"] == []
+    assert tool.input_schema["properties"]["items"] == {
+        "description": "The items.",
+        "items": {"type": "integer"},
+        "type": "array",
+    }
+    assert tool.input_schema["properties"]["label"]["default"] is None
+    assert tool.run_sync({}).details == [[], None]
+
+
+def test_an_annotated_default_survives_a_renamed_or_aliased_parameter() -> None:
+    def f(json: Annotated[int, Field(default=3)], path: Annotated[str, Field(default=".")]) -> Any:
+        return [json, path]
+
+    tool = make(f, param_aliases={"file_path": "path"})
+    assert tool.input_schema["required"] == []
+    assert tool.run_sync({}).details == [3, "."]
+    assert tool.run_sync({"file_path": "x"}).details == [3, "x"]
+
+
+def test_the_same_default_in_annotated_and_after_equals_is_accepted() -> None:
+    # Repeating it keeps the default when the function is called directly.
+    def f(limit: Annotated[int, Field(default=100, ge=1)] = 100) -> int:
+        return limit
+
+    tool = make(f)
+    assert tool.input_schema["properties"]["limit"] == {
+        "default": 100,
+        "minimum": 1,
+        "type": "integer",
+    }
+    assert tool.run_sync({}).text == "100"
+    assert f() == 100
+
+
+@pytest.mark.parametrize(
+    ("annotation_field", "default", "message"),
+    [
+        (
+            Field(default=1),
+            2,
+            "parameter 'x' has two defaults, Field(default=1) in Annotated and '= 2': give it "
+            "once, or give the same value in both places",
+        ),
+        (
+            Field(default=1),
+            Field(default=3),
+            "parameter 'x' has two defaults, Field(default=1) in Annotated and "
+            "Field(default=3) after '=': give it once, or give the same value in both places",
+        ),
+        (
+            Field(default_factory=list),
+            None,
+            "parameter 'x' has two defaults, Field(default_factory=...) in Annotated and "
+            "'= None': give it once",
+        ),
+        (
+            Field(default=None),
+            Field(default_factory=list),
+            "parameter 'x' has two defaults, Field(default=None) in Annotated and "
+            "Field(default_factory=...) after '=': give it once",
+        ),
+    ],
+)
+def test_two_different_defaults_are_a_definition_error(
+    annotation_field: Any, default: Any, message: str
+) -> None:
+    def f(x: Any = None) -> None:
+        """Take x."""
+
+    f.__annotations__ = {"x": Annotated[list[int] | int | None, annotation_field], "return": None}
+    f.__defaults__ = (default,)
+    with pytest.raises(ToolDefinitionError) as info:
+        make(f)
+    assert info.value.problems == [message]
+
+
+def test_a_field_after_equals_without_a_default_keeps_the_annotated_default() -> None:
+    def f(x: Annotated[int, Field(default=1)] = Field(description="The x.")) -> int:
+        return x
+
+    tool = make(f)
+    assert tool.input_schema["properties"]["x"] == {
+        "default": 1,
+        "description": "The x.",
+        "type": "integer",
+    }
+    assert tool.run_sync({}).text == "1"
