@@ -6,8 +6,9 @@ addresses that were checked: the URL's host is replaced by the address, the ``Ho
 keeps the name, and for https the TLS server name (SNI) and certificate check use the name
 through httpx's ``sni_hostname`` request extension. So a DNS answer that changes between the
 check and the connection (DNS rebinding) cannot move the request elsewhere. Redirects are
-followed here, never by httpx; the body is streamed and reading stops at the size limit; the
-whole fetch runs under one time limit. It does not cache or cut the text to the character
+followed here, never by httpx; the body is streamed raw and decoded by `kode.builtin._decode`,
+and reading stops at the size limit (on the wire and after every layer of decoding); the whole
+fetch runs under one time limit. It does not cache or cut the text to the character
 limit (``kode.builtin.web`` does).
 
 Needs httpx, BeautifulSoup and markdownify (``kode-sdk[web]``).
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 import anyio
 import httpx
 
+from kode.builtin._decode import ACCEPT_ENCODING, BodyDecoder, EncodingError, content_encodings
 from kode.builtin._html import TextFormat, convert, media_type_of
 from kode.builtin._ssrf import URLTarget, check_target
 from kode.builtin._webconfig import WebConfig
@@ -121,8 +123,6 @@ async def _read(response: httpx.Response, limit: int) -> _Hop:
     content_type = response.headers.get("content-type")
     cache_control = response.headers.get("cache-control", "").lower()
     location = response.headers.get("location")
-    body = bytearray()
-    truncated = False
     if status in _REDIRECT_STATUSES and location:
         return _Hop(
             status=status,
@@ -133,28 +133,34 @@ async def _read(response: httpx.Response, limit: int) -> _Hop:
             body=b"",
             truncated=False,
         )
+    encodings = content_encodings(response.headers.get_list("content-encoding"))
+    # The raw bytes, decoded here with every layer bounded: httpx would decode each chunk
+    # whole, and a few hundred bytes of gzip inside gzip make hundreds of megabytes.
+    decoder = BodyDecoder(encodings, limit=limit)
     # Stop at the limit by cancelling the read rather than leaving the loop: the cancellation
     # unwinds httpx's nested async generators, where `break` would leave them to the garbage
     # collector (and trio warns about each).
+    corrupt: EncodingError | None = None
     with anyio.CancelScope() as scope:
-        async for chunk in response.aiter_bytes():
-            if truncated:
-                continue  # already-decoded data, until the cancellation reaches a read
-            room = limit - len(body)
-            if len(chunk) > room:
-                body += chunk[:room]
-                truncated = True
+        async for chunk in response.aiter_raw():
+            if corrupt is not None:
+                continue  # until the cancellation reaches a read
+            try:
+                more = decoder.feed(chunk)
+            except EncodingError as exc:  # raised after the scope: the stream closes first
+                corrupt, more = exc, False
+            if not more:
                 scope.cancel()
-            else:
-                body += chunk
+    if corrupt is not None:
+        raise corrupt
     return _Hop(
         status=status,
         location=None,
         content_type=content_type,
         charset=response.charset_encoding,
         cache_control=cache_control,
-        body=bytes(body),
-        truncated=truncated,
+        body=bytes(decoder.body),
+        truncated=decoder.truncated,
     )
 
 
@@ -177,6 +183,12 @@ async def _get(
                 return await _read(response, config.max_response_bytes)
         except httpx.ConnectError as exc:
             failure = exc
+        except EncodingError as exc:
+            raise ToolError(
+                f"web_fetch cannot read the response from {url}: {exc}.",
+                type=ToolErrorType.TOOL_ERROR,
+                details={"url": str(url), "reason": "content_encoding"},
+            ) from None
     raise ToolError(
         f"web_fetch could not connect to {url.host} ({', '.join(target.addresses)}): "
         f"{_reason(failure)}.",
@@ -314,7 +326,11 @@ async def fetch_page(url: str, *, config: WebConfig, format: TextFormat = "markd
                 verify=verify,
                 timeout=httpx.Timeout(config.timeout),
                 limits=httpx.Limits(max_keepalive_connections=0),
-                headers={"User-Agent": config.user_agent, "Accept": _ACCEPT},
+                headers={
+                    "User-Agent": config.user_agent,
+                    "Accept": _ACCEPT,
+                    "Accept-Encoding": ACCEPT_ENCODING,
+                },
             ) as client:
                 return await _follow(client, url, config, format)
     except (TimeoutError, httpx.TimeoutException):

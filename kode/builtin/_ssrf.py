@@ -10,14 +10,16 @@ The rules, applied to every URL and every redirect hop:
 - only ``http`` and ``https``;
 - the host must pass the domain deny list, then the allow list (when one is set);
 - cloud metadata hosts (``metadata.google.internal``, ``instance-data``, ...) and addresses
-  (``169.254.169.254``, ``fd00:ec2::254``, ...) are always refused;
-- unspecified (``0.0.0.0``, ``::``), multicast and IPv4-mapped IPv6 (``::ffff:127.0.0.1``)
-  addresses are always refused; so is an IPv6 address embedding a refused IPv4 one
-  (6to4, Teredo, NAT64);
+  (``169.254.169.254``, ``fd00:ec2::254``, ...) are always refused, and so is every link-local
+  address (``169.254.0.0/16``, ``fe80::/10``), where metadata and credential services live;
+- unspecified (``0.0.0.0``, ``::``), multicast, IPv4-mapped (``::ffff:127.0.0.1``),
+  IPv4-translated (``::ffff:0:7f00:1``) and IPv4-compatible (``::127.0.0.1``, ``::a9fe:a9fe``)
+  IPv6 addresses are always refused; so is an IPv6 address embedding a refused IPv4 one
+  (6to4, Teredo, NAT64 ``64:ff9b::/96`` and ``64:ff9b:1::/48``);
 - unless private networks are allowed: ``localhost`` and names under ``.localhost``, ``.local``,
-  ``.internal`` and ``.home.arpa`` are refused, and so is every loopback, private, link-local,
-  carrier-grade NAT (``100.64.0.0/10``), unique-local IPv6 (``fc00::/7``), reserved or other
-  non-public address;
+  ``.internal`` and ``.home.arpa`` are refused, and so is every loopback, private,
+  carrier-grade NAT (``100.64.0.0/10``), unique-local IPv6 (``fc00::/7``), site-local IPv6
+  (``fec0::/10``), reserved or other non-public address;
 - a name is resolved and EVERY address it resolves to must pass: one bad address refuses it.
 """
 
@@ -84,6 +86,9 @@ _HINT = " It does not fetch from private, local or cloud metadata addresses."
 _CGNAT = ipaddress.ip_network("100.64.0.0/10")
 _UNIQUE_LOCAL = ipaddress.ip_network("fc00::/7")
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+_IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")
 
 
 def normalize_domain(name: str) -> str:
@@ -108,7 +113,7 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
         return ip.sixtofour
     if ip.teredo is not None:
         return ip.teredo[1]
-    if ip in _NAT64:
+    if ip in _NAT64 or ip in _NAT64_LOCAL:
         return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     return None
 
@@ -118,17 +123,24 @@ def address_problem(ip: IPAddress, *, allow_private: bool = False) -> str | None
 
     Args:
         ip: The address.
-        allow_private: Allow loopback, private, link-local, CGNAT, unique-local and other
-            non-public addresses (metadata, unspecified, multicast and IPv4-mapped addresses
-            stay refused).
+        allow_private: Allow loopback, private, CGNAT, unique-local and other non-public
+            addresses (metadata, link-local, unspecified, multicast and IPv6 addresses that
+            stand for an IPv4 one stay refused).
     """
     if isinstance(ip, ipaddress.IPv6Address) and ip.scope_id:
         ip = ipaddress.IPv6Address(int(ip))  # "fe80::1%eth0": the zone changes nothing here
     if ip in METADATA_ADDRESSES:
         return "a cloud metadata address"
+    if ip.is_link_local:
+        return "a link-local address"
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.ipv4_mapped is not None:
             return "an IPv4-mapped IPv6 address"
+        v4 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if ip in _IPV4_TRANSLATED:
+            return f"an IPv4-translated IPv6 address (for {v4})"
+        if ip in _IPV4_COMPATIBLE and int(ip) > 1:  # "::" and "::1" are themselves
+            return f"an IPv4-compatible IPv6 address (for {v4})"
         embedded = _embedded_ipv4(ip)
         if embedded is not None:
             inner = address_problem(embedded, allow_private=allow_private)
@@ -142,12 +154,12 @@ def address_problem(ip: IPAddress, *, allow_private: bool = False) -> str | None
         return None
     if ip.is_loopback:
         return "a loopback address"
-    if ip.is_link_local:
-        return "a link-local address"
     if ip in _CGNAT:
         return "a carrier-grade NAT address (100.64.0.0/10)"
     if ip in _UNIQUE_LOCAL:
         return "a unique-local IPv6 address (fc00::/7)"
+    if isinstance(ip, ipaddress.IPv6Address) and ip.is_site_local:
+        return "a site-local IPv6 address (fec0::/10)"
     if ip.is_private:
         return "a private address"
     if ip.is_reserved:

@@ -116,9 +116,10 @@ class WebConfig:
 
     allow_private_networks: bool = False
     """Allow local names (``localhost``, ``*.internal``, ...) and non-public addresses
-    (loopback, private, link-local, CGNAT, unique-local IPv6): for tests and intranet use.
-    Cloud metadata hosts and addresses, unspecified, multicast and IPv4-mapped IPv6 addresses
-    stay refused."""
+    (loopback, private, CGNAT, unique-local IPv6): for tests and intranet use. Cloud metadata
+    hosts and addresses, link-local addresses (``169.254.0.0/16``, ``fe80::/10``), unspecified
+    and multicast addresses, and IPv6 addresses standing for an IPv4 one (IPv4-mapped,
+    -translated or -compatible) stay refused."""
     allowed_domains: Sequence[str] = ()
     """When not empty, only these domains and their subdomains may be fetched (every
     redirect hop included). ``"example.com"`` and ``"*.example.com"`` both cover
@@ -126,8 +127,9 @@ class WebConfig:
     denied_domains: Sequence[str] = ()
     """These domains and their subdomains are never fetched; wins over `allowed_domains`."""
     max_response_bytes: int = 2 * 1024 * 1024
-    """The most of a response body that is read (after decompression); the rest is dropped
-    and the result says so."""
+    """The most of a response body that is read: neither the bytes received nor the bytes
+    decoded from them (at every layer of ``Content-Encoding``, gzip or deflate) go past it,
+    while streaming. The rest is dropped and the result says so."""
     max_chars: int = 50_000
     """The most characters one ``web_fetch`` result shows (the model may ask for fewer, and
     read on with ``start``)."""

@@ -297,6 +297,12 @@ async def test_redirects_are_bounded() -> None:
         ("http://metadata.google.internal/computeMetadata/v1/", "is a cloud metadata host"),
         ("http://[::ffff:127.0.0.1]/", "::ffff:127.0.0.1 is an IPv4-mapped IPv6 address"),
         ("http://rebind.test/", "rebind.test resolves to 169.254.169.254"),
+        (
+            "http://[::a9fe:a9fe]/latest/meta-data/",
+            "::a9fe:a9fe is an IPv4-compatible IPv6 address (for 169.254.169.254)",
+        ),
+        ("http://[fe80::a9fe:a9fe]/", "fe80::a9fe:a9fe is a link-local address"),
+        ("http://169.254.170.23/v1/credentials", "169.254.170.23 is a link-local address"),
     ],
 )
 async def test_a_redirect_hop_into_the_metadata_service_is_refused(
@@ -310,6 +316,19 @@ async def test_a_redirect_hop_into_the_metadata_service_is_refused(
     assert result.text.startswith(f"web_fetch refused {location}: ")
     assert reason in result.text
     assert [s.path for s in srv.seen] == ["/evil"]  # the server's own loopback was allowed
+
+
+async def test_the_ipv4_compatible_form_of_the_server_address_is_refused() -> None:
+    # The server listens on 127.0.0.1 and private networks are allowed: "::127.0.0.1" would
+    # still be another spelling of a refused kind of address, and nothing is sent to it.
+    with serve({"/page": respond(200, "text/plain", b"secret")}) as srv:
+        url = srv.url("/page", host="[::127.0.0.1]")
+        result = await web_fetch.run({"url": url}, context())
+    assert result.is_error and result.error_type is ToolErrorType.PERMISSION_DENIED
+    assert result.text.startswith(
+        f"web_fetch refused {url}: ::7f00:1 is an IPv4-compatible IPv6 address (for 127.0.0.1)."
+    )
+    assert srv.seen == []
 
 
 async def test_a_redirect_to_a_file_url_is_refused() -> None:

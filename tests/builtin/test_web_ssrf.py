@@ -61,6 +61,12 @@ async def fetch(url: str, resolver: Resolver, **options: Any) -> Any:
         ("::ffff:169.254.169.254", "an IPv4-mapped IPv6 address"),
         ("2002:a00:1::", "an IPv6 address embedding 10.0.0.1, a private address"),
         ("64:ff9b::7f00:1", "an IPv6 address embedding 127.0.0.1, a loopback address"),
+        ("64:ff9b:1::a00:1", "an IPv6 address embedding 10.0.0.1, a private address"),
+        ("::a9fe:a9fe", "an IPv4-compatible IPv6 address (for 169.254.169.254)"),
+        ("::7f00:1", "an IPv4-compatible IPv6 address (for 127.0.0.1)"),
+        ("::ffff:0:a9fe:a9fe", "an IPv4-translated IPv6 address (for 169.254.169.254)"),
+        ("febf::1", "a link-local address"),
+        ("fec0::1", "a site-local IPv6 address (fec0::/10)"),
         ("ff02::1", "a multicast address"),
     ],
 )
@@ -139,15 +145,33 @@ async def test_blocked_literals_and_names_are_refused_without_resolving(
         "http://[fd00:ec2::254]/",
         "http://[::ffff:10.0.0.1]/",
         "http://0.0.0.0/",
+        "http://[::a9fe:a9fe]/",  # IPv4-compatible form of the metadata address
+        "http://[::169.254.169.254]/",
+        "http://[::127.0.0.1]/",
+        "http://[::ffff:0:a9fe:a9fe]/",  # IPv4-translated form
+        "http://[64:ff9b:1::a9fe:a9fe]/",  # local-use NAT64
+        "http://[fe80::1]/",
+        "http://[fe80::a9fe:a9fe%25eth0]/",
+        "http://[febf:ffff::1]/",
+        "http://169.254.170.23/",  # link-local: EKS pod identity, not on the metadata list
+        "http://compat.test/",  # resolves to ::a9fe:a9fe
+        "http://linklocal.test/",  # resolves to fe80::1
         "http://aliased.test/",  # resolves to the metadata address
     ],
 )
 async def test_metadata_and_mapped_addresses_stay_refused_with_private_networks_allowed(
     url: str,
 ) -> None:
-    resolver = Resolver({"aliased.test": ["10.0.0.8", "169.254.169.254"]})
+    resolver = Resolver(
+        {
+            "aliased.test": ["10.0.0.8", "169.254.169.254"],
+            "compat.test": ["::a9fe:a9fe"],
+            "linklocal.test": ["fe80::1"],
+        }
+    )
     result = await fetch(url, resolver, allow_private_networks=True)
     assert result.is_error and result.error_type is ToolErrorType.PERMISSION_DENIED
+    assert result.text.startswith(f"web_fetch refused {url}: ")
 
 
 @pytest.mark.parametrize(
@@ -235,13 +259,31 @@ def test_public_addresses_pass(address: str) -> None:
     assert address_problem(ipaddress.ip_address(address)) is None
 
 
-@pytest.mark.parametrize(
-    "address", ["127.0.0.1", "10.1.1.1", "100.64.0.1", "fc00::1", "fe80::1%eth0", "169.254.1.1"]
-)
+@pytest.mark.parametrize("address", ["127.0.0.1", "10.1.1.1", "100.64.0.1", "fc00::1", "fec0::1"])
 def test_private_networks_can_be_allowed(address: str) -> None:
     ip = ipaddress.ip_address(address)
     assert address_problem(ip) is not None
     assert address_problem(ip, allow_private=True) is None
+
+
+@pytest.mark.parametrize(
+    ("address", "problem"),
+    [
+        ("fe80::1%eth0", "a link-local address"),
+        ("169.254.1.1", "a link-local address"),
+        ("::a9fe:a9fe", "an IPv4-compatible IPv6 address (for 169.254.169.254)"),
+        ("::8.8.8.8", "an IPv4-compatible IPv6 address (for 8.8.8.8)"),
+        ("::ffff:0:808:808", "an IPv4-translated IPv6 address (for 8.8.8.8)"),
+    ],
+)
+def test_link_local_and_ipv4_in_ipv6_forms_stay_refused_with_private_networks_allowed(
+    address: str, problem: str
+) -> None:
+    # Link-local is where metadata and credential services answer (169.254.170.23 and others
+    # not on the metadata list); an old IPv4-in-IPv6 form is never a page worth fetching.
+    ip = ipaddress.ip_address(address)
+    assert address_problem(ip) == problem
+    assert address_problem(ip, allow_private=True) == problem
 
 
 @pytest.mark.parametrize("host", ["2130706433", "0x7f.1", "127.1", "017700000001"])
