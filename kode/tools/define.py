@@ -8,6 +8,7 @@ no import-time dependency on the layer above it).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import re
@@ -105,6 +106,16 @@ def _caller_locals(fn: Callable[..., Any]) -> Callable[[], dict[str, Any]]:
     return collect
 
 
+def _label(fn: Any) -> str:
+    """How an error names `fn`: its ``__qualname__``; a partial or an object by what it is."""
+    qualname = getattr(fn, "__qualname__", None)
+    if isinstance(qualname, str) and qualname:
+        return qualname
+    if isinstance(fn, functools.partial):
+        return f"partial({_label(fn.func)})"
+    return f"{type(fn).__qualname__} object"
+
+
 def build_tool(
     fn: Callable[P, R],
     *,
@@ -127,7 +138,7 @@ def build_tool(
     Raises:
         ToolDefinitionError: every problem of the function, in one message.
     """
-    qualname = getattr(fn, "__qualname__", None) or repr(fn)
+    qualname = _label(fn)
     method_problem = _method_problem(fn)
     if method_problem:
         raise ToolDefinitionError(qualname, [method_problem])
@@ -137,7 +148,9 @@ def build_tool(
         )
     problems: list[str] = []
     tool_name = name if name is not None else getattr(fn, "__name__", "")
-    if not isinstance(tool_name, str) or not NAME_PATTERN.match(tool_name):
+    if name is None and not tool_name:
+        problems.append("it has no __name__ to name the tool after: pass name=")
+    elif not isinstance(tool_name, str) or not NAME_PATTERN.match(tool_name):
         problems.append(
             f"tool name {tool_name!r} is invalid: use 1-64 letters, digits, '_' or '-'"
             + ("" if name is not None else "; pass name=")

@@ -87,6 +87,30 @@ def test_lambda_needs_a_name() -> None:
         define_tool(lambda x: x, registry=None)
 
 
+def test_a_callable_object_or_partial_without_a_name_is_named_in_the_error() -> None:
+    import functools
+
+    class Adder:
+        def __call__(self, x: int) -> int:
+            return x
+
+    with pytest.raises(ToolDefinitionError) as info:
+        define_tool(Adder(), registry=None)
+    assert info.value.qualname.endswith("<locals>.Adder object")
+    assert info.value.problems == ["it has no __name__ to name the tool after: pass name="]
+
+    def power(base: int, exponent: int) -> int:
+        return base**exponent
+
+    with pytest.raises(ToolDefinitionError) as info:
+        define_tool(functools.partial(power, exponent=2), registry=None)
+    assert info.value.qualname == (
+        "partial(test_a_callable_object_or_partial_without_a_name_is_named_in_the_error"
+        ".<locals>.power)"
+    )
+    assert define_tool(Adder(), name="adder", registry=None).run_sync({"x": 1}).text == "1"
+
+
 def test_not_a_function() -> None:
     with pytest.raises(ToolDefinitionError, match="define_tool needs a function, got int"):
         define_tool(3, registry=None)  # type: ignore[call-overload]
