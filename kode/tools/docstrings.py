@@ -34,6 +34,11 @@ STYLES: dict[str, docstring_parser.DocstringStyle] = {
 """Each accepted ``docstring_style`` and the docstring-parser style it means."""
 
 
+# What docstring-parser also reads as parameters: attributes (Google and NumPy "Attributes",
+# reST ":ivar:", Epydoc "@ivar", "@cvar", "@var") document the object, not the call.
+_NOT_PARAMETERS = frozenset({"attribute", "ivar", "cvar", "var"})
+
+
 @dataclass(kw_only=True, frozen=True, slots=True)
 class Docstrings:
     """What the docstrings of a callable say."""
@@ -116,11 +121,13 @@ def _parse(text: str, style: DocstringStyle) -> tuple[str, dict[str, str]]:
     description = between.join(p for p in (short, long) if p)
     params: dict[str, str] = {}
     for p in parsed.params:
+        if p.args and p.args[0] in _NOT_PARAMETERS:
+            continue
         text_ = " ".join((p.description or "").split())
         # NumPy documents several parameters on one line ("x, y : int"); reST and Epydoc may
-        # put a type before the name (":param int x:").
+        # put a type before the name (":param int x:"); Epydoc marks an optional one "x?".
         for part in p.arg_name.split(","):
-            name = part.strip().lstrip("*").split(" ")[-1]
+            name = part.strip().lstrip("*").rstrip("?").split(" ")[-1]
             if not name:
                 continue
             if text_:

@@ -319,3 +319,54 @@ def test_a_docstring_that_cannot_be_read_names_which_one() -> None:
         f"the class docstring {reason}",
         f"the docstring of __call__ {reason}",
     ]
+
+
+# --- what is not a parameter ---------------------------------------------------------------------
+
+
+def test_an_epydoc_optional_marker_is_not_part_of_the_name() -> None:
+    def f(path: str, depth: int = 1) -> None:
+        """List a directory.
+
+        @param path: The directory.
+        @param depth?: How deep to go.
+        """
+
+    assert descriptions(make(f)) == {"path": "The directory.", "depth": "How deep to go."}
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        "Attributes:\n            cache: Kept between calls.",
+        "Attributes\n        ----------\n        cache : dict\n            Kept between calls.",
+        ":ivar cache: Kept between calls.",
+        "@ivar cache: Kept between calls.",
+        "@cvar cache: Kept between calls.",
+    ],
+)
+def test_attributes_are_not_parameters(section: str) -> None:
+    def f(x: int) -> None:
+        pass
+
+    f.__doc__ = f"""Do it.
+
+        {section}
+        """
+    tool = make(f)
+    assert tool.description == "Do it."
+    assert descriptions(tool) == {"x": None}
+
+
+def test_a_class_attribute_named_like_a_parameter_does_not_describe_it() -> None:
+    class Counter:
+        """Count things.
+
+        Attributes:
+            step: The step the counter was made with.
+        """
+
+        def __call__(self, step: int) -> int:
+            return step
+
+    assert descriptions(make(Counter(), name="counter")) == {"step": None}
