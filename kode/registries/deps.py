@@ -10,8 +10,6 @@ calls the factory once, with no arguments. It does not decide where the deps go.
 from __future__ import annotations
 
 import inspect
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -31,17 +29,9 @@ class DepsSpecError(KodeError, ValueError):
 
 
 def _import(target: str) -> ModuleType:
-    path = Path(target)
-    if not (target.endswith(".py") or path.is_file()):
-        import_tools_module(target)
-        return sys.modules[target]
-    # A file named with -m as well is imported once: running it again would define its
-    # tools a second time.
-    name = path.stem if path.stem.isidentifier() else "kode_tools_module"
-    loaded_from = getattr(sys.modules.get(name), "__file__", None)
-    if not (loaded_from and path.is_file() and Path(loaded_from).resolve() == path.resolve()):
-        import_tools_module(target)
-    return sys.modules[name]
+    # A file or module named with -m as well is imported once, whichever way each names it:
+    # running it again would define its tools a second time.
+    return import_tools_module(target)
 
 
 def load_deps(spec: str) -> Any:
