@@ -16,12 +16,13 @@ ALLOWED: dict[str, set[str]] = {
     "tools": set(),
     "registries": {"tools"},
     "models": {"tools"},
-    "agent": {"tools", "registries", "models"},
+    "sessions": {"tools", "models"},
+    "agent": {"tools", "registries", "models", "sessions"},
     "builtin": {"tools"},
     "mcp": {"tools", "registries"},
-    "testing": {"tools", "registries", "models", "agent", "builtin", "mcp"},
-    "cli": {"tools", "registries", "models", "agent", "builtin", "mcp", "testing"},
-    "kode": {"tools", "registries", "models", "agent", "builtin", "mcp", "testing"},
+    "testing": {"tools", "registries", "models", "sessions", "agent", "builtin", "mcp"},
+    "cli": {"tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "testing"},
+    "kode": {"tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "testing"},
 }
 
 

@@ -5,7 +5,10 @@
 - `isolated_templates`: the same for the global agent template registry;
 - `scripted_model`: a factory of `ScriptedModel` that also checks, after the test, that every
   scripted turn was used (a script longer than the conversation is usually a wrong test);
-- `tool_context`: a standalone `ToolContext` with a workspace in the test's ``tmp_path``.
+- `tool_context`: a standalone `ToolContext` with a workspace in the test's ``tmp_path``;
+- `postgres_server`: a throwaway PostgreSQL cluster for the whole test session
+  (`kode.testing.postgres.PostgresServer`; the test is skipped where PostgreSQL's server
+  binaries are not installed), and `postgres_url`: a fresh, empty database in it per test.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import pytest
 
 from kode.registries import ToolRegistry, registry
 from kode.testing.helpers import call_tool
+from kode.testing.postgres import PostgresServer, PostgresUnavailable
 from kode.tools.context import ToolContext
 from kode.tools.workspace import FilePool, Workspace
 
@@ -25,6 +29,8 @@ __all__ = [
     "call_tool",
     "isolated_registry",
     "isolated_templates",
+    "postgres_server",
+    "postgres_url",
     "scripted_model",
     "tool_context",
 ]
@@ -80,3 +86,29 @@ def tool_context(tmp_path: Path) -> ToolContext[Any]:
         workspace=Workspace(root=tmp_path),
         files=FilePool(),
     )
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL cluster for the test session, on a free loopback port (trust auth).
+
+    Skips the test, saying why, where PostgreSQL's server binaries are not installed.
+    """
+    try:
+        server = PostgresServer().start()
+    except PostgresUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """The URL of a fresh, empty database in `postgres_server`, dropped after the test."""
+    url = postgres_server.create_database()
+    try:
+        yield url
+    finally:
+        postgres_server.drop_database(url.rsplit("/", 1)[1])

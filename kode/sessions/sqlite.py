@@ -1,0 +1,167 @@
+"""`SQLiteStore`: sessions in one SQLite file, the embedded default.
+
+The standard library's `sqlite3`, one connection per store behind a lock, each operation in
+a worker thread. The file is in WAL mode (readers never wait for the writer, and other
+processes can open the same file), with ``synchronous=NORMAL`` by default: a commit survives
+the process being killed, and a power cut can lose the last commits but never corrupts the
+file. ``synchronous="FULL"`` makes each commit survive a power cut too, at the cost of an
+fsync per commit. Writers from several processes take turns; one waits up to `busy_timeout`
+seconds for another's transaction before a `StoreError`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Literal
+
+import anyio.to_thread
+
+from kode.sessions._schema import migrate
+from kode.sessions._sql import SQLStore
+from kode.sessions.errors import StoreError
+
+__all__ = ["SQLiteStore"]
+
+SynchronousMode = Literal["NORMAL", "FULL"]
+
+
+class SQLiteStore(SQLStore):
+    """A `Store` in one SQLite file (or ``":memory:"``), WAL mode.
+
+    Args:
+        path: The database file (made if missing; its directory must exist), or
+            ``":memory:"`` for a database that lives as long as the store.
+        synchronous: ``"NORMAL"`` (default: durable across a crash of the process) or
+            ``"FULL"`` (durable across a power cut too; an fsync per commit).
+        busy_timeout: Seconds a writer waits for another process's transaction.
+
+    The file is opened, and its schema created or upgraded, on first use.
+
+    Example:
+        ```python
+        import anyio
+        from kode.sessions import SQLiteStore, StatusChanged
+
+        async def main(path: str) -> None:
+            async with SQLiteStore(path) as store:
+                session = await store.create(template="helper", label="demo")
+                await store.append(session.id, [StatusChanged(status="running")])
+                page = await store.list_sessions(label="demo")
+                print([s.status for s in page.sessions])
+
+        anyio.run(main, "/tmp/kode-sessions-example.db")
+        ```
+    """
+
+    dialect = "sqlite"
+    _begin_write = "BEGIN IMMEDIATE"  # take the write lock first: no upgrade deadlocks
+    _begin_read = "BEGIN"
+    _integrity_errors = (sqlite3.IntegrityError,)
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: SynchronousMode = "NORMAL",
+        busy_timeout: float = 5.0,
+    ) -> None:
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"path must be a file path or ':memory:', got {type(path).__name__}")
+        mode = str(synchronous).upper()
+        if mode not in ("NORMAL", "FULL"):
+            raise ValueError(f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}")
+        if isinstance(busy_timeout, bool) or not isinstance(busy_timeout, int | float):
+            raise TypeError("busy_timeout must be a number of seconds")
+        if busy_timeout < 0:
+            raise ValueError(f"busy_timeout must be 0 or more seconds, got {busy_timeout}")
+        self.path = str(path) if str(path) == ":memory:" else str(Path(path))
+        """The database file (or ``":memory:"``)."""
+        self.synchronous: SynchronousMode = mode  # type: ignore[assignment]
+        """``"NORMAL"`` or ``"FULL"``."""
+        self.busy_timeout = float(busy_timeout)
+        """Seconds a writer waits for another process's transaction."""
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r}, synchronous={self.synchronous!r})"
+
+    async def __aenter__(self) -> SQLiteStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def _where(self) -> str:
+        return f"the SQLite database {self.path!r}"
+
+    def _open(self) -> sqlite3.Connection:
+        if self.path != ":memory:":
+            folder = Path(self.path).parent
+            if not folder.is_dir():
+                raise StoreError(
+                    f"cannot open {self._where()}: the directory {str(folder)!r} does not exist"
+                )
+            if Path(self.path).is_dir():
+                raise StoreError(f"cannot open {self._where()}: it is a directory")
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            deadline = time.monotonic() + self.busy_timeout
+            while True:  # a new file's first journal switch can race another process's
+                try:
+                    conn.execute("PRAGMA journal_mode=WAL").fetchall()
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)
+            conn.execute(f"PRAGMA synchronous={self.synchronous}")
+            migrate(conn.cursor(), "sqlite", self._where())
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            if self._closed:
+                raise StoreError(f"this store of {self._where()} is closed")
+            if self._conn is None:
+                self._conn = self._open()
+            yield self._conn
+
+    def _failure(self, exc: Exception) -> Exception | None:
+        if not isinstance(exc, sqlite3.Error):
+            return None
+        text = str(exc)
+        if isinstance(exc, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+            return StoreError(
+                f"{self._where()} stayed locked by another writer for more than "
+                f"{self.busy_timeout:g} s; raise busy_timeout, or keep long transactions out "
+                "of this file"
+            )
+        if "not a database" in text:
+            return StoreError(f"{self._where()} is not a SQLite database (or is encrypted)")
+        return StoreError(f"{self._where()} failed: {type(exc).__name__}: {text}")
+
+    async def aclose(self) -> None:
+        """Close the connection; the store cannot be used after."""
+
+        def close() -> None:
+            with self._lock:
+                self._closed = True
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+
+        await anyio.to_thread.run_sync(close)
