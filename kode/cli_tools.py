@@ -408,11 +408,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _guard(func: Any) -> Any:
+    from kode.cli_log import LogFileError, logging_for
+
     def run(args: argparse.Namespace) -> int:
         try:
-            code: int = func(args)
+            with logging_for(args):
+                code: int = func(args)
             return code
-        except CommandError as exc:
+        except (CommandError, LogFileError) as exc:
             print(f"kode: {exc}", file=sys.stderr)
             return 2
 
@@ -421,6 +424,8 @@ def _guard(func: Any) -> Any:
 
 def register(commands: Any) -> None:
     """Add ``tools`` and ``run`` to the ``kode`` command."""
+    from kode.cli_log import add_log_arguments
+
     tools = commands.add_parser("tools", help="list, show, call and check tools")
     sub = tools.add_subparsers(dest="tools_command", metavar="COMMAND")
     tools.set_defaults(handler=lambda a: (tools.print_help(), 2)[1])
@@ -435,6 +440,7 @@ def register(commands: Any) -> None:
             help="a module (dotted name or .py path) to import first; repeatable",
         )
         p.add_argument("--builtin", action="store_true", help="load kode's built-in tools")
+        add_log_arguments(p)
 
     def deps(p: argparse.ArgumentParser) -> None:
         p.add_argument(

@@ -30,6 +30,17 @@ def _patterns(values: list[str] | None) -> list[str] | None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from kode.cli_log import LogFileError, logging_for
+
+    try:
+        with logging_for(args):
+            return _serve_logged(args)
+    except LogFileError as exc:
+        print(f"kode mcp serve: {exc}", file=sys.stderr)
+        return 2
+
+
+def _serve_logged(args: argparse.Namespace) -> int:
     transport = "http" if args.http is not None else "stdio"
     # Over stdio, stdout is the protocol: whatever the modules print while loading goes to
     # stderr instead (while serving, the SDK keeps tools' output off stdout itself).
@@ -98,6 +109,8 @@ def _serve(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``kode mcp ...`` to the ``kode`` command's subparsers."""
+    from kode.cli_log import add_log_arguments
+
     mcp = subparsers.add_parser(
         "mcp",
         help="serve tools over MCP",
@@ -142,6 +155,7 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="how often to look for tools defined after the start (default: 0.5)",
     )
+    add_log_arguments(serve)
     serve.set_defaults(handler=_serve)
 
     def show_help(_args: argparse.Namespace) -> int:

@@ -1,0 +1,161 @@
+"""What the ``kode`` command does with the records of kode's loggers.
+
+A tool that raises is logged (``kode.tools``, ``kode.agent``, ``kode.mcp``) with its
+traceback; left to Python's last-resort handler, twenty lines of it would land in the middle
+of ``kode run``'s display, of ``kode tools call``'s output and of ``kode mcp serve``'s
+stderr. While a command runs, this module sends those records to stderr as one line each:
+the message, the exception, and where in the application's own code it was raised. With
+``--verbose`` stderr gets each record in full, traceback included; with ``--log-file FILE``
+the file does, whatever stderr shows. It does not change what a model or a client is told.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import os
+import sys
+import sysconfig
+import traceback
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["LogFileError", "OneLineFormatter", "add_log_arguments", "logging_for"]
+
+_KODE_DIR = str(Path(__file__).resolve().parent) + os.sep
+_LIBRARY_DIRS = tuple(
+    str(Path(p).resolve()) + os.sep
+    for p in {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
+_FULL = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def _application_frame(exc: BaseException) -> traceback.FrameSummary | None:
+    """The innermost frame of `exc`'s traceback in the application's own code, if any."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    for frame in reversed(frames):
+        file = frame.filename
+        if file.startswith("<"):
+            continue
+        resolved = str(Path(file).resolve())
+        if resolved.startswith(_KODE_DIR) or resolved.startswith(_LIBRARY_DIRS):
+            continue
+        return frame
+    return None
+
+
+def _place(frame: traceback.FrameSummary) -> str:
+    path = Path(frame.filename)
+    with contextlib.suppress(ValueError):
+        path = path.resolve().relative_to(Path.cwd().resolve())
+    return f"{path}:{frame.lineno} in {frame.name}"
+
+
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] + (" …" if len(lines) > 1 else "") if lines else ""
+
+
+class OneLineFormatter(logging.Formatter):
+    """Each record on one line: ``kode: <message>: <error> (at file:line in function)``.
+
+    The first record that carried a traceback ends with where to find it (``--verbose``).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._hinted = False
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record's message, its exception's type and first line, and where it was raised."""
+        message = _first_line(record.getMessage())
+        level = "" if record.levelno >= logging.ERROR else f"{record.levelname.lower()}: "
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is None:
+            return f"kode: {level}{message}"
+        name = type(exc).__name__
+        said = _first_line(str(exc))
+        if not message.endswith(name):  # "Tool 'x' raised KeyError" names the type already
+            message = f"{message}: {name}"
+        line = f"kode: {level}{message}" + (f": {said}" if said else "")
+        frame = _application_frame(exc)
+        if frame is not None:
+            line += f" (at {_place(frame)})"
+        if not self._hinted:
+            self._hinted = True
+            line += " [--verbose shows the traceback]"
+        return line
+
+
+class LogFileError(Exception):
+    """The file ``--log-file`` names cannot be opened for appending."""
+
+
+class _StderrHandler(logging.Handler):
+    """Writes to whatever `sys.stderr` is when a record comes (a test may have replaced it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+            sys.stderr.write(text + "\n")
+            sys.stderr.flush()
+        except Exception:  # a closed stderr (a pipe whose reader left): drop the record
+            self.handleError(record)
+
+
+def add_log_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``-v/--verbose`` and ``--log-file FILE`` to a command."""
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show kode's log records in full on stderr, with the traceback of a tool that "
+        "raised (default: one line each)",
+    )
+    parser.add_argument(
+        "--log-file",
+        metavar="FILE",
+        help="append kode's log records in full, tracebacks included, to FILE",
+    )
+
+
+@contextlib.contextmanager
+def logging_for(args: argparse.Namespace) -> Iterator[None]:
+    """Route the ``kode`` loggers' records as `args` asks, while the block runs.
+
+    Without ``--verbose``: warnings and errors on stderr, one line each. With it: records from
+    INFO up, in full. With ``--log-file``: every record from INFO up, in full, in that file.
+
+    Raises:
+        LogFileError: the ``--log-file`` cannot be opened.
+    """
+    verbose = bool(getattr(args, "verbose", False))
+    log_file = getattr(args, "log_file", None)
+    logger = logging.getLogger("kode")
+    stderr = _StderrHandler(logging.INFO if verbose else logging.WARNING)
+    stderr.setFormatter(logging.Formatter(_FULL) if verbose else OneLineFormatter())
+    handlers: list[logging.Handler] = [stderr]
+    if log_file:
+        try:
+            to_file = logging.FileHandler(log_file, encoding="utf-8")
+        except OSError as exc:
+            raise LogFileError(
+                f"--log-file: cannot open {log_file}: {exc.strerror or exc}"
+            ) from None
+        to_file.setLevel(logging.INFO)
+        to_file.setFormatter(logging.Formatter(_FULL))
+        handlers.append(to_file)
+    level = logger.level
+    if verbose or log_file:
+        if logger.getEffectiveLevel() > logging.INFO:
+            logger.setLevel(logging.INFO)
+    for handler in handlers:
+        logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            logger.removeHandler(handler)
+            handler.close()
+        logger.setLevel(level)
