@@ -21,7 +21,13 @@ import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["LogFileError", "OneLineFormatter", "add_log_arguments", "logging_for"]
+__all__ = [
+    "LogFileError",
+    "OneLineFormatter",
+    "add_log_arguments",
+    "logging_for",
+    "where_raised",
+]
 
 _KODE_DIR = str(Path(__file__).resolve().parent) + os.sep
 _LIBRARY_DIRS = tuple(
@@ -45,11 +51,27 @@ def _application_frame(exc: BaseException) -> traceback.FrameSummary | None:
     return None
 
 
-def _place(frame: traceback.FrameSummary) -> str:
-    path = Path(frame.filename)
-    with contextlib.suppress(ValueError):
+def _shown(file: str) -> Path:
+    path = Path(file)
+    with contextlib.suppress(ValueError, OSError):
         path = path.resolve().relative_to(Path.cwd().resolve())
-    return f"{path}:{frame.lineno} in {frame.name}"
+    return path
+
+
+def where_raised(exc: BaseException, *, function: bool = False) -> str | None:
+    """``file:line`` in the application's own code where `exc` was raised, if it was there.
+
+    The innermost frame outside kode, the standard library and installed packages; for a
+    `SyntaxError`, the place of the error in the file being compiled. Paths under the current
+    directory are shown relative to it. With `function`, `` in <function>`` follows.
+    """
+    if isinstance(exc, SyntaxError) and exc.filename and not exc.filename.startswith("<"):
+        return f"{_shown(exc.filename)}:{exc.lineno}"
+    frame = _application_frame(exc)
+    if frame is None:
+        return None
+    place = f"{_shown(frame.filename)}:{frame.lineno}"
+    return f"{place} in {frame.name}" if function else place
 
 
 def _first_line(text: str) -> str:
@@ -79,9 +101,9 @@ class OneLineFormatter(logging.Formatter):
         if not message.endswith(name):  # "Tool 'x' raised KeyError" names the type already
             message = f"{message}: {name}"
         line = f"kode: {level}{message}" + (f": {said}" if said else "")
-        frame = _application_frame(exc)
-        if frame is not None:
-            line += f" (at {_place(frame)})"
+        where = where_raised(exc, function=True)
+        if where is not None:
+            line += f" (at {where})"
         if not self._hinted:
             self._hinted = True
             line += " [--verbose shows the traceback]"

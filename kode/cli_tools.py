@@ -193,8 +193,29 @@ def _check_tool(tool: Any) -> list[str]:
     return problems
 
 
+def _import_problem(target: str, exc: Exception) -> str:
+    """``file:line: cannot import 'target': Error: message`` (the place when it is known)."""
+    from kode.cli_log import where_raised
+
+    where = where_raised(exc)
+    said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return f"{where or target}: cannot import {target!r}: {said}"
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
-    reg = _load(args)
+    from kode import registry as reg
+    from kode.registries.modules import import_tools_module
+
+    if args.builtin:
+        importlib.import_module("kode.builtin")
+    # Every module is tried: one that fails is reported, and the others are still checked.
+    unimported = []
+    for target in args.modules:
+        try:
+            import_tools_module(target)
+        except Exception as exc:  # anything the module raises at import time
+            unimported.append(target)
+            print(_import_problem(target, exc))
     failures = 0
     notes = 0
     for entry in reg.entries():
@@ -211,6 +232,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
             failures += 1
             print(f"registry: {diagnostic}")
     count = len(reg)
+    if unimported:
+        problems = f"{failures} problem(s) in" if failures else "no problems in"
+        print(
+            f"{len(unimported)} of {len(args.modules)} module(s) could not be imported; "
+            f"{problems} the {count} tool(s) checked."
+        )
+        return 2
     if failures:
         print(f"{failures} problem(s) in {count} tool(s).")
         return 1
