@@ -11,6 +11,7 @@ import binascii
 import json
 import math
 import os
+import re
 import socket
 import time
 import uuid
@@ -26,6 +27,7 @@ from kode.sessions.store import MAX_PAGE_SIZE, NewSession
 MAX_ID_LENGTH = 256
 """The longest session id, template id, label or lease owner a store accepts."""
 
+_UNUSABLE = re.compile("[\x00-\x1f\ud800-\udfff]")  # control characters, lone surrogates
 STATUSES: frozenset[str] = frozenset(get_args(SessionStatus))
 RECORD_TYPES: frozenset[str] = frozenset(
     {
@@ -63,7 +65,7 @@ def check_text(value: object, what: str, *, optional: bool = False) -> str | Non
         raise ValueError(
             f"{what} must have 1 to {MAX_ID_LENGTH} characters, got {len(value)}: {value[:40]!r}"
         )
-    if any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in value):
+    if _UNUSABLE.search(value):
         raise ValueError(
             f"{what} {value[:40]!r} contains a control character or a lone surrogate; "
             "use printable text"
@@ -138,7 +140,7 @@ def check_load(
 
 def dump_metadata(metadata: object) -> str:
     """`metadata` as JSON text: a dict of JSON values."""
-    if metadata is None:
+    if not metadata and isinstance(metadata, dict | None):
         return "{}"
     if not isinstance(metadata, dict):
         raise TypeError(f"metadata must be a dict of JSON values, got {type(metadata).__name__}")
@@ -189,6 +191,14 @@ def dump_records(records: Sequence[SessionRecord]) -> list[tuple[str, str, str |
         status = getattr(record, "status", None) if kind == "status" else None
         out.append((kind, data, status))
     return out
+
+
+def load_metadata(text: str) -> dict[str, Any]:
+    """Metadata from its stored JSON text."""
+    if text == "{}":
+        return {}
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 def load_entry(seq: int, at_us: int, data: str) -> SessionEntry:

@@ -97,6 +97,25 @@ def _check_order(migrations: Sequence[Migration]) -> None:
 _check_order(MIGRATIONS)
 
 
+def _current_version(cursor: Any) -> int | None:
+    """The database's schema version, or `None` if it has no version table yet."""
+    try:
+        cursor.execute("SELECT MAX(version) FROM kode_schema_version")
+        row = cursor.fetchone()
+    except Exception:  # no such table: the locked path below makes it
+        return None
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def _refuse_newer(current: int, latest: int, where: str) -> None:
+    if current > latest:
+        raise SchemaVersionError(
+            f"{where} has session schema version {current}, but this kode knows versions "
+            f"up to {latest}: it was written by a newer kode. Upgrade kode (pip install "
+            "-U kode-sdk) to open it; it was left unchanged."
+        )
+
+
 def migrate(
     cursor: Any,
     dialect: DialectName,
@@ -113,6 +132,12 @@ def migrate(
     """
     _check_order(migrations)
     latest = migrations[-1].version if migrations else 0
+    # Most opens find the schema current: a read tells, without waiting for another
+    # process's write transaction.
+    found = _current_version(cursor)
+    if found is not None and found >= latest:
+        _refuse_newer(found, latest, where)
+        return found
     param = "?" if dialect == "sqlite" else "%s"
     cursor.execute("BEGIN IMMEDIATE" if dialect == "sqlite" else "BEGIN")
     try:
@@ -126,12 +151,7 @@ def migrate(
         cursor.execute("SELECT MAX(version) FROM kode_schema_version")
         row = cursor.fetchone()
         current = int(row[0]) if row and row[0] is not None else 0
-        if current > latest:
-            raise SchemaVersionError(
-                f"{where} has session schema version {current}, but this kode knows versions "
-                f"up to {latest}: it was written by a newer kode. Upgrade kode (pip install "
-                "-U kode-sdk) to open it; it was left unchanged."
-            )
+        _refuse_newer(current, latest, where)
         for step in migrations:
             if step.version <= current:
                 continue

@@ -31,6 +31,7 @@ from kode.sessions._common import (
     encode_cursor,
     held_error,
     load_entry,
+    load_metadata,
     lost_error,
     new_owner,
     new_session_id,
@@ -69,7 +70,7 @@ def _header(row: Sequence[Any]) -> SessionHeader:
         parent_id=row[7],
         forked_from=row[8],
         forked_at=row[9],
-        metadata=json.loads(row[10]),
+        metadata=load_metadata(row[10]),
         lease_owner=row[11],
         lease_expires=to_seconds(row[12]) if row[12] is not None else None,
     )
@@ -210,7 +211,7 @@ class SQLStore:
                 created_at=to_seconds(now),
                 last_active=to_seconds(now),
                 parent_id=spec.parent_id,
-                metadata=json.loads(meta),
+                metadata=load_metadata(meta),
             )
             for spec, sid, meta in checked
         ]

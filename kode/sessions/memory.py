@@ -30,6 +30,7 @@ from kode.sessions._common import (
     encode_cursor,
     held_error,
     load_entry,
+    load_metadata,
     lost_error,
     new_owner,
     new_session_id,
@@ -79,7 +80,7 @@ class _Session:
             parent_id=self.parent_id,
             forked_from=self.forked_from,
             forked_at=self.forked_at,
-            metadata=json.loads(self.metadata),
+            metadata=load_metadata(self.metadata),
             lease_owner=self.lease_owner,
             lease_expires=(
                 to_seconds(self.lease_expires) if self.lease_expires is not None else None

@@ -197,10 +197,10 @@ class SessionState(BaseModel):
             return
         last = self.messages[-1] if self.messages else None
         if last is None or last.role != message.role:
-            found = f"the last message is a {last.role} one" if last else "there is none yet"
+            found = f"it has role {last.role!r}" if last else "there is none yet"
             raise SessionRecordError(
-                f"record {seq}: a {message.role} message can only be merged into a "
-                f"{message.role} message, and {found}"
+                f"record {seq}: merging blocks of role {message.role!r} needs a last message "
+                f"of that role, and {found}"
             )
         self.messages[-1] = Message(role=last.role, content=[*last.content, *message.content])
 

@@ -1,0 +1,133 @@
+"""The versioned schema: made on first use, upgraded step by step, never written when newer."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kode.sessions import PostgresStore, SchemaVersionError, SQLiteStore, Store
+from kode.sessions._schema import MIGRATIONS, SCHEMA_VERSION, Migration, migrate
+
+pytestmark = pytest.mark.anyio
+
+
+class Database:
+    """A raw connection to a store's database, and how to make a store on it."""
+
+    def __init__(self, dialect: str, connect: Callable[[], Any], store: Callable[[], Store]):
+        self.dialect = dialect
+        self.conn = connect()
+        self.store = store
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        cur = self.conn.cursor()
+        cur.execute(sql)
+        return [tuple(r) for r in cur.fetchall()]
+
+    def execute(self, sql: str) -> None:
+        self.conn.cursor().execute(sql)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    if request.param == "sqlite":
+        path = tmp_path / "schema.db"
+        made = Database(
+            "sqlite",
+            lambda: sqlite3.connect(path, isolation_level=None),
+            lambda: SQLiteStore(path),
+        )
+    else:
+        import psycopg
+
+        url = request.getfixturevalue("postgres_url")
+        made = Database(
+            "postgres",
+            lambda: psycopg.connect(url, autocommit=True),
+            lambda: PostgresStore(url),
+        )
+    try:
+        yield made
+    finally:
+        made.conn.close()
+
+
+def add_column(version: int) -> Migration:
+    sql = f"ALTER TABLE kode_sessions ADD COLUMN extra{version} TEXT"
+    return Migration(version=version, description="a column", sqlite=(sql,), postgres=(sql,))
+
+
+async def test_first_use_makes_the_schema(database: Database) -> None:
+    store = database.store()
+    await store.create(template="t", session_id="s")
+    await store.aclose()
+    versions = database.rows("SELECT version, description FROM kode_schema_version")
+    assert versions == [(SCHEMA_VERSION, MIGRATIONS[-1].description)]
+    # Opening it again migrates nothing and keeps the data.
+    again = database.store()
+    assert (await again.get("s")).template == "t"
+    await again.aclose()
+    assert len(database.rows("SELECT version FROM kode_schema_version")) == len(MIGRATIONS)
+
+
+async def test_a_newer_schema_is_refused_and_left_alone(database: Database) -> None:
+    store = database.store()
+    await store.create(template="t", session_id="s")
+    await store.aclose()
+    database.execute(
+        "INSERT INTO kode_schema_version (version, description, applied_at) "
+        f"VALUES ({SCHEMA_VERSION + 1}, 'from the future', 0)"
+    )
+    newer = database.store()
+    with pytest.raises(SchemaVersionError) as caught:
+        await newer.get("s")
+    await newer.aclose()
+    message = str(caught.value)
+    assert f"has session schema version {SCHEMA_VERSION + 1}" in message
+    assert f"knows versions up to {SCHEMA_VERSION}" in message
+    assert "Upgrade kode" in message and "left unchanged" in message
+    assert len(database.rows("SELECT version FROM kode_schema_version")) == 2
+    assert database.rows("SELECT id FROM kode_sessions") == [("s",)]
+
+
+async def test_migrations_apply_in_order_from_where_a_database_is(database: Database) -> None:
+    store = database.store()
+    await store.create(template="t", session_id="s")
+    await store.aclose()
+    steps = [*MIGRATIONS, add_column(SCHEMA_VERSION + 1), add_column(SCHEMA_VERSION + 2)]
+    where = "the test database"
+    assert migrate(database.conn.cursor(), database.dialect, where, steps) == SCHEMA_VERSION + 2
+    versions = [r[0] for r in database.rows("SELECT version FROM kode_schema_version")]
+    assert sorted(versions) == list(range(1, SCHEMA_VERSION + 3))
+    assert database.rows(
+        f"SELECT id, extra{SCHEMA_VERSION + 1}, extra{SCHEMA_VERSION + 2} FROM kode_sessions"
+    ) == [("s", None, None)]
+    # Migrating again is a no-op.
+    assert migrate(database.conn.cursor(), database.dialect, where, steps) == SCHEMA_VERSION + 2
+
+
+async def test_a_failing_migration_changes_nothing(database: Database) -> None:
+    store = database.store()
+    await store.create(template="t", session_id="s")
+    await store.aclose()
+    broken = Migration(
+        version=SCHEMA_VERSION + 1,
+        description="half right",
+        sqlite=("ALTER TABLE kode_sessions ADD COLUMN half TEXT", "NOT SQL AT ALL"),
+        postgres=("ALTER TABLE kode_sessions ADD COLUMN half TEXT", "NOT SQL AT ALL"),
+    )
+    with pytest.raises(Exception, match="syntax error"):
+        migrate(database.conn.cursor(), database.dialect, "db", [*MIGRATIONS, broken])
+    assert [r[0] for r in database.rows("SELECT version FROM kode_schema_version")] == [1]
+    with pytest.raises(Exception, match="half"):
+        database.rows("SELECT half FROM kode_sessions")
+
+
+def test_migrations_must_be_numbered_in_order() -> None:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    with pytest.raises(ValueError, match=r"numbered 1, 2, 3, ... in order; got \[1, 3\]"):
+        migrate(conn.cursor(), "sqlite", "db", [*MIGRATIONS, add_column(3)])

@@ -1,0 +1,139 @@
+"""What only the SQLite store has: one file, WAL, synchronous modes, other processes."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from kode.models.messages import Message
+from kode.sessions import MessageAdded, SessionLeaseError, SQLiteStore, StoreError
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_wal_and_synchronous_modes(tmp_path: Path) -> None:
+    for mode, code in (("NORMAL", 1), ("FULL", 2), ("full", 2)):
+        store = SQLiteStore(tmp_path / f"{mode}.db", synchronous=mode)  # type: ignore[arg-type]
+        await store.create(template="t")
+        assert store._conn is not None
+        assert store._conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert store._conn.execute("PRAGMA synchronous").fetchone() == (code,)
+        await store.aclose()
+    with pytest.raises(ValueError, match="synchronous must be 'NORMAL' or 'FULL'"):
+        SQLiteStore(tmp_path / "x.db", synchronous="OFF")  # type: ignore[arg-type]
+
+
+def test_in_memory_database(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    async def use() -> None:
+        async with SQLiteStore(":memory:") as store:
+            await store.create(template="t", session_id="s")
+            await store.append("s", [MessageAdded(message=Message.user("hi"))])
+            assert (await store.load("s")).state().messages[0].text == "hi"
+
+    anyio.run(use)
+    assert not list(tmp_path.iterdir())  # no file was made
+
+
+async def test_files_it_cannot_use_are_clear_errors(tmp_path: Path) -> None:
+    missing = SQLiteStore(tmp_path / "no" / "such" / "dir.db")
+    with pytest.raises(StoreError, match=r"the directory .* does not exist"):
+        await missing.create(template="t")
+    folder = SQLiteStore(tmp_path)
+    with pytest.raises(StoreError, match="it is a directory"):
+        await folder.create(template="t")
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"this is not a database, not even close" * 100)
+    with pytest.raises(StoreError, match="is not a SQLite database"):
+        await SQLiteStore(junk).create(template="t")
+    with pytest.raises(TypeError, match="path must be a file path"):
+        SQLiteStore(3)  # type: ignore[arg-type]
+
+
+async def test_a_writer_held_up_too_long_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "busy.db"
+    async with SQLiteStore(path) as first:
+        await first.create(template="t", session_id="s")
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process in a long write transaction
+    try:
+        store = SQLiteStore(path, busy_timeout=0.1)
+        with pytest.raises(
+            StoreError, match=r"stayed locked by another writer for more than 0\.1 s"
+        ):
+            await store.append("s", [MessageAdded(message=Message.user("hi"))])
+        assert (await store.get("s")).last_seq == 0  # reading still works (WAL)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert await store.append("s", [MessageAdded(message=Message.user("hi"))]) == 1
+    await store.aclose()
+
+
+_RACER = textwrap.dedent(
+    """
+    import json, sys, time
+    import anyio
+    from kode.sessions import SQLiteStore, SessionLeaseError
+
+    async def main(path: str, owner: str, start: float) -> None:
+        store = SQLiteStore(path)
+        while time.time() < start:  # both processes ask at the same moment
+            time.sleep(0.001)
+        try:
+            lease = await store.acquire("shared", owner=owner, ttl=60)
+            print(json.dumps({"owner": owner, "won": True, "expires": lease.expires_at}))
+        except SessionLeaseError as exc:
+            print(json.dumps({"owner": owner, "won": False, "error": str(exc)}))
+        await store.aclose()
+
+    anyio.run(main, sys.argv[1], sys.argv[2], float(sys.argv[3]))
+    """
+)
+
+
+def test_two_processes_competing_for_a_lease(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+
+    async def create() -> None:
+        async with SQLiteStore(path) as store:
+            await store.create(template="t", session_id="shared")
+
+    anyio.run(create)
+    start = time.time() + 1.5  # after both interpreters have started
+    racers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _RACER, str(path), f"process{i}", str(start)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    outcomes = []
+    for racer in racers:
+        out, err = racer.communicate(timeout=60)
+        assert racer.returncode == 0, err
+        outcomes.append(json.loads(out))
+    winners = [o for o in outcomes if o["won"]]
+    losers = [o for o in outcomes if not o["won"]]
+    assert len(winners) == 1 and len(losers) == 1
+    assert f"is leased by '{winners[0]['owner']}'" in losers[0]["error"]
+
+    async def check() -> None:
+        async with SQLiteStore(path) as store:
+            header = await store.get("shared")
+            assert header.lease_owner == winners[0]["owner"]
+            with pytest.raises(SessionLeaseError):  # it outlives the process that took it
+                await store.acquire("shared", owner="a third")
+
+    anyio.run(check)
