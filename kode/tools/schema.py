@@ -245,11 +245,18 @@ def inspect_function(
     deps_type: Any = None
     for param in signature.parameters.values():
         pname = param.name
-        if param.kind is param.VAR_POSITIONAL:
-            problems.append(f"parameter '*{pname}' cannot be shown to a model")
-            continue
-        if param.kind is param.VAR_KEYWORD:
-            problems.append(f"parameter '**{pname}' cannot be shown to a model")
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            # What to write instead, with the annotation the function gave (else `str`).
+            hint = hints.get(pname, str)
+            item = getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+            problems.append(
+                f"parameter '*{pname}' cannot be shown to a model, which names every argument: "
+                f"take a list instead, `{pname}: list[{item}]`"
+                if param.kind is param.VAR_POSITIONAL
+                else f"parameter '**{pname}' cannot be shown to a model, which passes only the "
+                f"parameters the schema names: make each option a parameter, or take "
+                f"`{pname}: dict[str, {item}]`"
+            )
             continue
         if pname not in hints:
             problems.append(f"parameter '{pname}' has no type annotation")

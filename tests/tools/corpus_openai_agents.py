@@ -80,7 +80,10 @@ CASES.add(
     id="oai-star-args-and-kwargs",
     source=OAI_SCHEMA + "test_varargs_function",
     fn=with_star_args,
-    error="parameter '*numbers' cannot be shown to a model; parameter '**extra' cannot be shown",
+    error="parameter '*numbers' cannot be shown to a model, which names every argument: take a "
+    "list instead, `numbers: list[float]`; parameter '**extra' cannot be shown to a model, "
+    "which passes only the parameters the schema names: make each option a parameter, or take "
+    "`extra: dict[str, Any]`",
     differs="the SDK turns *args into an array and **kwargs into an object property; kode "
     "refuses both, since a model cannot call them by the names the schema would show",
 )

@@ -314,9 +314,11 @@ def test_every_problem_of_a_function_is_listed_once_with_its_qualname() -> None:
         "parameter 'a' has no type annotation",
         "parameter 'b' is positional-only, so a model cannot name it; remove the '/' from "
         "the signature",
-        "parameter '*args' cannot be shown to a model",
+        "parameter '*args' cannot be shown to a model, which names every argument: take a "
+        "list instead, `args: list[int]`",
         "parameter 'd' has no type annotation",
-        "parameter '**opts' cannot be shown to a model",
+        "parameter '**opts' cannot be shown to a model, which passes only the parameters the "
+        "schema names: make each option a parameter, or take `opts: dict[str, Any]`",
         "the docstring documents parameter 'e', which the function does not have",
     ]
     assert str(info.value) == f"{qualname}: " + "; ".join(info.value.problems)
