@@ -99,6 +99,22 @@ def _cut(text: str, room: int) -> str:
     return text[: room - 1].rstrip() + "…" if room > 1 else ""
 
 
+def _first_line(text: str, room: int) -> str:
+    """The first line of `text` in at most `room` characters, cut between words.
+
+    An ellipsis says that something was left out: the end of the line, or the lines after it.
+    """
+    lines = text.strip().splitlines() or [""]
+    first = lines[0].rstrip()
+    if len(first) > room:
+        cut = first[: room - 1]
+        space = cut.rfind(" ")
+        if space > room // 2:  # a word boundary not too far back
+            cut = cut[:space]
+        return cut.rstrip() + "…"
+    return first + " …" if len(lines) > 1 else first
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     import shutil
 
@@ -341,7 +357,7 @@ async def _show(agent: Any, event: Any, started: dict[str, float]) -> int:
         print(f"  … {event.message}{done} ({elapsed:.1f} s)", flush=True)
     elif isinstance(event, ev.ToolEnd):
         mark = "✗" if event.is_error else "✓"
-        first = (event.result.text.splitlines() or [""])[0][:100]
+        first = _first_line(event.result.text, 100)
         print(f"  {mark} {event.name} ({event.duration:.2f} s) {first}", flush=True)
     elif isinstance(event, ev.ApprovalRequired):
         question = f"\nAllow {event.name} {event.input}? [y/N/a(lways)] "

@@ -146,7 +146,11 @@ def write_at(dir_fd: int, name: str, data: bytes, *, mode: int | None) -> None:
     opened whatever happens to its path meanwhile; it replaces a symlink at `name` rather
     than following it. `mode` is set on the new file (`None`: ``0o666`` minus the umask).
     """
-    tmp = f".{name}.{secrets.token_hex(4)}.kode-tmp"
+    # The name is shortened in the temporary one, which must fit in 255 bytes too.
+    stem = name
+    while len(stem.encode("utf-8", "surrogateescape")) > 200:
+        stem = stem[: len(stem) - 8]
+    tmp = f".{stem}.{secrets.token_hex(4)}.kode-tmp"
     # os.open applies the umask to 0o666 itself: no need to read it (which is not thread-safe).
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
     fd = os.open(tmp, flags, 0o666, dir_fd=dir_fd)

@@ -30,6 +30,8 @@ from kode.tools.workspace import Workspace
 __all__ = [
     "BINARY_SNIFF_BYTES",
     "HUGE_FILE_BYTES",
+    "NAME_MAX_BYTES",
+    "PATH_MAX_BYTES",
     "PRUNED_DIRS",
     "GIT_WRITE_REASON",
     "EditableText",
@@ -116,20 +118,59 @@ class Target:
     """The workspace it was resolved in."""
 
 
+NAME_MAX_BYTES = 255
+"""The longest file or directory name, in bytes of UTF-8 (Linux, macOS and Windows agree)."""
+
+PATH_MAX_BYTES = 4096
+"""The longest absolute path, in bytes of UTF-8 (Linux's ``PATH_MAX``)."""
+
+
+def _byte_length(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _abridged(text: str, keep: int = 40) -> str:
+    return text if len(text) <= 2 * keep else f"{text[:keep]}…{text[-keep // 2 :]}"
+
+
+def _check_lengths(path: str, resolved: Path | None = None) -> None:
+    for part in Path(path).parts:
+        size = _byte_length(part)
+        if size > NAME_MAX_BYTES:
+            where = "" if part == path else f" in path '{_abridged(path)}'"
+            raise ToolError(
+                f"The name '{_abridged(part)}'{where} is {size} bytes long; a file or "
+                f"directory name may be at most {NAME_MAX_BYTES} bytes. Use a shorter name.",
+                type=ToolErrorType.INVALID_TOOL_PARAMS,
+                details={"path": path, "reason": "name_too_long", "bytes": size},
+            )
+    size = _byte_length(str(resolved) if resolved is not None else path)
+    if size > PATH_MAX_BYTES:
+        how = " as an absolute path" if resolved is not None else ""
+        raise ToolError(
+            f"Path '{_abridged(path)}' is {size} bytes long{how}; a path may be at most "
+            f"{PATH_MAX_BYTES} bytes. Use a shorter path.",
+            type=ToolErrorType.INVALID_TOOL_PARAMS,
+            details={"path": path, "reason": "path_too_long", "bytes": size},
+        )
+
+
 def target(ctx: ToolContext[Any], path: str) -> Target:
     """Resolve `path` in the context's workspace.
 
     Raises:
         ToolError: ``path_not_in_workspace`` when it escapes, or ``invalid_tool_params`` for
-            an empty path.
+            an empty path, a name over `NAME_MAX_BYTES` or a path over `PATH_MAX_BYTES`.
     """
     if not path.strip():
         raise ToolError(
             "The path is empty; pass a file path relative to the workspace root.",
             type=ToolErrorType.INVALID_TOOL_PARAMS,
         )
+    _check_lengths(path)  # before resolving: the system would only say "File name too long"
     space = workspace_of(ctx)
     resolved = space.resolve(path)
+    _check_lengths(path, resolved)
     return Target(path=resolved, shown=space.display(resolved) or ".", workspace=space)
 
 
@@ -453,8 +494,13 @@ def open_directory(ctx: ToolContext[Any], path: str) -> tuple[Target, int]:
         ) from None
 
 
-def grep_single(where: Target) -> bool:
-    """Whether `where` is one file to search (else a directory); refuse what cannot be."""
+def grep_single(where: Target, *, max_bytes: int) -> bool:
+    """Whether `where` is one file to search (else a directory); refuse what cannot be.
+
+    Raises:
+        ToolError: missing, swapped, not a regular file, hard-linked, binary, or a file over
+            `max_bytes` (which a search of its directory would skip).
+    """
     with parent_dir(where) as dir_fd:
         try:
             st = os.stat(where.path.name, dir_fd=dir_fd, follow_symlinks=False)
@@ -469,8 +515,15 @@ def grep_single(where: Target) -> bool:
             return False
         if stat.S_ISLNK(st.st_mode):
             raise swapped(where)
-        fh, _ = open_in(where, dir_fd)
+        fh, st = open_in(where, dir_fd)
     with fh:
+        if st.st_size > max_bytes:
+            raise ToolError(
+                f"File '{where.shown}' is {st.st_size / 2**20:.1f} MB; fs_grep searches files "
+                f"up to {max_bytes // 2**20} MB. Read it in parts with fs_read (offset and "
+                "limit), or search it with a command.",
+                details={"path": str(where.path), "reason": "too_large", "bytes": st.st_size},
+            )
         if is_binary(fh.read(BINARY_SNIFF_BYTES)):
             raise ToolError(
                 f"File '{where.shown}' is binary; fs_grep searches text files.",

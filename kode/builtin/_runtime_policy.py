@@ -206,7 +206,8 @@ matches.
 """
 
 RISKY_OPTIONS: Mapping[str, tuple[str, ...]] = {
-    "file": ("-C", "--compile"),
+    "du": ("--files0-from",),
+    "file": ("-C", "--compile", "-f", "--files-from"),
     "git": (
         "--output",
         "--ext-diff",
@@ -221,6 +222,7 @@ RISKY_OPTIONS: Mapping[str, tuple[str, ...]] = {
     "rg": ("--pre", "--hostname-bin"),
     "sort": ("--output", "-o", "--compress-program", "--files0-from"),
     "tree": ("-o", "-R", "--fromfile"),
+    "wc": ("--files0-from",),
 }
 """Options that make an otherwise safe command write files, set variables, run programs, or
 read the names of the files it reads from a file (which the path check cannot see).

@@ -10,8 +10,11 @@ unified diff they return. It does not resolve paths or touch the file pool.
 from __future__ import annotations
 
 import difflib
+import errno
+import io
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -21,6 +24,7 @@ __all__ = [
     "DEFAULT_READ_LINES",
     "MAX_LINE_CHARS",
     "MAX_READ_CHARS",
+    "MAX_SCAN_BYTES",
     "apply_edit",
     "read_numbered",
     "short_diff",
@@ -32,28 +36,85 @@ MAX_LINE_CHARS = 2000
 """Characters of one line `fs_read` shows; the rest is replaced by a marker."""
 MAX_READ_CHARS = 100_000
 """Characters one `fs_read` call returns at most (it stops at a line boundary)."""
+MAX_SCAN_BYTES = 256 * 1024 * 1024
+"""Bytes of a file one `fs_read` call reads at most, to reach its offset and show lines (the
+holes of a sparse file are stepped over, not read)."""
 _LINE_READ_BYTES = 64 * 1024  # bytes of one line read into memory; the rest is skipped
 _BOM = b"\xef\xbb\xbf"
 _DIFF_LINES = 80
 _DIFF_LINE_CHARS = 300
 
 
-def _lines(fh: IO[bytes]) -> Iterator[tuple[bytes, int]]:
-    """Each line without its end (LF or CRLF), and how many of its bytes were skipped."""
-    while True:
-        chunk = fh.readline(_LINE_READ_BYTES)
-        if not chunk:
-            return
-        skipped = 0
-        if len(chunk) == _LINE_READ_BYTES and not chunk.endswith(b"\n"):
-            while rest := fh.readline(_LINE_READ_BYTES):
-                if rest.endswith(b"\n"):
-                    skipped += len(rest) - 1
-                    break
-                skipped += len(rest)
-        else:
-            chunk = chunk.removesuffix(b"\n")
-        yield chunk.removesuffix(b"\r"), skipped
+class _ScanLimit(Exception):
+    pass
+
+
+def _hole(fh: IO[bytes]) -> int:
+    """How many bytes of a sparse file's hole start where `fh` is (0 when in data).
+
+    A hole reads as zeros, so it holds no line end: reading on can jump over it. The
+    descriptor's own offset is put back, since the buffered file keeps track of it.
+    """
+    try:
+        fd = fh.fileno()
+        here = fh.tell()
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return 0
+    try:
+        raw = os.lseek(fd, 0, os.SEEK_CUR)
+    except OSError:
+        return 0
+    try:
+        data = os.lseek(fd, here, os.SEEK_DATA)
+    except OSError as exc:
+        if exc.errno != errno.ENXIO:
+            return 0  # no hole support here: read on
+        data = os.fstat(fd).st_size  # no data after `here`: a hole to the end
+    finally:
+        os.lseek(fd, raw, os.SEEK_SET)
+    return max(data - here, 0)
+
+
+class _Scanner:
+    """Reads a file's lines for `fs_read` with a bound on the bytes read and on time."""
+
+    def __init__(self, fh: IO[bytes], cancelled: Callable[[], bool]) -> None:
+        self.fh = fh
+        self.read = 0
+        self.cancelled = cancelled
+
+    def _next(self) -> bytes:
+        if self.cancelled():
+            raise ToolError("The tool call was cancelled.", type=ToolErrorType.CANCELLED)
+        chunk = self.fh.readline(_LINE_READ_BYTES)
+        self.read += len(chunk)
+        if self.read > MAX_SCAN_BYTES:
+            raise _ScanLimit
+        return chunk
+
+    def lines(self) -> Iterator[tuple[bytes, int]]:
+        """Each line without its end (LF or CRLF), and how many of its bytes were skipped."""
+        while True:
+            chunk = self._next()
+            if not chunk:
+                return
+            skipped = 0
+            if len(chunk) == _LINE_READ_BYTES and not chunk.endswith(b"\n"):
+                while True:
+                    hole = _hole(self.fh)
+                    if hole:
+                        skipped += hole
+                        self.fh.seek(hole, os.SEEK_CUR)
+                    rest = self._next()
+                    if not rest:
+                        break
+                    if rest.endswith(b"\n"):
+                        skipped += len(rest) - 1
+                        break
+                    skipped += len(rest)
+            else:
+                chunk = chunk.removesuffix(b"\n")
+            yield chunk.removesuffix(b"\r"), skipped
 
 
 def _decode(raw: bytes, cut: bool) -> tuple[str, bool]:
@@ -79,14 +140,25 @@ class _Window:
     more: bool
     lossy: bool
     capped: bool
+    stopped: bool
 
 
-def _window(fh: IO[bytes], start: int, count: int) -> _Window:
+def _window(scan: _Scanner, start: int, count: int, shown: str) -> _Window:
     out: list[str] = []
     chars = 0
     n = 0
-    lossy = capped = more = False
-    for raw, skipped in _lines(fh):
+    lossy = capped = more = stopped = False
+    lines = scan.lines()
+    while True:
+        try:
+            raw, skipped = next(lines)
+        except StopIteration:
+            break
+        except _ScanLimit:
+            if not out:
+                raise _scan_limit(shown, start, n) from None
+            stopped = more = True
+            break
         n += 1
         if n == 1:
             raw = raw.removeprefix(_BOM)
@@ -107,27 +179,63 @@ def _window(fh: IO[bytes], start: int, count: int) -> _Window:
         out.append(line)
         chars += len(line) + 1
     last = start + len(out) - 1
-    return _Window(shown=out, first=start, last=last, seen=n, more=more, lossy=lossy, capped=capped)
+    return _Window(
+        shown=out,
+        first=start,
+        last=last,
+        seen=n,
+        more=more,
+        lossy=lossy,
+        capped=capped,
+        stopped=stopped,
+    )
+
+
+def _scan_size() -> str:
+    size = MAX_SCAN_BYTES
+    return f"{size // 2**20} MB" if size % 2**20 == 0 else f"{size:,} bytes"
+
+
+def _scan_limit(shown: str, start: int, seen: int) -> ToolError:
+    return ToolError(
+        f"fs_read read {_scan_size()} of '{shown}' (its first {seen:,} lines) "
+        f"without reaching line {start:,}, and reads no more in one call. Search the file "
+        "with fs_grep, or show the lines with a command (e.g. sed -n or tail).",
+        details={"path": shown, "reason": "scan_limit", "lines_seen": seen},
+    )
 
 
 def read_numbered(
-    fh: IO[bytes], shown: str, *, offset: int | None, limit: int | None, count_lines: bool
+    fh: IO[bytes],
+    shown: str,
+    *,
+    offset: int | None,
+    limit: int | None,
+    count_lines: bool,
+    cancelled: Callable[[], bool] = lambda: False,
 ) -> tuple[str, dict[str, Any]]:
     """The numbered lines of a text file, with notes for the model, and details for programs.
 
     `fh` is the file, open for reading at its start; it is read in bounded pieces, so a
-    huge line is cut without being held. With `count_lines` the rest of the file is scanned
-    to say how many lines it has (skip that for a huge file).
+    huge line is cut without being held, and the holes of a sparse file are stepped over
+    without reading them. At most `MAX_SCAN_BYTES` are read, and `cancelled` is asked
+    before each piece. With `count_lines` the rest of the file is scanned to say how many
+    lines it has (skip that for a huge file).
 
     Raises:
-        ToolError: `offset` is past the end of the file.
+        ToolError: `offset` is past the end of the file, or more than `MAX_SCAN_BYTES` lie
+            before it; ``cancelled`` when `cancelled` says so.
     """
     start = offset or 1
     count = limit or DEFAULT_READ_LINES
-    win = _window(fh, start, count)
+    scan = _Scanner(fh, cancelled)
+    win = _window(scan, start, count, shown)
     total: int | None = None
-    if count_lines:
-        total = win.seen + sum(1 for _ in _lines(fh))
+    if count_lines and not win.stopped:
+        try:
+            total = win.seen + sum(1 for _ in scan.lines())
+        except _ScanLimit:
+            total = None
     elif not win.more:
         total = win.seen
     if not win.shown:
@@ -143,7 +251,14 @@ def read_numbered(
             "fs_edit refuses to edit it.)"
         )
     body = "\n".join(win.shown)
-    if win.more:
+    if win.stopped:
+        notes_end = (
+            f"(Showing lines {win.first}-{win.last}. fs_read stopped there, after reading "
+            f"{_scan_size()} of the file, the most it reads in one call: show "
+            "later lines with a command (e.g. sed -n or tail), or search with fs_grep.)"
+        )
+        body = f"{body}\n{notes_end}"
+    elif win.more:
         why = f" (output is capped at {MAX_READ_CHARS:,} characters)" if win.capped else ""
         of = f" of {total}" if total is not None else ""
         notes_end = (

@@ -100,7 +100,11 @@ def _unchanged_on_error() -> Iterator[None]:
 
 
 @define_tool(
-    kind="read", groups=["group:fs"], aliases=["read", "read_file"], param_aliases=_FILE_PATH
+    kind="read",
+    groups=["group:fs"],
+    aliases=["read", "read_file"],
+    param_aliases=_FILE_PATH,
+    timeout=60,
 )
 def fs_read(
     path: str,
@@ -118,9 +122,10 @@ def fs_read(
     Limits and errors: at most 2000 lines per call (output capped at 100,000 characters; the
     output says which offset continues); lines over 2000 characters are cut with a marker.
     PNG, JPEG, GIF and WebP files come back as images (up to 5 MB). Binary files are refused.
-    Files over 10 MB must be read in parts with offset/limit. Bytes that are not UTF-8 are
-    shown as U+FFFD, and the output says so. Paths outside the workspace and files with more
-    than one hard link are refused.
+    Files over 10 MB must be read in parts with offset/limit; one call reads at most 256 MB
+    of a file to reach its offset, and stops after 60 s. Bytes that are not UTF-8 are
+    shown as U+FFFD, and the output says so. Paths outside the workspace, names over 255
+    bytes and files with more than one hard link are refused.
 
     Args:
         path: The file, relative to the workspace root (or absolute, inside it).
@@ -189,7 +194,14 @@ def _read(
             details={"path": str(where.path), "bytes": size},
         )
     fh.seek(0)
-    text, details = read_numbered(fh, where.shown, offset=offset, limit=limit, count_lines=not huge)
+    text, details = read_numbered(
+        fh,
+        where.shown,
+        offset=offset,
+        limit=limit,
+        count_lines=not huge,
+        cancelled=lambda: ctx.cancelled,
+    )
     _record_read(ctx, where, info)
     return text_result(text, details=details)
 

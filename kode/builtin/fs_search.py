@@ -26,6 +26,7 @@ from kode.builtin._files import (
 )
 from kode.builtin._globs import GlobError, file_filter, find_files, glob_regex
 from kode.builtin._grep import (
+    MAX_GREP_FILE_BYTES,
     MAX_REGEX_CHARS,
     GrepQuery,
     find_ripgrep,
@@ -160,10 +161,11 @@ async def fs_grep(
     and says so; lines over 500 characters are cut. Searches hidden files but skips binary
     files, files over 20 MB, symlinks, files with more than one hard link (the output says how
     many), .git, node_modules, virtualenvs and cache directories (unless the path or glob
-    names them); .gitignore is not read. An invalid regex, or one over 2,000 characters, is
-    refused with the reason; the glob has fs_glob's limits. Paths outside the workspace are
-    refused. Without ripgrep (or for look-around and back-references, which ripgrep's
-    linear-time engine lacks) Python searches, in a worker process stopped after 30 s.
+    names them); .gitignore is not read. A `path` naming a file over 20 MB is refused. An
+    invalid regex, or one over 2,000 characters, is refused with the reason; the glob has
+    fs_glob's limits. Paths outside the workspace are refused. Without ripgrep (or for
+    look-around and back-references, which ripgrep's linear-time engine lacks) Python
+    searches, in a worker process stopped after 30 s.
 
     Args:
         pattern: A regular expression (Python/ripgrep syntax), e.g. "def \w+\(" or "TODO".
@@ -196,7 +198,7 @@ async def fs_grep(
         except GlobError as exc:
             raise ToolError(str(exc), type=ToolErrorType.INVALID_TOOL_PARAMS) from None
     where = target(ctx, path)
-    single = grep_single(where)
+    single = grep_single(where, max_bytes=MAX_GREP_FILE_BYTES)
     base = where.path.parent if single else where.path
     query = GrepQuery(
         pattern=pattern,
