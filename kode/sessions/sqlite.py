@@ -45,17 +45,21 @@ class SQLiteStore(SQLStore):
 
     Example:
         ```python
+        import tempfile
+        from pathlib import Path
+
         import anyio
         from kode.sessions import SQLiteStore, StatusChanged
 
-        async def main(path: str) -> None:
-            async with SQLiteStore(path) as store:
+        async def main(folder: str) -> None:
+            async with SQLiteStore(Path(folder) / "sessions.db") as store:
                 session = await store.create(template="helper", label="demo")
                 await store.append(session.id, [StatusChanged(status="running")])
                 page = await store.list_sessions(label="demo")
                 print([s.status for s in page.sessions])
 
-        anyio.run(main, "/tmp/kode-sessions-example.db")
+        with tempfile.TemporaryDirectory() as folder:
+            anyio.run(main, folder)
         ```
     """
 
