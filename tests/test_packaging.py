@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import re
+import shlex
+import site
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -52,8 +56,73 @@ def test_every_install_hint_names_the_distribution() -> None:
 def test_the_readme_says_how_to_install_in_a_project() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "## Install in your project" in readme
-    assert "pip install 'kode-sdk[all]'" in readme
+    assert "`kode-sdk` is not published on PyPI yet" in readme
     assert "pip install -e '.[all]'" in readme
+
+
+def _install_commands() -> list[str]:
+    """The ``pip install`` lines of the README's "Install in your project" code block."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Install in your project", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def test_the_readme_install_commands_work_from_a_checkout_and_a_git_url(tmp_path: Path) -> None:
+    """Each command, run as written, with the checkout and the git URL made local.
+
+    Offline: pip builds kode from a fresh clone without an index; its dependencies are the
+    test environment's (a venv whose site-packages points at them). The installed copy, not
+    the source tree, is what the venv then imports.
+    """
+    commands = _install_commands()
+    assert [c.split("'")[1].split("[")[0].split(" @ ")[0] for c in commands] == [
+        "/path/to/kode",
+        "/path/to/kode",
+        "kode-sdk",
+    ]
+    clone = tmp_path / "kode"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=120)
+    for n, command in enumerate(commands[::2]):  # the second is the first with fewer extras
+        venv = tmp_path / f"venv{n}"
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        site_packages = next((venv / "lib").glob("python*/site-packages"))
+        host = [p for p in site.getsitepackages() if Path(p).is_dir()]
+        (site_packages / "_host.pth").write_text(
+            "".join(f"import site; site.addsitedir({p!r})\n" for p in host)
+        )
+        made_local = command.replace("/path/to/kode", str(clone)).replace(
+            # pip's URL parser wants a host in a file URL
+            "https://github.com/OWNER/kode.git",
+            f"file://localhost{clone}",
+        )
+        argv = shlex.split(made_local)
+        assert argv[:2] == ["pip", "install"], command
+        offline = ["--no-index", "--no-deps", "--no-build-isolation", "--no-cache-dir", "-q"]
+        pip = subprocess.run(
+            [venv / "bin" / "python", "-m", "pip", "install", *offline, *argv[2:]],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert pip.returncode == 0, f"{command}\n{pip.stderr}"
+        shown = subprocess.run(
+            [
+                venv / "bin" / "python",
+                "-c",
+                "import importlib.metadata, kode; "
+                "print(kode.__file__, importlib.metadata.version('kode-sdk'))",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+            cwd=tmp_path,
+        )
+        where, version = shown.stdout.split()
+        assert Path(where).is_relative_to(site_packages), command
+        assert version == kode.__version__
 
 
 def test_the_distribution_is_kode_sdk_and_its_version_is_kodes() -> None:
