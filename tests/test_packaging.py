@@ -17,6 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DISTRIBUTION = "kode-sdk"
 # Extras for working on kode itself, not for using it.
 DEVELOPMENT_EXTRAS = {"test", "docs", "bench"}
+# Programs from PyPI that examples in the docs talk to, installed on their own (not extras).
+PEERS = ("mcp-server-time",)
 
 # `pip install` and its options, then the first thing it installs.
 _HINT = re.compile(r"pip install\s+(?:-{1,2}[\w-]+(?:=\S+)?\s+)*['\"]?([^\s'\"`]+)")
@@ -45,6 +47,8 @@ def test_every_install_hint_names_the_distribution() -> None:
                 target = match.group(1)
                 if target.startswith(DISTRIBUTION):
                     named += 1
+                elif target in PEERS:
+                    pass
                 elif not target.startswith((".", "/", "examples/", "-")):
                     wrong.append(where)  # a package from PyPI that is not kode-sdk
             if _BARE_EXTRA.search(line):
@@ -123,6 +127,39 @@ def test_the_readme_install_commands_work_from_a_checkout_and_a_git_url(tmp_path
         where, version = shown.stdout.split()
         assert Path(where).is_relative_to(site_packages), command
         assert version == kode.__version__
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[^A-Za-z0-9._-]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def test_docs_say_how_to_install_the_programs_their_examples_start() -> None:
+    """A ``python -m X`` in a page's example: X comes with kode, or the page says to install it."""
+    project = _pyproject()["project"]
+    assert isinstance(project, dict)
+    extras: dict[str, list[str]] = project["optional-dependencies"]
+    runtime = {_name(r) for r in project["dependencies"]} | {
+        _name(r) for name, deps in extras.items() if name not in DEVELOPMENT_EXTRAS for r in deps
+    }
+    owners = importlib.metadata.packages_distributions()
+    started = re.compile(r"""sys\.executable,\s*["']-m["'],\s*["']([\w.]+)["']""")
+    missing: list[str] = []
+    seen = 0
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        text = page.read_text()
+        for module in set(started.findall(text)):
+            top = module.split(".")[0]
+            if top == "kode":
+                continue
+            seen += 1
+            distributions = [_name(d) for d in owners.get(top, [])]
+            assert distributions, f"{page.name}: nothing installed provides {module!r}"
+            if any(d in runtime for d in distributions):
+                continue
+            if not any(f"pip install {d}" in text for d in distributions):
+                missing.append(f"{page.name}: {module} (pip install {distributions[0]})")
+    assert seen  # the MCP page's time server, at least
+    assert missing == []
 
 
 def test_the_distribution_is_kode_sdk_and_its_version_is_kodes() -> None:
