@@ -367,9 +367,15 @@ def duplicate_result(run: AgentRun, call: ToolUseContent, original: str) -> Call
 async def _run_into(
     results: list[CallOutcome | None], index: int, run: AgentRun, call: ToolUseContent
 ) -> None:
+    """Run one call into ``results[index]``; the one place a call's exceptions end.
+
+    KeyboardInterrupt and SystemExit end the run (`AgentRun.abort`); cancellation propagates;
+    anything else raised (a `GeneratorExit` or another `BaseException` from a tool, a bug in a
+    hook) becomes the call's error result, whatever the turn's shape.
+    """
     try:
         results[index] = await _Call(run, call).run()
-    except (KeyboardInterrupt, SystemExit) as exc:  # from a sync tool: stop the whole run
+    except (KeyboardInterrupt, SystemExit) as exc:  # stop the whole run
         run.abort(exc)
     except ToolError as exc:  # defensive: the pipeline should not raise these
         results[index] = CallOutcome(
@@ -378,17 +384,54 @@ async def _run_into(
     except Exception as exc:  # a bug (a hook's odd return value, an event listener that
         # raised): the call still gets its tool_result, and the other calls go on
         _log.error("the pipeline of %r raised", call.name, exc_info=exc)
-        block = result_block(
-            call.id,
-            error_result(
-                f"Tool '{call.name.strip()}' could not be run: {type(exc).__name__}: {exc}",
-                type=ToolErrorType.EXECUTION_FAILED,
-            ),
-        )
-        record = run.agent.records.for_call(call)
-        record.status, record.result = "failed", block
-        record.error_type = ToolErrorType.EXECUTION_FAILED.value
-        results[index] = CallOutcome(block=block, status="failed")
+        results[index] = _failed(run, call, f"could not be run: {type(exc).__name__}: {exc}")
+    except BaseException as exc:
+        if isinstance(exc, anyio.get_cancelled_exc_class()):
+            raise
+        fatal = _fatal_in(exc)
+        if fatal is not None:  # a group (a tool's own task group) holding one
+            run.abort(fatal)
+        elif isinstance(exc, BaseExceptionGroup) and _cancelled_in(exc):
+            raise
+        else:  # GeneratorExit, a BaseException subclass of the tool's own: a failure
+            _log.error("the tool %r raised %s", call.name, type(exc).__name__, exc_info=exc)
+            text = str(exc)
+            results[index] = _failed(
+                run,
+                call,
+                f"failed: {type(exc).__name__}: {text}"
+                if text
+                else f"failed: {type(exc).__name__}",
+            )
+
+
+def _fatal_in(exc: BaseException) -> BaseException | None:
+    """The first KeyboardInterrupt or SystemExit in `exc` (an exception group), if any."""
+    if isinstance(exc, KeyboardInterrupt | SystemExit):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _fatal_in(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def _cancelled_in(exc: BaseExceptionGroup[BaseException]) -> bool:
+    """Whether the group holds a cancellation (which must reach its cancel scope)."""
+    return exc.subgroup(anyio.get_cancelled_exc_class()) is not None
+
+
+def _failed(run: AgentRun, call: ToolUseContent, why: str) -> CallOutcome:
+    """The outcome of a call whose pipeline raised: an ``execution_failed`` result."""
+    block = result_block(
+        call.id,
+        error_result(f"Tool '{call.name.strip()}' {why}", type=ToolErrorType.EXECUTION_FAILED),
+    )
+    record = run.agent.records.for_call(call)
+    record.status, record.result = "failed", block
+    record.error_type = ToolErrorType.EXECUTION_FAILED.value
+    return CallOutcome(block=block, status="failed")
 
 
 async def run_turn_calls(

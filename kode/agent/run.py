@@ -216,6 +216,8 @@ class AgentRun:
                     for index, original in duplicates.items():
                         outcomes[index] = duplicate_result(self, calls[index], original)
                     await run_turn_calls(self, calls, outcomes)
+                    if self._fatal is not None:  # a tool's KeyboardInterrupt or SystemExit
+                        raise self._fatal
                     pending = [
                         call
                         for call, outcome in zip(calls, outcomes, strict=True)

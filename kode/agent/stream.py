@@ -60,7 +60,7 @@ class _StreamRun:
         self.send, self.receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
         self.scope = anyio.CancelScope()
         self.finished = anyio.Event()
-        self.failed: list[Exception] = []
+        self.failed: list[BaseException] = []
         self.cancel_soon: Callable[[], None] | None = None
         self.task: asyncio.Task[None] | None = None  # keeps a detached asyncio task alive
         self.agent_run = AgentRun(agent, self.push, interactive=True)
@@ -80,7 +80,9 @@ class _StreamRun:
                 async with self.send:
                     try:
                         await self.agent.execute(self.agent_run, self.prompt)
-                    except Exception as exc:  # raised to the consumer as itself
+                    except (Exception, KeyboardInterrupt, SystemExit) as exc:
+                        # Raised to the consumer as itself. A KeyboardInterrupt or SystemExit
+                        # must not leave the run's task: asyncio would stop its event loop.
                         self.failed.append(exc)
         finally:
             self.finished.set()
@@ -132,7 +134,8 @@ class AgentStream:
 
     Raises (while iterating):
         AgentError: the agent is already running.
-        Exception: whatever the run raised (an event listener that failed), as itself.
+        Exception: whatever the run raised (an event listener that failed), as itself; so are
+            a tool's KeyboardInterrupt and SystemExit, once every call has its result.
     """
 
     def __init__(self, agent: Agent, prompt: str | None) -> None:
