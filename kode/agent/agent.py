@@ -35,6 +35,7 @@ from kode.registries.policy import ToolPolicy
 from kode.registries.registry import ToolRegistry, normalize_name
 from kode.registries.registry import registry as global_registry
 from kode.registries.resolve import Resolution
+from kode.tools.context import ToolContext
 from kode.tools.errors import KodeError, ToolErrorType
 from kode.tools.results import ToolResult, error_result, to_result
 from kode.tools.services import SUBAGENTS, TODOS
@@ -251,6 +252,19 @@ class Agent:
         )
         made.workspace = space
         made.subagent_models = dict(subagent_models or {})
+        for chosen in made.tools:
+            if chosen.on_agent_create is not None:
+                chosen.on_agent_create(
+                    ToolContext(
+                        tool_name=chosen.name,
+                        agent_id=agent_id,
+                        session_id=session_id,
+                        deps=deps,
+                        workspace=space,
+                        files=made.files,
+                        services=made.services,
+                    )
+                )
         made._create_options = {
             "deps": deps,
             "registry": reg,

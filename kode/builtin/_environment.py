@@ -4,8 +4,12 @@ This module owns `command_environment`: the variables a command sees. It does no
 kode process's environment through (API keys and tokens live there): it keeps an allowlist of
 harmless variables (`BASE_VARIABLES`), adds those the `RuntimePolicy` allows by name
 (``env_allow``) and the values it sets (``env``), and forces git settings that keep a
-repository's own ``.git/config`` from running programs (`GIT_OVERRIDES`). It does not start
-processes (`kode.builtin._processes`).
+repository's own ``.git/config`` from running programs (`GIT_OVERRIDES`). A command that runs
+without a person's approval (*confined*) gets more: git refuses repositories it would have to
+guess are bare (``safe.bareRepository=explicit``, so a directory a model built to look like a
+repository is never used), and every ``git`` that bash runs is a function (`GIT_GUARD`) that
+turns off diff drivers and textconv for ``diff``, ``log`` and ``show`` and the filters a
+repository's own config defines. It does not start processes (`kode.builtin._processes`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,13 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
-__all__ = ["BASE_VARIABLES", "GIT_OVERRIDES", "command_environment"]
+__all__ = [
+    "BASE_VARIABLES",
+    "CONFINED_GIT_OVERRIDES",
+    "GIT_GUARD",
+    "GIT_OVERRIDES",
+    "command_environment",
+]
 
 BASE_VARIABLES: tuple[str, ...] = (
     "PATH",
@@ -65,6 +75,34 @@ GIT_OVERRIDES: tuple[tuple[str, str], ...] = (
 fsmonitor, hooks, an external diff, a pager, an editor, a credential helper, a signing
 program). Settings given this way win over every configuration file."""
 
+CONFINED_GIT_OVERRIDES: tuple[tuple[str, str], ...] = (("safe.bareRepository", "explicit"),)
+"""git settings added for confined commands: a repository must be a ``.git`` directory (or a
+``.git`` file, or named by ``--git-dir``); a directory that merely holds ``HEAD``, ``objects``
+and ``refs`` (a bare repository, or ``HEAD`` with a ``commondir`` pointing at another
+repository) is refused, so its config, attributes and alternates are never read."""
+
+# bash imports a function from a variable named BASH_FUNC_<name>%% (what `export -f` writes),
+# in every bash the command starts. `command git config` lists the filters of the repository's
+# own config (scope local or worktree, includes followed); each is emptied and made optional
+# through GIT_CONFIG_* (which keeps names with any character intact), then the real git runs,
+# with --no-ext-diff --no-textconv for the commands that diff.
+GIT_GUARD = r"""() { (
+  n=${GIT_CONFIG_COUNT:-0}
+  while IFS= read -r -d '' scope && IFS= read -r -d '' key; do
+    case $scope in local|worktree)
+      export "GIT_CONFIG_KEY_$n=$key" "GIT_CONFIG_VALUE_$n="; n=$((n+1))
+      export "GIT_CONFIG_KEY_$n=${key%.*}.required" "GIT_CONFIG_VALUE_$n=false"; n=$((n+1));;
+    esac
+  done < <(command git config -z --show-scope --name-only \
+    --get-regexp '^filter\..+\.(clean|smudge|process)$' 2>/dev/null)
+  export GIT_CONFIG_COUNT=$n
+  case $1 in
+    diff|log|show) exec git "$1" --no-ext-diff --no-textconv "${@:2}";;
+  esac
+  exec git "$@"
+) }"""
+"""The ``git`` function confined commands get (the value of ``BASH_FUNC_git%%``)."""
+
 _GIT_VARIABLES: dict[str, str] = {
     "GIT_CONFIG_NOSYSTEM": "1",
     "GIT_TERMINAL_PROMPT": "0",
@@ -86,6 +124,7 @@ def command_environment(
     values: Mapping[str, str] | None = None,
     source: Mapping[str, str] | None = None,
     tag: tuple[str, str] | None = None,
+    confined: bool = False,
 ) -> dict[str, str]:
     """The environment of one command.
 
@@ -95,6 +134,8 @@ def command_environment(
         values: Variables to set, whatever `source` has.
         source: The environment to take variables from (default: `os.environ`).
         tag: A ``(name, value)`` pair marking the command's processes.
+        confined: The command runs without a person's approval: add
+            `CONFINED_GIT_OVERRIDES` and the `GIT_GUARD` function.
 
     Raises:
         ValueError: a name in `allow` or `values` is not a variable name, or a value is not
@@ -123,10 +164,13 @@ def command_environment(
     env = {name: value for name, value in source.items() if _allowed(name, patterns)}
     env.update(values)
     env.update(_GIT_VARIABLES)
-    env["GIT_CONFIG_COUNT"] = str(len(GIT_OVERRIDES))
-    for index, (key, value) in enumerate(GIT_OVERRIDES):
+    overrides = (*GIT_OVERRIDES, *CONFINED_GIT_OVERRIDES) if confined else GIT_OVERRIDES
+    env["GIT_CONFIG_COUNT"] = str(len(overrides))
+    for index, (key, value) in enumerate(overrides):
         env[f"GIT_CONFIG_KEY_{index}"] = key
         env[f"GIT_CONFIG_VALUE_{index}"] = value
+    if confined:
+        env["BASH_FUNC_git%%"] = GIT_GUARD
     if tag is not None:
         env[tag[0]] = tag[1]
     env.setdefault("PATH", os.defpath)

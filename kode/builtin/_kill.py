@@ -1,12 +1,16 @@
 """Start a command so that everything it starts can be found, and kill all of it.
 
-This module owns how a runtime command is launched (`launch`) and killed (`kill`,
+This module owns how a runtime command is launched (`launch`, `prepare`) and killed (`kill`,
 `kill_now`). On Linux a command runs under a supervisor (`kode.builtin._reaper`) that is a child
 subreaper, and carries a tag variable in its environment; killing it means SIGTERM to every
 descendant of the supervisor and every tagged process, then, after a grace period, a
-freeze-and-kill (SIGSTOP until the set is closed, then SIGKILL). Elsewhere a command runs in a
-new session and killing it means signalling its process group. It does not capture output or
-keep shells (`kode.builtin._processes`).
+freeze-and-kill (SIGSTOP until the set is closed, then SIGKILL). A sandboxed command
+(`kode.builtin._sandbox`) runs with its supervisor inside a PID namespace of its own, under
+bubblewrap: killing it means SIGTERM to every process below the supervisor, then SIGKILL to the
+namespace's first process, which takes every process of the namespace with it (the kernel's
+guarantee, whatever they did). Elsewhere a command runs in a new session and killing it means
+signalling its process group. It does not capture output or keep shells
+(`kode.builtin._processes`).
 
 What is guaranteed on Linux: every process that stays a descendant of the supervisor
 (``setsid``, ``setpgid``, ``set -m``, ``nohup``, ``disown``, double forks: orphans are
@@ -33,16 +37,19 @@ from typing import Literal
 import anyio
 
 from kode.builtin import _reaper
+from kode.builtin._sandbox import Sandbox, seccomp_fd
 
 __all__ = [
     "KILL_GRACE",
     "TAG",
     "TRACKING",
+    "Launch",
     "Target",
     "group_alive",
     "kill",
     "kill_now",
     "launch",
+    "prepare",
 ]
 
 KILL_GRACE = 2.0
@@ -67,6 +74,9 @@ class Target:
     """The supervisor's pid when `tag` is set, else the shell's (its process group's id)."""
     tag: str | None
     """The value of `TAG` in the command's environment; `None` when it is not tracked."""
+    sandboxed: bool = False
+    """Whether it runs in a PID namespace of its own: then `pid` is bubblewrap's, the
+    namespace's first process is its child, and the supervisor that one's child."""
 
     def roots(self) -> set[int]:
         """The supervisor and every process carrying the tag (read from ``/proc``)."""
@@ -77,14 +87,48 @@ class Target:
     def find(self, roots: set[int]) -> tuple[set[int], _reaper.ProcessTable]:
         """The live processes at or below `roots`, without the supervisor and this process."""
         table = _reaper.process_table()
+        if self.sandboxed:  # below the supervisor, two levels down from bubblewrap
+            supervisors = _children(_children({self.pid}, table), table)
+            found = _reaper.live(_reaper.descendants(supervisors, table), table)
+            return found - {os.getpid()}, table
         found = _reaper.live(_reaper.descendants(roots, table) | roots, table)
         return found - {self.pid, os.getpid()}, table
 
     def alive(self) -> bool:
         """Whether a process of the command (the supervisor apart) still runs."""
-        if self.tag is None:
+        if self.tag is None and not self.sandboxed:
             return group_alive(self.pid)
         return bool(self.find(self.roots())[0])
+
+
+def _children(pids: set[int], table: _reaper.ProcessTable) -> set[int]:
+    return {pid for pid, (ppid, _) in table.items() if ppid in pids}
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class Launch:
+    """How to start one command: what `prepare` made."""
+
+    argv: list[str]
+    """The program and its arguments."""
+    env: dict[str, str]
+    """Its environment."""
+    tag: str | None
+    """The value of `TAG` in its environment (`None`: not tagged)."""
+    sandboxed: bool = False
+    """Whether it runs in a sandbox (see `Target.sandboxed`)."""
+    pass_fds: tuple[int, ...] = ()
+    """Descriptors the child must inherit (the sandbox's system-call filter)."""
+
+    def target(self, pid: int) -> Target:
+        """The `Target` of the process started with `pid`."""
+        return Target(pid=pid, tag=self.tag, sandboxed=self.sandboxed)
+
+    def close(self) -> None:
+        """Close the descriptors passed on (call once the child has started, or failed to)."""
+        for fd in self.pass_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def launch(command: str, env: dict[str, str]) -> tuple[list[str], dict[str, str], str | None]:
@@ -94,6 +138,34 @@ def launch(command: str, env: dict[str, str]) -> tuple[list[str], dict[str, str]
     tag = secrets.token_hex(8)
     argv = [sys.executable, "-I", "-S", _SUPERVISOR, _SHELL, "-c", command]
     return argv, {**env, TAG: tag}, tag
+
+
+def prepare(
+    command: str, env: dict[str, str], *, sandbox: Sandbox | None = None, cwd: Path
+) -> Launch:
+    """How to run `command` in `cwd`: under the supervisor, in `sandbox` when one is given.
+
+    A sandboxed command's supervisor runs inside the sandbox, so the namespace holds every
+    process of the command; it gets ``TMPDIR=/tmp`` (its private one).
+    """
+    if sandbox is None:
+        argv, env, tag = launch(command, env)
+        return Launch(argv=argv, env=env, tag=tag)
+    inner = [sys.executable, "-I", "-S", _SUPERVISOR, _SHELL, "-c", command]
+    fd = seccomp_fd()
+    try:
+        argv = sandbox.argv(inner, cwd=cwd, seccomp=fd)
+    except BaseException:
+        if fd is not None:
+            os.close(fd)
+        raise
+    private = {**env, "TMPDIR": "/tmp"}
+    for name in ("TMP", "TEMP"):
+        if name in private:
+            private[name] = "/tmp"
+    return Launch(
+        argv=argv, env=private, tag=None, sandboxed=True, pass_fds=() if fd is None else (fd,)
+    )
 
 
 # --- process groups (untracked) -------------------------------------------------------------------
@@ -129,8 +201,16 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
+def _kill_namespace(target: Target) -> None:
+    """SIGKILL the first process of a sandbox's PID namespace: the kernel kills the rest."""
+    inits = _children({target.pid}, _reaper.process_table()) or {target.pid}
+    for pid in inits:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _signal(target: Target, pids: set[int], sig: signal.Signals) -> None:
-    if target.tag is None:
+    if target.tag is None and not target.sandboxed:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(target.pid, sig)
         return
@@ -147,13 +227,15 @@ def _steps(target: Target, reap: ReapFunc, grace: float) -> Generator[float, Non
     reap()
     roots = target.roots()
 
+    tracked = target.tag is not None or target.sandboxed
+
     def members() -> set[int]:
-        if target.tag is None:
+        if not tracked:
             return {target.pid} if group_alive(target.pid) else set()
         return target.find(roots)[0]
 
     found = members()
-    if target.tag is not None and not found:
+    if tracked and not found:
         # A supervisor without children is starting its shell, or about to exit: wait for
         # one or the other (it exits at once once it has no child).
         deadline = time.monotonic() + grace
@@ -161,6 +243,8 @@ def _steps(target: Target, reap: ReapFunc, grace: float) -> Generator[float, Non
             yield _POLL
             found = members()
         if not found and reap() is None:  # hung before starting the shell
+            if target.sandboxed:
+                _kill_namespace(target)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(target.pid, signal.SIGKILL)
             roots = target.roots()  # a shell it forked meanwhile carries the tag
@@ -182,7 +266,9 @@ def _steps(target: Target, reap: ReapFunc, grace: float) -> Generator[float, Non
             if sent == "SIGKILL":
                 break  # unkillable (uninterruptible sleep): nothing more to do
             sent = "SIGKILL"
-            if target.tag is None:
+            if target.sandboxed:
+                _kill_namespace(target)
+            elif target.tag is None:
                 _signal(target, found, signal.SIGKILL)
             else:
                 _reaper.freeze_and_kill(lambda: target.find(roots))
@@ -190,7 +276,7 @@ def _steps(target: Target, reap: ReapFunc, grace: float) -> Generator[float, Non
         elif found - termed:  # started after the SIGTERM: it gets one too
             _signal(target, found - termed, signal.SIGTERM)
             termed |= found
-    if target.tag is not None:  # the supervisor ends once its last child is reaped
+    if target.tag is not None or target.sandboxed:  # the supervisor ends after its last child
         deadline = time.monotonic() + grace
         while reap() is None and time.monotonic() < deadline:
             yield _POLL

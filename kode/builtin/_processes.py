@@ -33,6 +33,7 @@ import anyio.abc
 from kode.builtin import _kill
 from kode.builtin._environment import command_environment
 from kode.builtin._kill import Signal, Target
+from kode.builtin._sandbox import Sandbox
 from kode.tools.errors import ToolError, ToolErrorType
 
 __all__ = [
@@ -157,20 +158,30 @@ async def _read_status(stream: anyio.abc.ByteReceiveStream, status: _ShellStatus
     data = b""
     try:
         async for chunk in stream:
-            data += chunk
+            data += chunk[: _MAX_STATUS - len(data)]
             status.code = _parse_status(data)
             if status.code is not None:
                 break
     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
         pass
     finally:
+        status.notes = _status_notes(data)
         status.done.set()  # the shell exited, or its supervisor is gone
+
+
+_MAX_STATUS = 4096
 
 
 @dataclass(kw_only=True, slots=True)
 class _ShellStatus:
     done: anyio.Event = field(default_factory=anyio.Event)
     code: int | None = None
+    notes: str = ""  # what else the supervisor's stderr said (bubblewrap's errors)
+
+
+def _status_notes(data: bytes) -> str:
+    lines = data.decode(errors="replace").splitlines()
+    return "\n".join(line for line in lines if _parse_status(line.encode()) is None).strip()
 
 
 def _parse_status(data: bytes) -> int | None:
@@ -187,25 +198,34 @@ async def run_command(
     seconds: float,
     max_chars: int,
     env: dict[str, str] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> CommandOutcome:
     """Run `command` with ``bash -c`` in `cwd`, in a new session, for at most `seconds`.
 
     On timeout, and when the caller is cancelled, every process the command started is killed
     (SIGTERM, then SIGKILL; see `kode.builtin._kill` for what that covers). Processes the
     command leaves running after it exits are killed as well, so nothing it started outlives
-    the call. `env` defaults to `command_environment()` (scrubbed), not ``os.environ``.
+    the call. `env` defaults to `command_environment()` (scrubbed), not ``os.environ``. With
+    a `sandbox`, the command runs in it (`kode.builtin._sandbox`).
     """
-    argv, env, tag = _kill.launch(command, command_environment() if env is None else env)
-    process = await anyio.open_process(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE if tag is not None else subprocess.STDOUT,
-        start_new_session=True,
+    launch = _kill.prepare(
+        command, command_environment() if env is None else env, sandbox=sandbox, cwd=cwd
     )
-    target = Target(pid=process.pid, tag=tag)
+    tracked = launch.tag is not None or launch.sandboxed
+    try:
+        process = await anyio.open_process(
+            launch.argv,
+            cwd=cwd,
+            env=launch.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if tracked else subprocess.STDOUT,
+            start_new_session=True,
+            pass_fds=launch.pass_fds,
+        )
+    finally:
+        launch.close()
+    target = launch.target(process.pid)
     buffer = OutputBuffer(max_chars)
     pumped = anyio.Event()
     status = _ShellStatus()
@@ -218,7 +238,7 @@ async def run_command(
         return process.returncode
 
     async def shell_exit() -> None:
-        if tag is None:
+        if not tracked:
             await process.wait()
         else:
             await status.done.wait()
@@ -254,6 +274,8 @@ async def run_command(
                 await _kill.kill(target, reap)
             with anyio.move_on_after(_kill.KILL_GRACE):
                 await process.aclose()
+    if status.notes:  # the sandbox could not start, or its supervisor said something else
+        buffer.feed(("\n" if buffer.total else "") + status.notes + "\n")
     return CommandOutcome(
         output=buffer.render(),
         pid=target.pid,
@@ -368,11 +390,17 @@ class ProcessManager:
         return list(self._shells.values())
 
     def start(
-        self, command: str, *, cwd: Path, env: dict[str, str] | None = None
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        sandbox: Sandbox | None = None,
     ) -> BackgroundShell:
         """Start `command` with ``bash -c`` in `cwd`, in a new session; return its shell.
 
-        `env` defaults to `command_environment()` (scrubbed), not ``os.environ``.
+        `env` defaults to `command_environment()` (scrubbed), not ``os.environ``. With a
+        `sandbox`, the command runs in it (`kode.builtin._sandbox`).
 
         Raises:
             ToolError: too many shells are running.
@@ -390,18 +418,25 @@ class ProcessManager:
         self._counter += 1
         shell_id = f"shell_{self._counter}"
         log = self._dir / f"{shell_id}.log"
-        argv, env, tag = _kill.launch(command, command_environment() if env is None else env)
-        status = None if tag is None else self._dir / f"{shell_id}.status"
-        with log.open("wb") as out, open(status or os.devnull, "wb") as err:
-            popen = subprocess.Popen(
-                argv,
-                cwd=cwd,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT if status is None else err,
-                start_new_session=True,
-            )
+        launch = _kill.prepare(
+            command, command_environment() if env is None else env, sandbox=sandbox, cwd=cwd
+        )
+        tracked = launch.tag is not None or launch.sandboxed
+        status = self._dir / f"{shell_id}.status" if tracked else None
+        try:
+            with log.open("wb") as out, open(status or os.devnull, "wb") as err:
+                popen = subprocess.Popen(
+                    launch.argv,
+                    cwd=cwd,
+                    env=launch.env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=out,
+                    stderr=subprocess.STDOUT if status is None else err,
+                    start_new_session=True,
+                    pass_fds=launch.pass_fds,
+                )
+        finally:
+            launch.close()
         shell = BackgroundShell(
             id=shell_id,
             command=command,
@@ -410,7 +445,7 @@ class ProcessManager:
             log=log,
             started=time.monotonic(),
             popen=popen,
-            target=Target(pid=popen.pid, tag=tag),
+            target=launch.target(popen.pid),
             status=status,
         )
         self._shells[shell_id] = shell

@@ -14,12 +14,18 @@ The decision for one command, in order:
 2. ``security="deny"`` → refused;
 3. ``ask="always"`` → ask;
 4. a *miss* → ``ask="on_miss"``: ask; ``ask="off"``: refused under ``security="allowlist"``,
-   run under ``security="full"``. The whole line is a miss when the parser will not vouch
-   for it (any expansion, substitution, escape, redirection to a file, background job,
-   here-document, construct it cannot read, ...); a simple command is a miss when it is not
-   on the safe list, uses one of its `RISKY_OPTIONS`, or names a path that is, or may be,
-   outside the workspace (absolute, ``~``, a ``..`` component, a glob that may match ``..``);
-5. otherwise → run.
+   run under ``security="full"`` — in the OS sandbox; when the policy wants one
+   (``sandbox`` is not ``"off"``) and none can be had here, ask instead. The whole line is a
+   miss when the parser will not vouch for it (any expansion, substitution, escape,
+   redirection to a file, background job, here-document, construct it cannot read, ...); a
+   simple command is a miss when it is not on the safe list, uses one of its
+   `RISKY_OPTIONS`, or names a path that is, or may be, outside the workspace (absolute,
+   ``~``, a ``..`` component, a glob that may match ``..``, a path that leads out through a
+   symlink);
+5. otherwise → run (in the OS sandbox, when the policy wants one and it can be had).
+
+A command that runs without approval (``run``) runs in the sandbox; one a person approved
+(``ask``, then allowed) runs as the kode process's user, outside it.
 """
 
 from __future__ import annotations
@@ -27,22 +33,32 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import fnmatch
+import os
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from kode.builtin._command_paths import Place
+from kode.builtin._sandbox import (
+    DEFAULT_HIDDEN_PATHS,
+    SANDBOX_MODES,
+    SandboxMode,
+    sandbox_support,
+)
 from kode.builtin._shell_parse import SimpleCommand, Word, parse_shell
 from kode.tools.services import ServiceKey
 
 __all__ = [
     "DEFAULT_BLOCKED",
+    "DEFAULT_HIDDEN_PATHS",
     "DEFAULT_SAFE_COMMANDS",
     "AskLevel",
     "BlockRule",
     "CommandCheck",
     "RuntimePolicy",
+    "SandboxMode",
     "SecurityLevel",
     "ambient_runtime_policy",
     "check_command",
@@ -206,8 +222,9 @@ matches.
 """
 
 RISKY_OPTIONS: Mapping[str, tuple[str, ...]] = {
-    "du": ("--files0-from",),
-    "file": ("-C", "--compile", "-f", "--files-from"),
+    "diff": ("-r", "--recursive"),
+    "du": ("-L", "--dereference"),
+    "file": ("-C", "--compile"),
     "git": (
         "--output",
         "--ext-diff",
@@ -218,18 +235,21 @@ RISKY_OPTIONS: Mapping[str, tuple[str, ...]] = {
         "--upload-pack",
         "--receive-pack",
     ),
+    "grep": ("-R", "--dereference-recursive"),
+    "ls": ("-L", "--dereference"),
     "printf": ("-v",),
-    "rg": ("--pre", "--hostname-bin"),
+    "rg": ("--pre", "--hostname-bin", "-L", "--follow"),
     "sort": ("--output", "-o", "--compress-program", "--files0-from"),
-    "tree": ("-o", "-R", "--fromfile"),
-    "wc": ("--files0-from",),
+    "tree": ("-o", "-R", "--fromfile", "-l"),
 }
-"""Options that make an otherwise safe command write files, set variables, run programs, or
-read the names of the files it reads from a file (which the path check cannot see).
+"""Options that make an otherwise safe command write files, set variables, run programs,
+read the names of the files it reads from a file, or follow symlinks met inside directories
+(``diff -r``, ``grep -R``), which the path check cannot see.
 
 Long options also match their abbreviations (``--out``), short ones inside clusters (``-ro``).
-For these commands a glob is a miss too: a file named ``--pre=evil`` must not sneak in
-through ``*``. A policy may pass its own mapping.
+For these commands a glob is a miss too when a name it matches now is such an option (a file
+named ``--pre=evil`` must not sneak in through ``*``), or when it cannot be expanded the way
+bash would (a bracket expression, or too many matches). A policy may pass its own mapping.
 """
 
 
@@ -285,6 +305,19 @@ class RuntimePolicy:
     environment, API keys included, is not passed on."""
     env: Mapping[str, str] = field(default_factory=dict)
     """Variables set for every command, whatever the kode process has."""
+    sandbox: SandboxMode = "workspace-write"
+    """Where commands that run without a person's approval run: ``workspace-write`` (an OS
+    sandbox that may write the workspace and a private ``/tmp``), ``read-only`` (only the
+    private ``/tmp``) or ``off`` (no sandbox: they run as the kode process's user). Where no
+    sandbox can be had, commands off the safe list ask whatever ``ask`` says (see
+    `kode.builtin._sandbox`)."""
+    network: bool = False
+    """Whether sandboxed commands may use the network (they cannot, by default)."""
+    hidden_paths: tuple[str, ...] = DEFAULT_HIDDEN_PATHS
+    """Paths sandboxed commands see empty (see `DEFAULT_HIDDEN_PATHS`: add to it, or
+    replace it)."""
+    bwrap: str = "bwrap"
+    """The bubblewrap program: a name looked up on ``PATH``, or a path."""
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -300,10 +333,29 @@ class RuntimePolicy:
             problems.append("max_output_chars must be at least 200")
         if self.max_background < 0:
             problems.append("max_background must not be negative")
+        if self.sandbox not in SANDBOX_MODES:
+            problems.append(
+                f"sandbox must be workspace-write, read-only or off, not {self.sandbox!r}"
+            )
+        if isinstance(self.hidden_paths, str) or not all(
+            isinstance(p, str) and p.strip() for p in self.hidden_paths
+        ):
+            problems.append(
+                "hidden_paths must be a sequence of non-empty paths, e.g. "
+                "(*DEFAULT_HIDDEN_PATHS, '~/.config/secret'), not "
+                f"{self.hidden_paths!r}"[:200]
+            )
+        if not isinstance(self.bwrap, str) or not self.bwrap.strip():
+            problems.append(f"bwrap must name the bubblewrap program, not {self.bwrap!r}")
         if problems:
             raise ValueError("invalid RuntimePolicy: " + "; ".join(problems))
         object.__setattr__(self, "safe_commands", tuple(self.safe_commands))
         object.__setattr__(self, "blocked", tuple(self.blocked))
+        object.__setattr__(self, "hidden_paths", tuple(self.hidden_paths))
+
+    def sandboxed(self) -> bool:
+        """Whether commands that skip approval run in the OS sandbox (wanted, and available)."""
+        return self.sandbox != "off" and sandbox_support(self.bwrap).available
 
 
 # --- where the policy comes from --------------------------------------------------------------
@@ -427,10 +479,27 @@ def _uses_option(argument: str, option: str) -> bool:
     )
 
 
-def _miss(command: SimpleCommand, policy: RuntimePolicy) -> str | None:
+def _outside(command: SimpleCommand, place: Place | None) -> list[str]:
+    """The words of `command` that lead, or may lead, outside the workspace."""
+    return [
+        w.text
+        for w in (*command.words[1:], *command.inputs)
+        if _reaches_out(w) or (place is not None and place.leads_out(w))
+    ]
+
+
+def _risky_glob(word: Word, risky: tuple[str, ...], place: Place | None) -> bool:
+    """Whether glob `word` may expand to one of the `risky` options."""
+    names = None if place is None else place.expand(word)
+    if names is None:
+        return True
+    return any(_uses_option(name, option) for name in names for option in risky)
+
+
+def _miss(command: SimpleCommand, policy: RuntimePolicy, place: Place | None) -> str | None:
     """Why `command` is not safe (``outside``, ``risky`` or ``unlisted``), or `None`."""
     words = command.texts
-    if any(_reaches_out(w) for w in (*command.words[1:], *command.inputs)):
+    if _outside(command, place):
         return "outside"
     if not words or "/" in words[0] or _ASSIGNMENT.match(words[0]) or command.words[0].glob:
         return "unlisted"
@@ -442,7 +511,7 @@ def _miss(command: SimpleCommand, policy: RuntimePolicy) -> str | None:
         if fixed[-1].startswith("-") and len(words) != len(fixed):
             continue
         rest = command.words[len(fixed) :]
-        if risky and any(w.glob for w in rest):
+        if risky and any(w.glob and _risky_glob(w, risky, place) for w in rest):
             return "risky"
         if any(_uses_option(w.text, option) for w in rest for option in risky):
             return "risky"
@@ -465,6 +534,9 @@ class CommandCheck:
     """The simple commands that are not on the safe list."""
     blocked_by: BlockRule | None = None
     """The block-list rule that matched, if one did."""
+    sandboxed: bool = False
+    """Whether it runs in the OS sandbox: it runs without approval, and the policy's sandbox
+    is on and can be had here."""
 
 
 def _blocked(command: str, policy: RuntimePolicy) -> BlockRule | None:
@@ -476,7 +548,9 @@ def _blocked(command: str, policy: RuntimePolicy) -> BlockRule | None:
     return None
 
 
-def _misses(policy: RuntimePolicy, command: str) -> tuple[tuple[str, ...], str]:
+def _misses(
+    policy: RuntimePolicy, command: str, place: Place | None
+) -> tuple[tuple[str, ...], str]:
     """The simple commands that are not safe, and why, as a fragment (``it ...``)."""
     parsed = parse_shell(command)
     if parsed.problem is not None:
@@ -485,12 +559,12 @@ def _misses(policy: RuntimePolicy, command: str) -> tuple[tuple[str, ...], str]:
     outside: list[str] = []
     risky: list[str] = []
     for simple in parsed.commands:
-        kind = _miss(simple, policy)
+        kind = _miss(simple, policy, place)
         if kind is None:
             continue
         misses.append(" ".join(simple.texts))
         if kind == "outside":
-            outside.extend(w.text for w in (*simple.words[1:], *simple.inputs) if _reaches_out(w))
+            outside.extend(_outside(simple, place))
         elif kind == "risky":
             risky.append(misses[-1])
     if outside:
@@ -505,8 +579,23 @@ def _misses(policy: RuntimePolicy, command: str) -> tuple[tuple[str, ...], str]:
     return tuple(misses), "it runs commands outside the safe list"
 
 
-def check_command(policy: RuntimePolicy, command: str) -> CommandCheck:
-    """Decide `command` by the rules in this module's docstring."""
+def check_command(
+    policy: RuntimePolicy,
+    command: str,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    roots: Sequence[str | os.PathLike[str]] = (),
+) -> CommandCheck:
+    """Decide `command` by the rules in this module's docstring.
+
+    Args:
+        policy: The policy.
+        command: The command line.
+        cwd: Where it runs (default: the current directory): a path that leads out of the
+            workspace from there through a symlink is a miss, and globs are matched there.
+        roots: The workspace's root and extra paths (default: `cwd` alone).
+    """
+    place = Place.of(os.getcwd() if cwd is None else cwd, roots)
     rule = _blocked(command, policy)
     if rule is not None:
         return CommandCheck(
@@ -514,11 +603,11 @@ def check_command(policy: RuntimePolicy, command: str) -> CommandCheck:
         )
     if policy.security == "deny":
         return CommandCheck(action="refuse", reason="running commands is disabled (security=deny)")
-    misses, why = _misses(policy, command)
+    misses, why = _misses(policy, command, place)
     if policy.ask == "always":
         return CommandCheck(action="ask", reason="every command needs approval", misses=misses)
     if not misses:
-        return CommandCheck(action="run", reason="only safe commands")
+        return CommandCheck(action="run", reason="only safe commands", sandboxed=policy.sandboxed())
     if policy.ask == "on_miss":
         return CommandCheck(action="ask", reason=why, misses=misses)
     if policy.security == "allowlist":
@@ -529,4 +618,14 @@ def check_command(policy: RuntimePolicy, command: str) -> CommandCheck:
             f"are not: {shown} ({why})",
             misses=misses,
         )
-    return CommandCheck(action="run", reason="security=full", misses=misses)
+    if policy.sandbox != "off" and not policy.sandboxed():
+        support = sandbox_support(policy.bwrap)
+        return CommandCheck(
+            action="ask",
+            reason=f"{why[3:] if why.startswith('it ') else why}, and no OS sandbox can confine "
+            f"it here ({support.reason})",
+            misses=misses,
+        )
+    return CommandCheck(
+        action="run", reason="security=full", misses=misses, sandboxed=policy.sandboxed()
+    )

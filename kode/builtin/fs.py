@@ -11,9 +11,10 @@ opens files by path, so each file it reports is opened again that way and kept o
 lines it reported are there. Writes and edits go through ``ctx.files``, the agent's file pool:
 a file that exists must have been read first and must not have changed on disk since, so an
 agent never overwrites edits it has not seen. Writes are atomic (a temporary file renamed in
-the same directory descriptor) and keep the file's mode; a write inside ``.git`` asks for
-approval, since git config and hooks can run commands. Each tool is an ordinary
-``@define_tool`` function; the plumbing lives in `kode.builtin._files`,
+the same directory descriptor) and keep the file's mode; a write inside ``.git``, or into
+any directory that is or would become a git directory (``HEAD`` beside ``objects``, ``refs``
+or ``commondir``), asks for approval, since git config and hooks can run commands. Each tool
+is an ordinary ``@define_tool`` function; the plumbing lives in `kode.builtin._files`,
 `kode.builtin._beneath`, `kode.builtin._text`, `kode.builtin._globs`, `kode.builtin._grep` and
 `kode.builtin._grep_files`.
 """
@@ -243,8 +244,8 @@ def fs_write(path: str, content: str, *, ctx: ToolContext) -> ToolResult:
     Limits and errors: an existing file must have been read (fs_read) in this session and not
     changed on disk since; otherwise the write is refused and nothing changes: read it again,
     then write. Paths outside the workspace, directories and files with more than one hard
-    link are refused; a path inside .git needs the user's approval. Content is written as
-    UTF-8, exactly as given.
+    link are refused; a path inside .git (or any git directory) needs the user's approval.
+    Content is written as UTF-8, exactly as given.
 
     Args:
         path: The file, relative to the workspace root (or absolute, inside it).
@@ -329,7 +330,7 @@ def fs_edit(
     changed on disk since. Refused, with the file left unchanged, when old_string is not found,
     occurs more than once without replace_all, equals new_string, or is empty; and for binary,
     non-UTF-8, over-10 MB or hard-linked files and paths outside the workspace. A path inside
-    .git needs the user's approval.
+    .git (or any git directory) needs the user's approval.
 
     Args:
         path: The file, relative to the workspace root (or absolute, inside it).
@@ -363,7 +364,8 @@ def fs_multi_edit(
     replace_all, empty, or equal to new_string) nothing is written and the error names the
     edit. The file must have been read (fs_read) in this session and not changed on disk
     since; binary, non-UTF-8, over-10 MB and hard-linked files and paths outside the workspace
-    are refused; a path inside .git needs the user's approval. At most 100 edits per call.
+    are refused; a path inside .git (or any git directory) needs the user's approval. At
+    most 100 edits per call.
 
     Args:
         path: The file, relative to the workspace root (or absolute, inside it).

@@ -42,27 +42,40 @@ Setting the policy:
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Annotated, Any
 
+import anyio
+import anyio.to_thread
 from pydantic import Field
 
 from kode.builtin._environment import command_environment
 from kode.builtin._processes import BackgroundShell, ProcessManager, run_command
 from kode.builtin._runtime_policy import (
     DEFAULT_BLOCKED,
+    DEFAULT_HIDDEN_PATHS,
     DEFAULT_SAFE_COMMANDS,
     RUNTIME_POLICY,
     BlockRule,
     CommandCheck,
     RuntimePolicy,
+    SandboxMode,
     ambient_runtime_policy,
     check_command,
     runtime_policy_for,
     set_default_runtime_policy,
     using_runtime_policy,
+)
+from kode.builtin._sandbox import (
+    Sandbox,
+    SandboxSupport,
+    announce_unavailable,
+    known_support,
+    sandbox_support,
 )
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
@@ -72,6 +85,7 @@ from kode.tools.services import ServiceKey
 
 __all__ = [
     "DEFAULT_BLOCKED",
+    "DEFAULT_HIDDEN_PATHS",
     "DEFAULT_SAFE_COMMANDS",
     "GROUP",
     "POLICY",
@@ -80,10 +94,13 @@ __all__ = [
     "CommandCheck",
     "ProcessManager",
     "RuntimePolicy",
+    "SandboxMode",
+    "SandboxSupport",
     "bash_kill",
     "bash_logs",
     "bash_run",
     "check_command",
+    "sandbox_support",
     "set_default_runtime_policy",
     "using_runtime_policy",
 ]
@@ -98,6 +115,41 @@ POLICY: ServiceKey[RuntimePolicy] = RUNTIME_POLICY
 """The service holding an agent's own `RuntimePolicy`: ``POLICY.set(agent.services, policy)``."""
 
 
+class _ApprovalChecks:
+    """What ``bash_run``'s approval check decided for the recent calls of one agent.
+
+    The call then runs as decided: a command that needed no approval a moment ago and needs
+    it now (a path it names became a symlink out of the workspace) is refused, rather than
+    taken for an approved one and run outside the sandbox.
+    """
+
+    _KEEP = 1000
+
+    def __init__(self) -> None:
+        self._asked: OrderedDict[tuple[str, str], bool] = OrderedDict()
+
+    def record(self, call_id: str, command: str, *, asked: bool) -> None:
+        self._asked[(call_id, command)] = asked
+        while len(self._asked) > self._KEEP:  # calls that were denied never come to take theirs
+            self._asked.popitem(last=False)
+
+    def take(self, call_id: str, command: str) -> bool | None:
+        """Whether the check asked for this call (`None`: it did not run, e.g. allow-listed)."""
+        return self._asked.pop((call_id, command), None)
+
+
+_CHECKS: ServiceKey[_ApprovalChecks] = ServiceKey(
+    "runtime_approval_checks", _ApprovalChecks, doc="bash_run's approval decisions, by call"
+)
+
+
+def _roots(ctx: ToolContext[Any] | None) -> tuple[Path, ...]:
+    space = ctx.workspace if ctx is not None else None
+    if space is None:
+        return (Path.cwd().resolve(),)
+    return (space.root, *space.extra_paths)
+
+
 def _needs_approval(arguments: dict[str, Any], ctx: ToolContext[Any] | None = None) -> bool | str:
     """``requires_approval`` of ``bash_run``: ask when the agent's policy says so, and why."""
     command = arguments.get("command")
@@ -107,10 +159,27 @@ def _needs_approval(arguments: dict[str, Any], ctx: ToolContext[Any] | None = No
         policy = runtime_policy_for(ctx.services) if ctx is not None else ambient_runtime_policy()
     except TypeError:
         return True
-    decision = check_command(policy, command)
+    try:
+        where = _directory(ctx, arguments.get("cwd")) if ctx is not None else Path.cwd()
+    except ToolError:  # the call will fail on it before anything runs
+        where = _roots(ctx)[0]
+    decision = check_command(policy, command, cwd=where, roots=_roots(ctx))
+    if ctx is not None and ctx.tool_call_id:
+        with contextlib.suppress(TypeError):
+            _CHECKS.get_or_set(ctx.services, _ApprovalChecks).record(
+                ctx.tool_call_id, command, asked=decision.action == "ask"
+            )
     if decision.action != "ask":
         return False
     return getattr(decision, "reason", "") or True
+
+
+def _announce(ctx: ToolContext[Any]) -> None:
+    """Log once, when an agent with ``bash_run`` is made, that commands cannot be sandboxed."""
+    with contextlib.suppress(TypeError):
+        policy = runtime_policy_for(ctx.services)
+        if policy.sandbox != "off":
+            announce_unavailable(policy.bwrap)
 
 
 def _policy(ctx: ToolContext[Any]) -> RuntimePolicy:
@@ -127,13 +196,16 @@ def _processes(ctx: ToolContext[Any]) -> ProcessManager:
         raise ToolError(f"{exc}.", type=ToolErrorType.EXECUTION_FAILED) from None
 
 
-def _enforce(policy: RuntimePolicy, command: str, *, in_agent: bool) -> None:
-    """Refuse `command` before anything runs, when the policy says so.
+def _enforce(
+    policy: RuntimePolicy, command: str, ctx: ToolContext[Any], where: Path
+) -> CommandCheck:
+    """Refuse `command` before anything runs, when the policy says so; else say how it runs.
 
     Inside an agent, a command the policy asks about was already approved by the agent's
-    approval flow (``requires_approval``); outside one nobody could approve it.
+    approval flow (``requires_approval``), unless that check, a moment ago, let it through
+    without asking; outside an agent nobody could approve it.
     """
-    check = check_command(policy, command)
+    check = check_command(policy, command, cwd=where, roots=_roots(ctx))
     details = {"reason": check.reason, "misses": list(check.misses)}
     if check.action == "refuse":
         raise ToolError(
@@ -141,6 +213,13 @@ def _enforce(policy: RuntimePolicy, command: str, *, in_agent: bool) -> None:
             type=ToolErrorType.PERMISSION_DENIED,
             details=details,
         )
+    in_agent = "agent" in ctx.services
+    asked = None
+    if in_agent and ctx.tool_call_id:
+        with contextlib.suppress(TypeError):
+            asked = _CHECKS.get_or_set(ctx.services, _ApprovalChecks).take(
+                ctx.tool_call_id, command
+            )
     if check.action == "ask" and not in_agent:
         raise ToolError(
             f"Command refused: it needs the user's approval ({check.reason}), and only an agent "
@@ -149,20 +228,48 @@ def _enforce(policy: RuntimePolicy, command: str, *, in_agent: bool) -> None:
             type=ToolErrorType.PERMISSION_DENIED,
             details=details,
         )
+    if check.action == "ask" and asked is False:
+        raise ToolError(
+            f"Command refused: it needs the user's approval now ({check.reason}), but did not "
+            "when it was checked a moment before it was to run, so something it names changed "
+            "on disk in between (a symlink out of the workspace appeared?). Nothing was run; "
+            "call it again to have it checked again.",
+            type=ToolErrorType.PERMISSION_DENIED,
+            details=details,
+        )
+    if check.action == "run" and policy.sandbox != "off" and not check.sandboxed:
+        announce_unavailable(policy.bwrap)  # no agent was made to say it at creation
+    return check
 
 
-def _environment(policy: RuntimePolicy) -> dict[str, str]:
+def _sandbox(policy: RuntimePolicy, ctx: ToolContext[Any], check: CommandCheck) -> Sandbox | None:
+    """The sandbox a command runs in: one that skips approval, under a policy that wants one."""
+    if not check.sandboxed or policy.sandbox == "off":
+        return None
+    support = sandbox_support(policy.bwrap)
+    assert support.program is not None  # sandboxed means available
+    return Sandbox(
+        program=support.program,
+        mode=policy.sandbox,
+        roots=_roots(ctx),
+        network=policy.network,
+        hidden=policy.hidden_paths,
+        user_namespace=support.user_namespace,
+    )
+
+
+def _environment(policy: RuntimePolicy, *, confined: bool) -> dict[str, str]:
     try:
-        return command_environment(allow=policy.env_allow, values=policy.env)
+        return command_environment(allow=policy.env_allow, values=policy.env, confined=confined)
     except ValueError as exc:
         raise ToolError(
             f"{exc}. Fix the RuntimePolicy; nothing was run.", type=ToolErrorType.EXECUTION_FAILED
         ) from None
 
 
-def _directory(ctx: ToolContext[Any], cwd: str | None) -> Path:
+def _directory(ctx: ToolContext[Any], cwd: object) -> Path:
     root = ctx.workspace.root if ctx.workspace is not None else Path.cwd()
-    if not cwd:
+    if not cwd or not isinstance(cwd, str):
         return root
     where = ctx.resolve_path(cwd)
     if not where.is_dir():
@@ -236,19 +343,27 @@ async def bash_run(
         ctx: Injected by kode (not shown to the model).
     """
     policy = _policy(ctx)
-    _enforce(policy, command, in_agent="agent" in ctx.services)
     where = _directory(ctx, cwd)
-    env = _environment(policy)
+    if policy.sandbox != "off" and known_support(policy.bwrap) is None:
+        await anyio.to_thread.run_sync(sandbox_support, policy.bwrap)  # runs bubblewrap once
+    check = _enforce(policy, command, ctx, where)
+    env = _environment(policy, confined=check.action == "run")
+    sandbox = _sandbox(policy, ctx, check)
     if background:
         manager = _processes(ctx)
         manager.max_shells = policy.max_background
-        shell = manager.start(command, cwd=where, env=env)
+        shell = manager.start(command, cwd=where, env=env, sandbox=sandbox)
         note = " (timeout does not apply to background shells)" if timeout is not None else ""
         return _result(
             f"Started background shell {shell.id} (pid {shell.pid}){note}. Read its output "
             f'with bash_logs(shell_id="{shell.id}"); stop it with '
             f'bash_kill(shell_id="{shell.id}").',
-            details={"shell_id": shell.id, "pid": shell.pid, "cwd": str(where)},
+            details={
+                "shell_id": shell.id,
+                "pid": shell.pid,
+                "cwd": str(where),
+                "sandboxed": sandbox is not None,
+            },
         )
     limit = policy.default_timeout if timeout is None else timeout
     notes: list[str] = []
@@ -256,7 +371,12 @@ async def bash_run(
         notes.append(f"[timeout lowered from {limit:g} s to the limit of {policy.max_timeout:g} s]")
         limit = policy.max_timeout
     outcome = await run_command(
-        command, cwd=where, seconds=limit, max_chars=policy.max_output_chars, env=env
+        command,
+        cwd=where,
+        seconds=limit,
+        max_chars=policy.max_output_chars,
+        env=env,
+        sandbox=sandbox,
     )
     details: dict[str, Any] = {
         "pid": outcome.pid,
@@ -267,6 +387,7 @@ async def bash_run(
         "output_chars": outcome.total_chars,
         "truncated": outcome.truncated,
         "cwd": str(where),
+        "sandboxed": sandbox is not None,
     }
     parts = [outcome.output if outcome.output else "(no output)", *notes]
     if outcome.timed_out:
@@ -287,6 +408,9 @@ async def bash_run(
     else:
         parts.append(f"[exit code {code}]")
     return _result("\n".join(parts), details=details)
+
+
+bash_run.on_agent_create = _announce
 
 
 @define_tool(kind="read", groups=[GROUP], aliases=["bash_output", "BashOutput"])

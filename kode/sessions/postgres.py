@@ -10,6 +10,7 @@ upgraded on first use, under an advisory lock.
 
 from __future__ import annotations
 
+import select
 import threading
 import time
 from collections.abc import Iterator
@@ -47,6 +48,21 @@ def redact(url: str) -> str:
     host = parts.netloc.rsplit("@", 1)[-1]
     netloc = f"{parts.username or ''}:***@{host}"
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _alive(conn: Any) -> bool:
+    """Whether an idle connection still works.
+
+    The server sends nothing to an idle connection, so a readable socket means it closed the
+    connection (a restart, ``pg_terminate_backend``).
+    """
+    if conn.closed or conn.broken:
+        return False
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
 
 
 class PostgresStore(SQLStore):
@@ -135,8 +151,12 @@ class PostgresStore(SQLStore):
             while True:
                 if self._closed:
                     raise StoreError(f"this store of {self._where()} is closed")
-                if self._idle:
-                    return self._idle.pop()
+                while self._idle:
+                    conn = self._idle.pop()
+                    if _alive(conn):
+                        return conn
+                    self._count -= 1  # the server ended it while it was idle
+                    conn.close()
                 if self._count < self.max_connections:
                     self._count += 1
                     break

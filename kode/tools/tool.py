@@ -93,6 +93,11 @@ class Tool(Generic[P, R]):
     """The JSON Schema of the arguments (computed once, at definition)."""
     aliases: tuple[str, ...] = ()
     """Other names that reach the tool in a registry (e.g. ``("read",)`` for ``fs_read``)."""
+    on_agent_create: Callable[[ToolContext[Any]], None] | None = None
+    """Called once for each agent made with this tool (`Agent.create`), with a context holding
+    the agent's ids, deps, workspace, file pool and services (no call id): for a tool to
+    prepare what its calls share, or to say once that something it needs is missing. What it
+    raises stops the agent's creation. Set it on the tool after definition."""
 
     def __init__(
         self,

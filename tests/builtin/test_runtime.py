@@ -67,6 +67,18 @@ def trusted_default() -> Iterator[None]:
 
 
 @pytest.fixture
+def host_pids() -> Iterator[None]:
+    """Commands run outside the OS sandbox, so the pids they print are this machine's (in the
+    sandbox they are its own PID namespace's; tests/builtin/test_sandbox_attempts.py checks
+    what the sandbox leaves behind)."""
+    previous = set_default_runtime_policy(RuntimePolicy(security="full", ask="off", sandbox="off"))
+    try:
+        yield
+    finally:
+        set_default_runtime_policy(previous)
+
+
+@pytest.fixture
 async def ctx(tmp_path: Path) -> AsyncIterator[ToolContext[None]]:
     """A context with a workspace and services, as an agent makes; its processes die after."""
     made: ToolContext[None] = ToolContext(workspace=Workspace(root=tmp_path))
@@ -145,6 +157,7 @@ async def test_cwd_outside_the_workspace_is_refused(ctx: ToolContext[None]) -> N
     assert missing.error_type is ToolErrorType.FILE_NOT_FOUND
 
 
+@pytest.mark.usefixtures("host_pids")
 async def test_timeout_kills_the_whole_process_group(ctx: ToolContext[None]) -> None:
     started = time.monotonic()
     result = await run(ctx, command="echo leader=$$; sleep 30 & echo child=$!; wait", timeout=0.5)
@@ -158,6 +171,7 @@ async def test_timeout_kills_the_whole_process_group(ctx: ToolContext[None]) -> 
     assert result.details["killed_with"] == "SIGTERM"
 
 
+@pytest.mark.usefixtures("host_pids")
 async def test_timeout_escalates_to_sigkill(
     ctx: ToolContext[None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -182,6 +196,7 @@ async def test_timeout_above_the_limit_is_lowered(ctx: ToolContext[None]) -> Non
     assert slow.error_type is ToolErrorType.TIMEOUT and "after 1 s" in slow.text
 
 
+@pytest.mark.usefixtures("host_pids")
 async def test_processes_left_behind_are_killed(ctx: ToolContext[None]) -> None:
     started = time.monotonic()
     result = await run(ctx, command="sleep 30 & echo child=$!")
@@ -191,6 +206,7 @@ async def test_processes_left_behind_are_killed(ctx: ToolContext[None]) -> None:
     assert gone(pids(result.text)["child"])
 
 
+@pytest.mark.usefixtures("host_pids")
 async def test_cancelling_the_call_kills_the_group(ctx: ToolContext[None], tmp_path: Path) -> None:
     with anyio.move_on_after(1):
         await run(ctx, command="echo $$ > leader.pid; sleep 30 & echo $! > child.pid; wait")
@@ -263,6 +279,7 @@ async def test_allowlist_without_asking_refuses_misses(
 # --- background ----------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("host_pids")
 async def test_background_logs_and_kill(ctx: ToolContext[None]) -> None:
     started = await run(
         ctx,

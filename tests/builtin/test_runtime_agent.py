@@ -223,7 +223,8 @@ async def test_agent_services_policy_runs_what_the_approval_check_approved(
 
 
 async def test_closing_the_agent_kills_background_processes(tmp_path: Path) -> None:
-    set_default_runtime_policy(RuntimePolicy(security="full", ask="off"))
+    # Outside the sandbox, so that $! is a pid of this machine, not of the sandbox's namespace.
+    set_default_runtime_policy(RuntimePolicy(security="full", ask="off", sandbox="off"))
     command = "sleep 30 & echo $! > child.pid; sleep 31"
     agent, model = make_agent(
         tmp_path,

@@ -6,6 +6,7 @@ Nothing here runs a command: the block-list is tested on commands that must neve
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -131,7 +132,6 @@ def test_safe_commands_run_without_asking(command: str) -> None:
         ("git diff --output=patch.txt", "git diff --output=patch.txt"),
         ("git diff --out=patch.txt", "git diff --out=patch.txt"),  # an abbreviation
         ("rg --pre=./evil foo", "rg --pre=./evil foo"),
-        ("rg foo *", "rg foo *"),  # a glob may expand to a file named --pre=...
         ("rg ';' ls --pre=evil", "rg ; ls --pre=evil"),  # a quoted operator splits nothing
         ("printf -v x hi", "printf -v x hi"),
         ("tree -o out.txt", "tree -o out.txt"),
@@ -147,6 +147,51 @@ def test_misses(command: str, miss: str) -> None:
     check = check_command(RuntimePolicy(security="allowlist", ask="on_miss"), command)
     assert check.action == "ask"
     assert check.misses == (miss,)
+
+
+def test_a_glob_is_a_miss_when_it_matches_a_risky_option(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("")
+    for command in ("rg foo *", "grep -r foo *", "ls -l *", "wc -l *.txt"):
+        assert check_command(RuntimePolicy(), command, cwd=tmp_path).action == "run", command
+    (tmp_path / "--pre=evil").write_text("")  # what * would hand to rg as an option
+    (tmp_path / "-R").write_text("")  # grep -R follows every symlink it meets
+    for command in ("rg foo *", "grep -r foo *"):
+        check = check_command(RuntimePolicy(), command, cwd=tmp_path)
+        assert (check.action, check.misses) == ("ask", (command,)), command
+    assert check_command(RuntimePolicy(), "rg foo *.txt", cwd=tmp_path).action == "run"
+    for unlike_bash in ("rg foo [^n]*", "rg foo [[:alpha:]]*"):
+        assert check_command(RuntimePolicy(), unlike_bash, cwd=tmp_path).action == "ask"
+
+
+def test_a_path_leading_out_through_a_symlink_is_a_miss(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "src").mkdir(parents=True)
+    (tmp_path / "secret.txt").write_text("")
+    (workspace / "out").symlink_to(tmp_path)
+    (workspace / "src" / "inner").symlink_to(workspace / "src")
+    policy = RuntimePolicy()
+    for command in (
+        "cat out/secret.txt",
+        "head -3 out/secret.txt",
+        "cat */secret.txt",
+        "grep --file=out/secret.txt x",
+        "wc < out/secret.txt",
+    ):
+        check = check_command(policy, command, cwd=workspace)
+        assert check.action == "ask", command
+        assert "outside the workspace" in check.reason, command
+    assert check_command(policy, "cat src/inner/x", cwd=workspace).action == "run"
+    sub = check_command(policy, "cat ../out/secret.txt", cwd=workspace / "src")
+    assert sub.action == "ask"
+    extra = check_command(policy, "cat out/secret.txt", cwd=workspace, roots=(workspace, tmp_path))
+    assert extra.action == "run"  # the symlink leads into an extra path of the workspace
+
+
+@pytest.mark.parametrize(
+    "command", ["diff -r a b", "grep -R x .", "ls -RL", "du -L .", "rg -L x", "tree -l"]
+)
+def test_options_that_follow_symlinks_inside_directories_are_misses(command: str) -> None:
+    assert check_command(RuntimePolicy(), command).action == "ask"
 
 
 def test_a_command_that_cannot_be_parsed_is_a_miss_as_a_whole() -> None:
@@ -449,8 +494,9 @@ def test_paths_outside_the_workspace_need_approval(command: str) -> None:
         "cat ...",
     ],
 )
-def test_paths_inside_the_workspace_stay_safe(command: str) -> None:
-    assert check_command(RuntimePolicy(), command).action == "run"
+def test_paths_inside_the_workspace_stay_safe(command: str, tmp_path: Path) -> None:
+    (tmp_path / ".hidden").write_text("")
+    assert check_command(RuntimePolicy(), command, cwd=tmp_path).action == "run"
 
 
 # --- git ------------------------------------------------------------------------------------------
