@@ -18,6 +18,7 @@ __all__ = [
     "ErrorEvent",
     "TextDelta",
     "ThinkingDelta",
+    "ToolBlockedLoop",
     "ToolCustom",
     "ToolEnd",
     "ToolProgress",
@@ -85,6 +86,27 @@ class ToolCustom:
     data: Any
     """Its payload."""
     type: Literal["tool_custom"] = "tool_custom"
+
+
+@dataclass(kw_only=True, slots=True)
+class ToolBlockedLoop:
+    """A call held the event loop, so every other call and task waited.
+
+    One step of an async tool (or an inline sync tool) ran for `seconds` without yielding.
+    The usual cause is a blocking call (``time.sleep``, a blocking HTTP client) inside an
+    ``async def`` tool. The call's result is kept; a warning naming the tool is logged too.
+    See `kode.tools.blocking`.
+    """
+
+    call_id: str
+    """The ``tool_use`` id."""
+    name: str
+    """The tool's name."""
+    seconds: float
+    """How long the longest step held the loop."""
+    timeout: float | None
+    """The call's time limit, which cannot fire while a step holds the loop (`None`: none)."""
+    type: Literal["tool_blocked_loop"] = "tool_blocked_loop"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -168,6 +190,7 @@ AgentEvent = (
     | ToolStart
     | ToolProgress
     | ToolCustom
+    | ToolBlockedLoop
     | ToolEnd
     | ApprovalRequired
     | TurnEnd

@@ -21,7 +21,14 @@ import anyio
 import anyio.from_thread
 
 from kode.agent.blocks import result_block
-from kode.agent.events import AgentEvent, ToolCustom, ToolEnd, ToolProgress, ToolStart
+from kode.agent.events import (
+    AgentEvent,
+    ToolBlockedLoop,
+    ToolCustom,
+    ToolEnd,
+    ToolProgress,
+    ToolStart,
+)
 from kode.agent.hooks import Allow, Deny, Respond, RewriteInput
 from kode.agent.permissions import (
     ALLOWED,
@@ -31,6 +38,7 @@ from kode.agent.permissions import (
 )
 from kode.agent.state import ToolCallStatus
 from kode.models.messages import ToolResultContent, ToolUseContent
+from kode.tools.blocking import BLOCKED_LOOP_KEY
 from kode.tools.context import ToolContext, ToolEvent
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import TextBlock, ToolResult, error_result, text_result
@@ -278,7 +286,17 @@ class _Call:
         if answer is None:
             # 5. context, for a tool that takes one (hooks made it already if there are any)
             ctx = self.context(tool) if prepared.takes_context else self.ctx
-            result = await prepared.execute(ctx, default_timeout=agent.template.tool_timeout)
+            limit = agent.template.tool_timeout
+            result = await prepared.execute(ctx, default_timeout=limit)
+            if result.metadata and BLOCKED_LOOP_KEY in result.metadata:
+                self.emit(
+                    ToolBlockedLoop(
+                        call_id=call.id,
+                        name=tool.name,
+                        seconds=result.metadata[BLOCKED_LOOP_KEY],
+                        timeout=tool.timeout if tool.timeout is not None else limit,
+                    )
+                )
         else:
             result = answer
         # 7. post-hooks

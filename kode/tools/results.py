@@ -18,6 +18,7 @@ from typing import Any, Literal
 import pydantic_core
 
 from kode.tools.errors import ToolErrorType
+from kode.tools.plain import is_json_data, is_plain_data
 
 __all__ = [
     "EMPTY_RESULT_TEXT",
@@ -28,6 +29,7 @@ __all__ = [
     "ToolResult",
     "error_result",
     "image_result",
+    "inline_result",
     "json_result",
     "text_result",
     "to_result",
@@ -134,7 +136,9 @@ class ToolResult:
     content: tuple[ContentBlock, ...]
     """The blocks shown to the model, in order."""
     details: Any = None
-    """Structured data about the result, for programs (never shown to the model)."""
+    """Structured data about the result, for programs (never shown to the model). For a value
+    a tool returned, its JSON-able form: a dict or list of plain JSON data is kept as the tool
+    returned it (the same object, not a copy)."""
     is_error: bool = False
     """Whether the call failed."""
     error_type: ToolErrorType | None = None
@@ -210,6 +214,8 @@ def _result(
 
 
 _EMPTY_BLOCK = TextBlock(text=EMPTY_RESULT_TEXT)
+_INLINE_TYPES = frozenset({ToolResult, int, float, bool, type(None), bytes, Image})
+"""The values `to_result` turns into a result with no work that depends on their content."""
 
 
 def text_result(text: str, *, details: Any = None) -> ToolResult:
@@ -282,6 +288,10 @@ def to_result(value: Any, *, tool_name: str) -> ToolResult:
         return _result((_text_block(value),))
     if value is None:
         return _result((_EMPTY_BLOCK,))
+    if type(value) is dict or type(value) is list:  # none of the checks below applies
+        if is_json_data(value):
+            return _json_data_result(value, tool_name)
+        return _json_or_error(value, tool_name)
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, str):  # str subclasses (e.g. enums)
@@ -308,11 +318,49 @@ def to_result(value: Any, *, tool_name: str) -> ToolResult:
                 type=ToolErrorType.INVALID_RESULT,
             )
         value = items
+    return _json_or_error(value, tool_name)
+
+
+def inline_result(value: Any, *, tool_name: str) -> ToolResult | None:
+    """`to_result(value)` when that is quick work on plain data, else `None`.
+
+    `None` means the conversion could hold the event loop (an iterator, which may never end;
+    an object whose serialisation runs code of its own; a value past `MAX_INLINE_VALUES`), so
+    the caller makes it in a worker thread. See `kode.tools.plain`.
+    """
+    kind = type(value)
+    if kind is str:
+        return _result((_text_block(value),))
+    if kind is dict or kind is list:
+        if is_json_data(value):
+            return _json_data_result(value, tool_name)
+    elif kind in _INLINE_TYPES:
+        return to_result(value, tool_name=tool_name)
+    if is_plain_data(value):
+        return to_result(value, tool_name=tool_name)
+    return None
+
+
+def _json_data_result(value: dict[str, Any] | list[Any], tool_name: str) -> ToolResult:
+    """The result for a dict or list `is_json_data` accepted: it is its own JSON-able form."""
+    try:
+        text = pydantic_core.to_json(value).decode()
+    except (pydantic_core.PydanticSerializationError, ValueError) as exc:  # lone surrogates
+        return _cannot_show(value, tool_name, exc)
+    return _result((_text_block(text),), value)
+
+
+def _cannot_show(value: Any, tool_name: str, exc: Exception) -> ToolResult:
+    return error_result(
+        f"Tool {tool_name!r} returned {_article(type(value).__name__)} that cannot be shown "
+        f"to a model: {exc}",
+        type=ToolErrorType.INVALID_RESULT,
+    )
+
+
+def _json_or_error(value: Any, tool_name: str) -> ToolResult:
+    """`json_result(value)`, or the ``invalid_result`` error saying why it cannot be made."""
     try:
         return json_result(value)
     except (pydantic_core.PydanticSerializationError, TypeError, ValueError) as exc:
-        return error_result(
-            f"Tool {tool_name!r} returned {_article(type(value).__name__)} that cannot be shown "
-            f"to a model: {exc}",
-            type=ToolErrorType.INVALID_RESULT,
-        )
+        return _cannot_show(value, tool_name, exc)

@@ -13,12 +13,14 @@ import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from time import perf_counter
 from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
 
 import anyio
 import anyio.to_thread
 from pydantic.json_schema import GenerateJsonSchema
 
+from kode.tools.blocking import BLOCKED_LOOP_SECONDS, StepTimer, drive, report_blocked
 from kode.tools.context import ToolContext
 from kode.tools.dialects import (
     Dialect,
@@ -31,9 +33,15 @@ from kode.tools.dialects import (
 from kode.tools.display import format_signature, tool_markdown
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.kinds import Kind
-from kode.tools.results import ToolResult, error_result, text_result, to_result
+from kode.tools.results import (
+    Image,
+    ToolResult,
+    error_result,
+    inline_result,
+)
 from kode.tools.schema import DocstringStyle, FunctionSpec
 from kode.tools.sync import run_sync
+from kode.tools.threads import RaisedInThread, call_and_convert, convert_in_thread
 from kode.tools.validation import InvalidArguments, ValidatorFunc
 
 __all__ = ["PreparedCall", "Tool"]
@@ -164,6 +172,7 @@ class Tool(Generic[P, R]):
         self._output_schema: dict[str, Any] | bool | None = output_schema
         self._ctx_positional = context_positional
         self._validator = validator
+        self._watch_next = True  # time the steps of the next call (kode.tools.blocking)
 
     @classmethod
     def from_function(
@@ -307,8 +316,6 @@ class Tool(Generic[P, R]):
     def _compute_output_schema(self) -> dict[str, Any] | None:
         from pydantic import TypeAdapter
 
-        from kode.tools.results import Image
-
         assert self.spec is not None
         ann = self.spec.return_annotation
         if self.is_async and getattr(ann, "__origin__", None) is Awaitable:
@@ -433,47 +440,79 @@ class Tool(Generic[P, R]):
             else:
                 kwargs[self.context_param] = ctx
         fn: Callable[..., Any] = self.fn
-        # What the function returned becomes a result inside the time limit, and, unless it
-        # is a plain value, in a worker thread: turning a huge or endless value into JSON must
-        # not hold the event loop.
+        # What the function returned becomes a result inside the time limit; plain data (a
+        # dict of strings and numbers, ...) in place, anything else (an iterator, which may
+        # never end, an object whose serialisation runs code, a huge value) in a worker
+        # thread, so that it cannot hold the event loop.
+        timer: StepTimer | None = None
+        started = 0.0
         try:
             if self.is_async:
+                coro = fn(*args, **kwargs)
+                if self._watch_next:  # time this call's steps (see kode.tools.blocking)
+                    self._watch_next = False
+                    timer = StepTimer()
+                    coro = drive(coro, timer)
+                started = perf_counter()
                 if limit is None:
-                    return await self._convert(await fn(*args, **kwargs))
-                with anyio.move_on_after(limit):
-                    return await self._convert(await fn(*args, **kwargs))
-                return self._timed_out(ctx, limit)
-            if not self.run_in_thread:
+                    out = await coro
+                    now = inline_result(out, tool_name=self.name)
+                    result = now or await self._convert_in_thread(out, None, ctx)
+                else:
+                    in_time: ToolResult | None = None
+                    with anyio.move_on_after(limit):
+                        out = await coro
+                        now = inline_result(out, tool_name=self.name)
+                        in_time = now or await self._convert_in_thread(out, None, ctx)
+                    result = self._timed_out(ctx, limit) if in_time is None else in_time
+            elif not self.run_in_thread:
+                started = perf_counter()
                 try:
                     out = fn(*args, **kwargs)
                 except GeneratorExit as exc:  # raised by the function itself: a failure
                     return self._failure(exc, ctx)
-                return text_result(out) if type(out) is str else to_result(out, tool_name=self.name)
-            call = functools.partial(_call_and_convert, fn, args, kwargs, self.name)
-            if limit is None:
-                return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-            with anyio.move_on_after(limit):
-                return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-            return self._timed_out(ctx, limit)
+                now = inline_result(out, tool_name=self.name)
+                result = now or await self._convert_in_thread(out, limit, ctx)
+            else:
+                call = functools.partial(call_and_convert, fn, args, kwargs, self.name)
+                if limit is None:
+                    return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+                with anyio.move_on_after(limit):
+                    return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+                return self._timed_out(ctx, limit)
         except ToolError as exc:
-            return error_result(exc.message, type=exc.type, details=exc.details)
-        except _RaisedInThread as exc:
-            return self._failure(exc.raised, ctx)
+            result = error_result(exc.message, type=exc.type, details=exc.details)
+        except RaisedInThread as exc:
+            result = self._failure(exc.raised, ctx)
         except Exception as exc:
-            return self._failure(exc, ctx)
+            result = self._failure(exc, ctx)
         except BaseException:
             if ctx is not None:
                 ctx.cancel()  # a worker thread may still be running: let it see it
+            if timer is not None and timer.longest >= BLOCKED_LOOP_SECONDS:
+                report_blocked(None, self.name, timer.longest, limit, ctx=ctx)
             raise
+        if self.is_async or not self.run_in_thread:  # it ran in the event loop's thread
+            held = perf_counter() - started  # an inline sync call is one step
+            if held >= BLOCKED_LOOP_SECONDS:
+                if self.is_async:  # a slow call: time the next one's steps too
+                    self._watch_next = True
+                    held = 0.0 if timer is None else timer.longest
+                if held >= BLOCKED_LOOP_SECONDS:
+                    return report_blocked(
+                        result, self.name, held, limit, inline=not self.is_async, ctx=ctx
+                    )
+        return result
 
-    async def _convert(self, out: Any) -> ToolResult:
-        """What an async function returned, as a `ToolResult`."""
-        if type(out) is str:  # the common case, without the checks to_result makes
-            return text_result(out)
-        if type(out) in _PLAIN_RESULTS:
-            return to_result(out, tool_name=self.name)
-        convert = functools.partial(to_result, out, tool_name=self.name)
-        return await anyio.to_thread.run_sync(convert, abandon_on_cancel=True)
+    async def _convert_in_thread(
+        self, out: Any, limit: float | None, ctx: ToolContext[Any] | None
+    ) -> ToolResult:
+        """What the function returned, as a `ToolResult` made in a worker thread, in time."""
+        result = await convert_in_thread(out, self.name, limit)
+        if result is None:  # past the limit
+            assert limit is not None
+            return self._timed_out(ctx, limit)
+        return result
 
     def run_sync(
         self,
@@ -523,31 +562,6 @@ class Tool(Generic[P, R]):
 
     def _repr_markdown_(self) -> str:
         return tool_markdown(self.name, self.description, self.__signature__, self.input_schema)
-
-
-_PLAIN_RESULTS = frozenset({ToolResult, int, float, bool, type(None)})
-
-
-class _RaisedInThread(Exception):
-    """Carries a `GeneratorExit` a sync tool raised out of its worker thread.
-
-    Raised as itself, it would end the awaiting coroutine as if it were being closed.
-    """
-
-    def __init__(self, raised: BaseException) -> None:
-        super().__init__(repr(raised))
-        self.raised = raised
-
-
-def _call_and_convert(
-    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], name: str
-) -> ToolResult:
-    """Run a sync tool's function and turn its value into a result (in a worker thread)."""
-    try:
-        out = fn(*args, **kwargs)
-    except GeneratorExit as exc:
-        raise _RaisedInThread(exc) from None
-    return text_result(out) if type(out) is str else to_result(out, tool_name=name)
 
 
 class PreparedCall:

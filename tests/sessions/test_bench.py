@@ -1,0 +1,32 @@
+"""bench/sessions.py runs: every store's rows, in quick mode, with a few sessions.
+
+No timing is asserted (the machine is shared): the script runs, finds what it lists, and
+prints every row.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent.parent / "bench" / "sessions.py"
+
+
+def test_the_sessions_bench_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json", "--count", "300", "--no-postgres"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["count"] == 300
+    rows = {(r["store"], r["figure"]) for r in report["rows"]}
+    stores = ("memory", "sqlite NORMAL", "sqlite FULL")
+    figures = ("page_first", "page_deep", "page_filtered", "append", "load_100")
+    assert rows == {(s, f) for s in stores for f in figures}
+    assert all(r["median_us"] > 0 for r in report["rows"])
