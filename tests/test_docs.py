@@ -364,6 +364,16 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
     assert (tmp_path / "site" / "index.html").is_file()
+    # The API reference opens define_tool with its description: no overloads or signature
+    # before it, and no private name among its parameters' types and defaults.
+    api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
+    start = api.index('id="kode.tools.define.define_tool"')
+    section = api[start : api.index('id="kode.tools.define.tool"', start)]
+    description = section.index("Turn a typed, documented function into a")
+    assert "Parameters:" in section[description:]
+    assert "doc-overloads" not in section
+    assert "doc-signature" not in section[:description]
+    assert re.findall(r"\b_[A-Za-z]\w*", re.sub(r"<[^>]+>", " ", section)) == []
 
 
 # --- the harness itself ------------------------------------------------------------------------

@@ -27,7 +27,14 @@ from kode.tools.validation import ArgumentValidator
 if TYPE_CHECKING:
     from typing import Literal
 
-__all__ = ["DEFAULT_REGISTRY", "ToolSink", "default_registry", "define_tool", "tool"]
+__all__ = [
+    "DEFAULT_REGISTRY",
+    "DefaultRegistry",
+    "ToolSink",
+    "default_registry",
+    "define_tool",
+    "tool",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -43,11 +50,13 @@ class ToolSink(Protocol):
         ...
 
 
-class _Default(Enum):
+class DefaultRegistry(Enum):
+    """The type of `DEFAULT_REGISTRY`, so that ``registry=None`` can mean no registry."""
+
     TOKEN = "default"
 
 
-DEFAULT_REGISTRY = _Default.TOKEN
+DEFAULT_REGISTRY = DefaultRegistry.TOKEN
 """The default of ``define_tool(registry=...)``: the global registry."""
 
 
@@ -235,7 +244,7 @@ def build_tool(
 def _define(
     fn: Callable[P, R],
     *,
-    registry: ToolSink | _Default | None,
+    registry: ToolSink | DefaultRegistry | None,
     replace: bool,
     **options: Any,
 ) -> Tool[P, R]:
@@ -264,7 +273,7 @@ def define_tool(
     optional: bool = False,
     timeout: float | None = None,
     requires_approval: bool | Callable[..., bool | str | None] | None = None,
-    registry: ToolSink | _Default | None = DEFAULT_REGISTRY,
+    registry: ToolSink | DefaultRegistry | None = DEFAULT_REGISTRY,
     replace: bool = False,
     docstring_style: DocstringStyle = "auto",
     require_descriptions: bool = False,
@@ -285,7 +294,7 @@ def define_tool(
     optional: bool = False,
     timeout: float | None = None,
     requires_approval: bool | Callable[..., bool | str | None] | None = None,
-    registry: ToolSink | _Default | None = DEFAULT_REGISTRY,
+    registry: ToolSink | DefaultRegistry | None = DEFAULT_REGISTRY,
     replace: bool = False,
     docstring_style: DocstringStyle = "auto",
     require_descriptions: bool = False,
