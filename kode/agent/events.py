@@ -6,8 +6,11 @@ has a ``type`` string, so a consumer can match on it or on the class.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from pydantic_core import to_jsonable_python
 
 from kode.models.messages import ToolResultContent, Usage
 
@@ -45,17 +48,64 @@ class ThinkingDelta:
     type: Literal["thinking_delta"] = "thinking_delta"
 
 
-@dataclass(kw_only=True, slots=True)
-class ToolStart:
-    """A tool call passed its checks and started."""
+def jsonable_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated arguments as JSON data: models and dataclasses as dicts, dates as text, ...
 
-    call_id: str
-    """The ``tool_use`` id."""
-    name: str
-    """The tool's name."""
-    input: dict[str, Any]
-    """The validated arguments."""
+    What pydantic cannot turn into JSON data is shown as its ``str``; nothing raises.
+    """
+    try:
+        out = to_jsonable_python(dict(arguments), serialize_unknown=True)
+    except Exception:  # a value whose serialisation raised: show each value as text
+        out = {}
+        for key, value in arguments.items():
+            try:
+                out[key] = to_jsonable_python(value, serialize_unknown=True)
+            except Exception:
+                out[key] = f"<{type(value).__name__}>"
+    return out  # type: ignore[no-any-return]
+
+
+class ToolStart:
+    """A tool call passed its checks and started.
+
+    Args:
+        call_id: The ``tool_use`` id.
+        name: The tool's name.
+        input: The validated arguments (turned into JSON data when `input` is first read).
+    """
+
+    __slots__ = ("_arguments", "_input", "call_id", "name")
+
     type: Literal["tool_start"] = "tool_start"
+
+    def __init__(self, *, call_id: str, name: str, input: Mapping[str, Any]) -> None:
+        self.call_id = call_id
+        """The ``tool_use`` id."""
+        self.name = name
+        """The tool's name."""
+        self._arguments = input
+        self._input: dict[str, Any] | None = None
+
+    @property
+    def input(self) -> dict[str, Any]:
+        """The validated arguments as JSON data, ready for ``json.dumps``.
+
+        Defaults are filled in; pydantic models and dataclasses are dicts, dates text. They
+        are converted when first read, so a run whose events nobody reads pays nothing.
+        """
+        if self._input is None:
+            self._input = jsonable_arguments(self._arguments)
+        return self._input
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ToolStart):
+            return NotImplemented
+        return (self.call_id, self.name, self.input) == (other.call_id, other.name, other.input)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like the other events
+
+    def __repr__(self) -> str:
+        return f"ToolStart(call_id={self.call_id!r}, name={self.name!r}, input={self.input!r})"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -137,7 +187,7 @@ class ApprovalRequired:
     name: str
     """The tool's name."""
     input: dict[str, Any]
-    """The validated arguments."""
+    """The validated arguments, as JSON data (as `ToolStart.input`)."""
     reason: str
     """Why approval is needed."""
     type: Literal["approval_required"] = "approval_required"

@@ -28,6 +28,7 @@ from kode.agent.events import (
     TextDelta,
     ThinkingDelta,
     TurnEnd,
+    jsonable_arguments,
 )
 from kode.agent.permissions import ApprovalDecision, ApprovalRequest
 from kode.agent.pipeline import CallOutcome, duplicate_result, run_turn_calls
@@ -132,7 +133,7 @@ class AgentRun:
             ApprovalRequired(
                 call_id=request.call_id,
                 name=request.tool_name,
-                input=request.input,
+                input=jsonable_arguments(request.input),
                 reason=request.reason,
             )
         )

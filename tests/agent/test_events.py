@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime
+import json
+import pathlib
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
@@ -9,6 +13,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from pydantic import BaseModel
 from support import assert_history_valid, make_agent, of_type, sent_results
 
 from kode import ToolContext, define_tool
@@ -16,6 +21,7 @@ from kode.agent import (
     Agent,
     AgentError,
     AgentTemplate,
+    ApprovalRequired,
     Done,
     ErrorEvent,
     TextDelta,
@@ -259,3 +265,58 @@ async def test_max_turns_reached(tools: ToolRegistry) -> None:
     # the history is valid: the next send continues from the last results
     assert (await agent.send("go on")).text == "finally"
     assert_history_valid(agent.messages)
+
+
+class Order(BaseModel):
+    title: str
+    quantity: int = 1
+
+
+@dataclasses.dataclass
+class Shipping:
+    to: pathlib.PurePosixPath
+    by: datetime.date
+
+
+async def test_tool_start_and_approval_carry_the_arguments_as_json_data(
+    reg: ToolRegistry,
+) -> None:
+    @define_tool(registry=reg, kind="edit", requires_approval=True)
+    def place(order: Order, shipping: Shipping, note: str = "none") -> str:
+        """Place an order."""
+        return f"{order.quantity} x {order.title} to {shipping.to}"
+
+    raw = {
+        "order": {"title": "dune", "quantity": "2"},
+        "shipping": {"to": "/home/ada", "by": "2030-01-02"},
+    }
+    expected = {
+        "order": {"title": "dune", "quantity": 2},
+        "shipping": {"to": "/home/ada", "by": "2030-01-02"},
+        "note": "none",
+    }
+    agent, model = make_agent(reg, [[tool_use("place", raw, id="p")], "ok"])
+    approvals: list[ApprovalRequired] = []
+
+    def answer(event: Any) -> None:
+        if isinstance(event, ApprovalRequired):
+            approvals.append(event)
+            agent.decide(event.call_id, "allow")
+
+    reply = await agent.send("order it", on_event=answer)
+    (start,) = of_type(reply.events, ToolStart)
+    assert start.input == expected
+    assert json.loads(json.dumps(start.input)) == expected  # plain JSON data, as kode run shows
+    assert start == ToolStart(call_id="p", name="place", input=expected)
+    assert "quantity': 2" in repr(start)
+    assert approvals[0].input == expected
+    assert sent_results(model)[0].text == "2 x dune to /home/ada"
+
+
+def test_tool_start_input_never_raises() -> None:
+    class Odd:
+        def __str__(self) -> str:
+            return "odd"
+
+    start = ToolStart(call_id="c", name="t", input={"odd": Odd(), "n": 1})
+    assert start.input == {"odd": "odd", "n": 1}
