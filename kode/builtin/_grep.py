@@ -295,7 +295,9 @@ async def python_search(query: GrepQuery, *, deadline: float = PYTHON_GREP_SECON
     reply = bytearray()
     failure = bytearray()
     with anyio.move_on_after(deadline):
-        process = await anyio.open_process([sys.executable, "-c", _WORKER], env=env)
+        process = await anyio.open_process(
+            [sys.executable, "-c", _WORKER, str(os.getpid())], env=env
+        )
         try:
             assert process.stdin and process.stdout and process.stderr
             stdout, stderr = process.stdout, process.stderr

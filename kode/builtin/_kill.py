@@ -136,7 +136,8 @@ def launch(command: str, env: dict[str, str]) -> tuple[list[str], dict[str, str]
     if not TRACKING:
         return [_SHELL, "-c", command], env, None
     tag = secrets.token_hex(8)
-    argv = [sys.executable, "-I", "-S", _SUPERVISOR, _SHELL, "-c", command]
+    parent = f"{_reaper.PARENT_OPTION}{os.getpid()}"
+    argv = [sys.executable, "-I", "-S", _SUPERVISOR, parent, _SHELL, "-c", command]
     return argv, {**env, TAG: tag}, tag
 
 

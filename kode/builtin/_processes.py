@@ -10,7 +10,11 @@ what may run (`kode.builtin._runtime_policy`).
 
 Background shells are `subprocess.Popen` processes writing to files rather than anyio
 processes writing to pipes: they outlive the tool call (and, with ``send_sync``, the event loop)
-that started them, and nobody has to keep reading a pipe for them to make progress.
+that started them, and nobody has to keep reading a pipe for them to make progress. Their
+files live in a temporary directory ``kode-shells-<pid>-*`` whose ``owner`` file names the
+kode process; a process killed without closing its managers leaves it behind, and the next
+kode process to start a shell (or make an agent with ``bash_run``) removes the directories
+whose owner is gone (`kode.builtin._shell_dirs`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import contextlib
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -34,6 +37,7 @@ from kode.builtin import _kill
 from kode.builtin._environment import command_environment
 from kode.builtin._kill import Signal, Target
 from kode.builtin._sandbox import Sandbox
+from kode.builtin._shell_dirs import shells_dir
 from kode.tools.errors import ToolError, ToolErrorType
 
 __all__ = [
@@ -414,7 +418,7 @@ class ProcessManager:
                 type=ToolErrorType.EXECUTION_FAILED,
             )
         if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="kode-shells-"))
+            self._dir = shells_dir()
         self._counter += 1
         shell_id = f"shell_{self._counter}"
         log = self._dir / f"{shell_id}.log"

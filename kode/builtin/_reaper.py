@@ -6,12 +6,13 @@ environment, and `freeze_and_kill` (SIGSTOP every process of a set until no new 
 then SIGKILL them all, so a process cannot fork its way out between the listing and the kill).
 It does not decide when to kill (`kode.builtin._processes`).
 
-Run as a script (``python -I -S _reaper.py bash -c COMMAND``) it is the *supervisor* of one
-command: it makes itself a child subreaper (``prctl(PR_SET_CHILD_SUBREAPER)``), so every
-process the command leaves behind, even after double forks, ``setsid`` or ``disown``, is
-re-parented to it rather than to init and stays its descendant; it reaps them all; it writes
-``exit <code>`` to its stderr when the command's shell exits; it exits, with the shell's status,
-once it has no child left; and it kills everything left if its own parent dies. The command's
+Run as a script (``python -I -S _reaper.py [--parent=PID] bash -c COMMAND``) it is the
+*supervisor* of one command: it makes itself a child subreaper
+(``prctl(PR_SET_CHILD_SUBREAPER)``), so every process the command leaves behind, even after
+double forks, ``setsid`` or ``disown``, is re-parented to it rather than to init and stays its
+descendant; it reaps them all; it writes ``exit <code>`` to its stderr when the command's shell
+exits; it exits, with the shell's status, once it has no child left; and it kills everything
+left if its parent (``--parent``, else the one it started with) dies. The command's
 stdout and stderr are the supervisor's stdout. The script uses the standard library only, since
 it runs in an isolated interpreter.
 """
@@ -27,7 +28,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-__all__ = ["descendants", "freeze_and_kill", "live", "process_table", "tagged"]
+__all__ = ["PARENT_OPTION", "descendants", "freeze_and_kill", "live", "process_table", "tagged"]
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PASSES = 50
@@ -165,9 +166,21 @@ def _exit_like(code: int) -> None:
     os._exit(code)
 
 
+PARENT_OPTION = "--parent="
+"""``--parent=PID`` before the command: the process the supervisor must die with. Without it,
+its parent when it starts; but that one may already be gone by then (killed while the
+supervisor's interpreter was starting), leaving the supervisor waiting for a change that
+already happened."""
+
+
 def supervise(argv: list[str]) -> None:
     """Run `argv` under this process as a child subreaper; exit like it once all are gone."""
     parent = os.getppid()
+    if argv and argv[0].startswith(PARENT_OPTION):
+        parent = int(argv[0][len(PARENT_OPTION) :])
+        argv = argv[1:]
+        if os.getppid() != parent:  # gone before anything started: start nothing
+            os._exit(1)
     _set_subreaper()
     shell = os.fork()
     if shell == 0:  # pragma: no cover - the child execs at once

@@ -77,6 +77,7 @@ from kode.builtin._sandbox import (
     known_support,
     sandbox_support,
 )
+from kode.builtin._shell_dirs import sweep_once
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
@@ -174,8 +175,13 @@ def _needs_approval(arguments: dict[str, Any], ctx: ToolContext[Any] | None = No
     return getattr(decision, "reason", "") or True
 
 
-def _announce(ctx: ToolContext[Any]) -> None:
-    """Log once, when an agent with ``bash_run`` is made, that commands cannot be sandboxed."""
+def _on_agent_create(ctx: ToolContext[Any]) -> None:
+    """When an agent with ``bash_run`` is made: clean up after crashes, say what is missing.
+
+    The shells' directories crashed kode processes left are removed (once per process), and
+    a log record says once if commands cannot be sandboxed here.
+    """
+    sweep_once()
     with contextlib.suppress(TypeError):
         policy = runtime_policy_for(ctx.services)
         if policy.sandbox != "off":
@@ -410,7 +416,7 @@ async def bash_run(
     return _result("\n".join(parts), details=details)
 
 
-bash_run.on_agent_create = _announce
+bash_run.on_agent_create = _on_agent_create
 
 
 @define_tool(kind="read", groups=[GROUP], aliases=["bash_output", "BashOutput"])

@@ -1,0 +1,244 @@
+"""What a kode process killed with SIGKILL leaves behind: no grep worker, no shells' directory.
+
+Each test starts a real kode process in a subprocess, waits until it has started what it would
+leave, kills it with SIGKILL (it gets no chance to clean up) and looks at what is left.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from kode.builtin._shell_dirs import shells_dir, sweep_stale_shell_dirs
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+
+# A kode process whose fs_grep search runs in the Python worker on a pattern that backtracks
+# for minutes, with a deadline far away; it prints the worker's pid once the worker runs.
+GREPPING = """
+import os, sys, threading, time, anyio
+from pathlib import Path
+from kode.builtin._grep import GrepQuery, python_search
+
+root = Path(sys.argv[1])
+(root / "a.txt").write_text("a" * 40 + "!\\n")
+
+def report():
+    me = os.getpid()
+    while True:
+        for entry in os.listdir("/proc"):
+            if entry.isdigit():
+                try:
+                    stat = Path(f"/proc/{entry}/stat").read_text()
+                except OSError:
+                    continue
+                if int(stat[stat.rfind(")") + 2 :].split()[1]) == me:
+                    print(entry, flush=True)
+                    return
+        time.sleep(0.02)
+
+threading.Thread(target=report, daemon=True).start()
+query = GrepQuery(
+    pattern="(a+)+$", ignore_case=False, base=root, file="a.txt", glob=None,
+    prune=frozenset(), mode="content", context=0, limit=10,
+)
+anyio.run(lambda: python_search(query, deadline=600))
+"""
+
+# A kode process with a background shell (sandboxed or not), so its shells' directory exists;
+# prints the directory's path once the shell's command runs.
+SHELLING = """
+import sys, time
+from pathlib import Path
+from kode.builtin._processes import ProcessManager
+from kode.builtin._sandbox import Sandbox, sandbox_support
+
+root, seconds, sandboxed = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "yes"
+support = sandbox_support()
+sandbox = (
+    Sandbox(program=support.program, mode="workspace-write", roots=(root,),
+            user_namespace=support.user_namespace)
+    if sandboxed else None
+)
+manager = ProcessManager()
+shell = manager.start(f"touch started; sleep {seconds}", cwd=root, sandbox=sandbox)
+while not (root / "started").exists():
+    time.sleep(0.01)
+print(shell.log.parent, flush=True)
+time.sleep(600)
+"""
+
+
+def running(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2 :].split()[0] not in ("Z", "X")
+
+
+def until(predicate: Callable[[], bool], limit: float) -> bool:
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
+
+
+def sleeping(seconds: str) -> list[int]:
+    """The processes running ``sleep <seconds>``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and running(int(entry)):
+            try:
+                argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv[:2] == [b"sleep", seconds.encode()]:
+                found.append(int(entry))
+    return found
+
+
+def start(script: str, *arguments: object) -> tuple[subprocess.Popen[str], str]:
+    """Start `script` in a new kode process; return it and the first line it prints."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, *map(str, arguments)],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    line = process.stdout.readline().strip()
+    assert line, f"the kode process printed nothing (exit status {process.poll()})"
+    return process, line
+
+
+def kill_hard(process: subprocess.Popen[str]) -> None:
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=10)
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+def test_the_grep_worker_dies_when_kode_is_killed(tmp_path: Path) -> None:
+    process, line = start(GREPPING, tmp_path)
+    worker = int(line)
+    try:
+        assert until(lambda: running(worker), 5)
+        time.sleep(0.3)  # it is searching: the pattern backtracks for minutes
+        assert running(worker)
+    finally:
+        kill_hard(process)
+    assert until(lambda: not running(worker), 5), "the grep worker outlived its kode process"
+
+
+def test_the_grep_worker_started_after_its_parent_died_exits(tmp_path: Path) -> None:
+    """The worker checks its parent when it starts: one already gone ends it at once."""
+    script = (
+        "import sys; from kode.builtin._grep_worker import main; "
+        "sys.argv = ['worker', '1']; main()"  # pid 1 is never this process's parent
+    )
+    worker = subprocess.run(
+        [sys.executable, "-c", script], input=b"", capture_output=True, timeout=30
+    )
+    assert worker.returncode == 1
+
+
+@pytest.mark.parametrize(
+    "sandboxed",
+    [
+        "no",
+        pytest.param(
+            "yes",
+            marks=pytest.mark.skipif(
+                shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed"
+            ),
+        ),
+    ],
+)
+def test_a_killed_kode_process_leaves_a_directory_the_next_one_removes(
+    tmp_path: Path, sandboxed: str
+) -> None:
+    seconds = str(600 + secrets.randbelow(10_000))  # names this test's command in /proc
+    process, line = start(SHELLING, tmp_path, seconds, sandboxed)
+    left = Path(line)
+    try:
+        assert left.is_dir() and left.name.startswith(f"kode-shells-{process.pid}-")
+        assert (left / "owner").read_text().split()[0] == str(process.pid)
+        assert sleeping(seconds)
+    finally:
+        kill_hard(process)
+    # The shell's processes die with the kode process (the supervisor watches its parent; the
+    # sandbox dies with it); its directory stays, since nobody could clean it up.
+    assert until(lambda: not sleeping(seconds), 5), sleeping(seconds)
+    assert left.is_dir()
+    removed = sweep_stale_shell_dirs()
+    assert str(left) in removed
+    assert not left.exists()
+    mine = shells_dir()  # this process's own, alive: kept
+    try:
+        assert str(mine) not in sweep_stale_shell_dirs()
+        assert mine.is_dir()
+    finally:
+        for entry in mine.iterdir():
+            entry.unlink()
+        mine.rmdir()
+
+
+def test_the_sweep_keeps_what_it_cannot_judge(tmp_path: Path) -> None:
+    base = tmp_path
+    unowned = base / "kode-shells-unowned"  # an older kode's, or one being made: no owner
+    unowned.mkdir()
+    garbled = base / "kode-shells-garbled"
+    garbled.mkdir()
+    (garbled / "owner").write_text("not a pid\n")
+    other = base / "other-dir"
+    other.mkdir()
+    (other / "owner").write_text("999999999 1\n")
+    reused = base / "kode-shells-reused"  # the pid now runs another process
+    reused.mkdir()
+    (reused / "owner").write_text(f"{os.getpid()} 1\n")
+    link = base / "kode-shells-link"
+    link.symlink_to(reused, target_is_directory=True)
+    removed = sweep_stale_shell_dirs(str(base))
+    assert removed == [str(reused)]
+    assert unowned.is_dir() and garbled.is_dir() and other.is_dir()
+    assert link.is_symlink()
+
+
+def test_the_default_base_is_the_temporary_directory() -> None:
+    made = shells_dir()
+    try:
+        assert made.parent == Path(tempfile.gettempdir())
+        assert (made / "owner").read_text().split()[0] == str(os.getpid())
+    finally:
+        (made / "owner").unlink()
+        made.rmdir()
+
+
+def test_a_supervisor_whose_kode_process_is_already_gone_runs_nothing(tmp_path: Path) -> None:
+    """kode killed while the supervisor's interpreter was still starting: the supervisor
+    finds its parent already replaced and starts nothing (it used to wait forever for the
+    parent to change, with the command running)."""
+    from kode.builtin import _reaper
+
+    supervisor = [sys.executable, "-I", "-S", _reaper.__file__, f"{_reaper.PARENT_OPTION}1"]
+    done = subprocess.run(
+        [*supervisor, "bash", "-c", "touch marker; sleep 600"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=30,
+    )
+    assert done.returncode == 1
+    assert not (tmp_path / "marker").exists()
