@@ -189,6 +189,49 @@ def test_input_deeper_than_the_limit_is_refused_before_validation(kind: str) -> 
         assert f"nested more than {MAX_INPUT_DEPTH} levels deep" in result.text
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"data": "\\ud800 lone"}',  # an escaped lone surrogate: json reads it
+        '{"data": NaN, "text": "x"}',
+        '{"data": 1e400}',
+        '{"data": 123456789012345678901234567890}',
+        '{"data": [1, 2.5, null, true, {"k": "\\u00e9"}], "data": "last wins"}',
+        ' {"text": "\\n"} ',
+        b'{"data": [1]}',
+        '{"data": 01}',
+        '{"data": 1,}',
+        '{"text": "x\ty"}',
+    ],
+)
+def test_json_text_means_what_json_loads_reads(text: str | bytes) -> None:
+    """JSON text is read as `json.loads` reads it (whichever parser does the work)."""
+    from_text = anything.prepare(text)
+    try:
+        parsed = json.loads(text)
+    except ValueError as exc:
+        assert not isinstance(from_text, PreparedCall)
+        assert from_text.text == (
+            "Invalid arguments for tool 'anything': the arguments are not valid JSON "
+            f"({exc}). Send a JSON object."
+        )
+        return
+    from_dict = anything.prepare(parsed)
+    assert isinstance(from_text, PreparedCall) and isinstance(from_dict, PreparedCall)
+    assert repr(from_text.arguments) == repr(from_dict.arguments)
+
+
+def test_short_json_text_is_within_both_input_limits() -> None:
+    """Text of up to 256 characters is not counted: it cannot pass either limit."""
+    deepest = '{"data":' + "[" * (MAX_INPUT_DEPTH - 1) + "]" * (MAX_INPUT_DEPTH - 1) + "}"
+    assert isinstance(anything.prepare(deepest), PreparedCall)
+    too_deep = '{"data":' + "[" * MAX_INPUT_DEPTH + "]" * MAX_INPUT_DEPTH + "}"
+    assert len(too_deep) > 2 * MAX_INPUT_DEPTH  # so it is counted, and refused
+    refused = anything.prepare(too_deep)
+    assert not isinstance(refused, PreparedCall)
+    assert f"nested more than {MAX_INPUT_DEPTH} levels deep" in refused.text
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.recursive(
