@@ -279,6 +279,20 @@ def test_run_with_deps(tools: Path, tmp_path: Path, marks: Path) -> None:
     assert "✓ greet" in out.stdout and "bonjour Ada (deps made 1 time(s))" in out.stdout
 
 
+def test_run_without_the_deps_a_tool_needs_stops_before_the_model_is_asked(
+    tools: Path, tmp_path: Path, marks: Path
+) -> None:
+    model = turns(tmp_path, [{"name": "greet", "input": {"name": "Ada"}}], "Greeted.")
+    out = kode_run(
+        "run", str(template(tmp_path, ["greet"])), "Greet Ada", "--model", model,
+        "-m", "app_tools", cwd=tmp_path, marks=marks,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    assert "→ greet" not in out.stdout
+    assert "tool 'greet' needs deps of type Settings" in out.stderr
+    assert "--deps module:factory" in out.stderr
+
+
 # --- kode run: templates, the end of input, Ctrl-C ----------------------------------------
 
 
@@ -288,13 +302,13 @@ def test_a_builtin_name_without_builtin_says_to_add_it(
 ) -> None:
     model = turns(tmp_path, "Hello.")
     out = kode_run(
-        "run", str(template(tmp_path, ["greet", entry])), "hi", "--model", model,
+        "run", str(template(tmp_path, ["erase", entry])), "hi", "--model", model,
         "-m", str(tools), cwd=tmp_path, marks=marks,
     )  # fmt: skip
     assert out.returncode == 2
     assert out.stderr.rstrip().endswith(f"'{entry}' is built into kode: add --builtin."), out.stderr
     fixed = kode_run(
-        "run", str(template(tmp_path, ["greet", entry])), "hi", "--model", model,
+        "run", str(template(tmp_path, ["erase", entry])), "hi", "--model", model,
         "-m", str(tools), "--builtin", cwd=tmp_path, marks=marks,
     )  # fmt: skip
     assert fixed.returncode == 0, fixed.stderr

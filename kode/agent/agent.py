@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from kode.agent.blocks import result_block
 from kode.agent.client_calls import ClientCalls
+from kode.agent.deps import deps_problems
 from kode.agent.events import AgentEvent, Done, ErrorEvent
 from kode.agent.hooks import AgentHooks
 from kode.agent.permissions import ApprovalDecision, ApproverFunc
@@ -190,8 +191,9 @@ class Agent:
                 template is not listed uses this agent's model.
 
         Raises:
-            AgentError: a template entry names no tool (the message lists close names), or a
-                profile is unknown.
+            AgentError: a template entry names no tool (the message lists close names), a
+                profile is unknown, or a tool's context requires deps (``ToolContext[Deps]``)
+                that `deps` does not give (missing, or not an instance of ``Deps``).
             TypeError: `model` is not a model or a provider model string, or `workspace`
                 is not a path or a `Workspace`.
         """
@@ -237,6 +239,12 @@ class Agent:
             raise AgentError(
                 f"agent template {template.id!r} lists tools that match nothing registered: "
                 f"{'; '.join(parts)}. Import the modules that define them, or fix the names."
+            )
+        problems = deps_problems(resolution.tools, deps)
+        if problems:
+            raise AgentError(
+                f"agent template {template.id!r}: {'; '.join(problems)}. Pass the deps its "
+                "tools need with Agent.create(deps=...) (kode run: --deps module:factory)."
             )
         merged = (template.hooks or AgentHooks()).merged(hooks)
         made = cls(

@@ -67,14 +67,14 @@ def tools(reg: ToolRegistry) -> ToolRegistry:
         raise ToolError("Give me a path first.", type=ToolErrorType.FILE_NOT_FOUND)
 
     @define_tool(registry=reg)
-    def whoami(ctx: ToolContext[Deps]) -> dict[str, Any]:
+    def whoami(ctx: ToolContext[Deps | None]) -> dict[str, Any]:
         """Report the call's context."""
         return {
             "call": ctx.tool_call_id,
             "tool": ctx.tool_name,
             "agent": ctx.agent_id,
             "session": ctx.session_id,
-            "deps": ctx.deps.greeting,
+            "deps": ctx.deps.greeting if ctx.deps is not None else None,
         }
 
     @define_tool(registry=reg)
