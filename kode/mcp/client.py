@@ -120,6 +120,8 @@ class MCPConnection:
         """The registered tools: kode name → the server's own name."""
         self.skipped: dict[str, str] = {}
         """Remote tools not registered, and why."""
+        self.remote_tools: dict[str, types.Tool] = {}
+        """The server's own listing, by its tool names (registered or not)."""
         self.remote = RemoteServer(spec, on_tools_changed=self._register)
         """The live connection."""
 
@@ -181,6 +183,7 @@ class MCPConnection:
             self._unregister_one(gone)
         self.tools = registered
         self.skipped = skipped
+        self.remote_tools = {remote.name: remote for remote in listing}
 
     def _unregister_one(self, name: str) -> None:
         try:

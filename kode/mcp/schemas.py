@@ -143,6 +143,10 @@ class _Cleaner:
                 # draft 7 tuple form: 2020-12 spells it prefixItems
                 node.pop("items")
                 node["prefixItems"] = [self.node(v) for v in value]
+            elif isinstance(value, bool) and key == "additionalProperties":
+                # Every dialect reads a boolean here: `false` is what makes an object closed
+                # (OpenAI strict mode, kode's own message for an unknown key), so it stays.
+                continue
             elif isinstance(value, dict | bool):
                 node[key] = self.node(value)
             else:
@@ -161,7 +165,9 @@ def clean_remote_schema(schema: Any) -> JsonSchema:
     - document keywords (``$schema``, ``$comment``, ``$anchor``, ...) and titles are removed;
     - draft 7 ``definitions`` become ``$defs`` (and their references follow), the draft 7
       tuple form of ``items`` becomes ``prefixItems``;
-    - boolean subschemas become object schemas (``true`` → ``{}``, ``false`` → ``{"not": {}}``);
+    - boolean subschemas become object schemas (``true`` → ``{}``, ``false`` → ``{"not": {}}``),
+      except ``additionalProperties``, whose boolean every dialect reads (``false`` keeps an
+      object closed, so OpenAI strict mode stays on and an unknown key gets kode's message);
     - a ``$ref`` that does not resolve inside the schema (another document, a typo) becomes
       an unconstrained value with a note; ``$dynamicRef``, ``unevaluated*`` and
       ``additionalItems`` are dropped and ``dependentRequired`` is described in words;
