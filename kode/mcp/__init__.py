@@ -2,7 +2,8 @@
 
 - `serve` (and ``kode mcp serve my_module``) exposes registered tools over stdio or streamable
   HTTP, with their schemas, annotations, progress, log messages and cancellation
-  (`kode.mcp.server`);
+  (`kode.mcp.server`); over HTTP, `HTTPAccess` says which hosts and origins are accepted and
+  how clients authenticate (`StaticTokenVerifier` for bearer tokens; `kode.mcp.http`);
 - `connect` registers an MCP server's tools as ``mcp__<server>__<tool>``, ready for any agent
   whose template names them (`kode.mcp.client`).
 
@@ -17,11 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kode.mcp.client import MCPConnection, MCPConnectionError, connect
+    from kode.mcp.http import HTTPAccess, StaticTokenVerifier
     from kode.mcp.server import ToolServer, serve, serve_async
 
 __all__ = [
+    "HTTPAccess",
     "MCPConnection",
     "MCPConnectionError",
+    "StaticTokenVerifier",
     "ToolServer",
     "connect",
     "serve",
@@ -29,8 +33,10 @@ __all__ = [
 ]
 
 _SOURCES = {
+    "HTTPAccess": "kode.mcp.http",
     "MCPConnection": "kode.mcp.client",
     "MCPConnectionError": "kode.mcp.client",
+    "StaticTokenVerifier": "kode.mcp.http",
     "ToolServer": "kode.mcp.server",
     "connect": "kode.mcp.client",
     "serve": "kode.mcp.server",

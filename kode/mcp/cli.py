@@ -40,8 +40,100 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
 
 
+_HTTP_ONLY = (
+    ("allowed_hosts", "--allowed-host"),
+    ("allowed_origins", "--allowed-origin"),
+    ("token_env", "--token-env"),
+    ("token_file", "--token-file"),
+    ("allow_unauthenticated", "--allow-unauthenticated"),
+)
+
+
+def _tokens(args: argparse.Namespace) -> list[str] | str:
+    """The bearer tokens from --token-env and --token-file, or an error message."""
+    import os
+    from pathlib import Path
+
+    tokens: list[str] = []
+    if args.token_env is not None:
+        value = os.environ.get(args.token_env, "").strip()
+        if not value:
+            return f"--token-env {args.token_env}: the environment variable is not set or empty"
+        tokens.append(value)
+    if args.token_file is not None:
+        try:
+            text = Path(args.token_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            return f"--token-file {args.token_file}: cannot read it: {exc}"
+        found = [t.strip() for t in text.splitlines() if t.strip() and not t.startswith("#")]
+        if not found:
+            return f"--token-file {args.token_file}: the file holds no token (one per line)"
+        tokens.extend(found)
+    return tokens
+
+
+def _access(args: argparse.Namespace) -> Any:
+    """The `HTTPAccess` the options ask for, or an error message (a string)."""
+    from kode.mcp.http import HTTPAccess, StaticTokenVerifier, check_exposure, transport_security
+
+    tokens = _tokens(args)
+    if isinstance(tokens, str):
+        return tokens
+    try:
+        access = HTTPAccess(
+            allowed_hosts=args.allowed_hosts or (),
+            allowed_origins=args.allowed_origins or (),
+            token_verifier=StaticTokenVerifier(tokens) if tokens else None,
+            allow_unauthenticated=args.allow_unauthenticated,
+        )
+        transport_security(
+            args.host, allowed_hosts=access.allowed_hosts, allowed_origins=access.allowed_origins
+        )
+    except ValueError as exc:
+        return str(exc)
+    try:
+        check_exposure(
+            args.host,
+            authenticated=bool(tokens),
+            allow_unauthenticated=args.allow_unauthenticated,
+        )
+    except ValueError:
+        return (
+            f"--host {args.host} listens beyond this machine, and without authentication "
+            "anyone who can reach the port can run the tools: require a bearer token with "
+            "--token-env NAME or --token-file PATH, or pass --allow-unauthenticated when "
+            "something in front of the server authenticates the clients"
+        )
+    return access
+
+
+def _no_sdk(exc: ModuleNotFoundError) -> int:
+    print(
+        f"kode mcp serve needs the MCP SDK ({exc.name} is missing): pip install 'kode-sdk[mcp]'",
+        file=sys.stderr,
+    )
+    return 2
+
+
 def _serve_logged(args: argparse.Namespace) -> int:
     transport = "http" if args.http is not None else "stdio"
+    if transport == "stdio":
+        given = [flag for name, flag in _HTTP_ONLY if getattr(args, name)]
+        if given:
+            print(
+                f"kode mcp serve: {', '.join(given)} only apply with --http PORT",
+                file=sys.stderr,
+            )
+            return 2
+    access: Any = None
+    if transport == "http":  # checked first: a refused exposure imports nothing
+        try:
+            access = _access(args)
+        except ModuleNotFoundError as exc:
+            return _no_sdk(exc)
+        if isinstance(access, str):
+            print(f"kode mcp serve: {access}", file=sys.stderr)
+            return 2
     # Over stdio, stdout is the protocol: whatever the modules print while loading goes to
     # stderr instead (while serving, the SDK keeps tools' output off stdout itself).
     quiet: Any = contextlib.redirect_stdout(sys.stderr) if transport == "stdio" else None
@@ -64,12 +156,7 @@ def _serve_logged(args: argparse.Namespace) -> int:
     try:
         from kode.mcp.server import ToolServer
     except ModuleNotFoundError as exc:
-        print(
-            f"kode mcp serve needs the MCP SDK ({exc.name} is missing): "
-            "pip install 'kode-sdk[mcp]'",
-            file=sys.stderr,
-        )
-        return 2
+        return _no_sdk(exc)
     server = ToolServer(
         _patterns(args.tools),
         name=args.name,
@@ -90,13 +177,15 @@ def _serve_logged(args: argparse.Namespace) -> int:
     import anyio
 
     if transport == "http":
+        shown_host = f"[{args.host}]" if ":" in args.host else args.host
+        how = "bearer token required" if access.token_verifier else "no authentication"
         print(
             f"kode mcp serve: {len(server.tools)} tools at "
-            f"http://{args.host}:{args.http}{args.path}",
+            f"http://{shown_host}:{args.http}{args.path} ({how})",
             file=sys.stderr,
         )
         runner: Any = functools.partial(
-            server.run_http, host=args.host, port=args.http, path=args.path
+            server.run_http, host=args.host, port=args.http, path=args.path, access=access
         )
     else:
         runner = server.run_stdio
@@ -135,6 +224,38 @@ def register(subparsers: Any) -> None:
     serve.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on PORT")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP interface (default: loopback)")
     serve.add_argument("--path", default="/mcp", help="HTTP endpoint path (default: /mcp)")
+    serve.add_argument(
+        "--allowed-host",
+        dest="allowed_hosts",
+        action="append",
+        metavar="HOST",
+        help="accept this Host header besides the loopback names and --host (a name a proxy "
+        "or clients use; HOST, HOST:PORT or HOST:*); repeatable",
+    )
+    serve.add_argument(
+        "--allowed-origin",
+        dest="allowed_origins",
+        action="append",
+        metavar="ORIGIN",
+        help="accept this Origin header (https://app.example.com); repeatable",
+    )
+    serve.add_argument(
+        "--token-env",
+        metavar="NAME",
+        help="require 'Authorization: Bearer <token>', the token being the value of the "
+        "environment variable NAME",
+    )
+    serve.add_argument(
+        "--token-file",
+        metavar="PATH",
+        help="require a bearer token, any of those in the file PATH (one per line)",
+    )
+    serve.add_argument(
+        "--allow-unauthenticated",
+        action="store_true",
+        help="serve on a non-loopback --host without a token (when a proxy in front "
+        "authenticates); refused otherwise",
+    )
     serve.add_argument("--name", default="kode", help="the server's name shown to clients")
     serve.add_argument(
         "--tool-timeout",

@@ -17,8 +17,11 @@ What a client sees:
 - ``ctx.progress(...)`` becomes ``notifications/progress`` for the call, when the client asked
   for progress; ``ctx.emit(...)`` and records logged on ``ctx.logger`` become
   ``notifications/message`` log messages (level ``info`` for events);
-- a client's ``notifications/cancelled`` cancels the call: an async tool is cancelled, a sync
-  one in a worker thread sees ``ctx.cancelled`` (its result is discarded);
+- a client's ``notifications/cancelled`` cancels the call, and so does an HTTP client that
+  hangs up: an async tool is cancelled, a sync one in a worker thread sees ``ctx.cancelled``
+  (its result is discarded);
+- over HTTP, ``Host`` and ``Origin`` are checked whatever the bind address, and a non-loopback
+  one needs authentication (`kode.mcp.http.HTTPAccess`);
 - tools registered (or removed) after the server started: ``notifications/tools/list_changed``,
   on the connection for handshake-era clients and through ``subscriptions/listen`` for
   2026-07-28 clients. The registry is watched by polling, every `poll_interval` seconds.
@@ -47,10 +50,13 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kode.mcp.convert import annotations_for_kind, call_result, output_schema_for
+from kode.mcp.http import HTTPAccess, disconnected, http_app
 from kode.registries.meta import ToolSource
 from kode.registries.registry import ToolRegistry, normalize_name
 from kode.registries.registry import registry as global_registry
 from kode.tools.context import ToolContext, ToolEvent
+from kode.tools.errors import ToolErrorType
+from kode.tools.results import ToolResult, error_result
 from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool
 
@@ -133,6 +139,14 @@ class _Listed:
     tool: Tool[..., Any]
     entry: types.Tool
     wrapped: bool
+
+
+async def _cancel_on(
+    event: anyio.Event, target: anyio.CancelScope, watch: anyio.CancelScope
+) -> None:
+    with watch:
+        await event.wait()
+        target.cancel()
 
 
 class ToolServer:
@@ -333,14 +347,25 @@ class ToolServer:
             files=self.files,
             services=self.services,
         )
+        gone = disconnected(ctx.request)
+        result: ToolResult | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._relay, receive, ctx, tool.name)
-            try:
-                result = await tool.run(
-                    params.arguments or {}, call_ctx, default_timeout=self.tool_timeout
-                )
-            finally:
-                send.close()  # the relay sends what is left, then ends
+            with anyio.CancelScope() as call_scope:
+                watch = anyio.CancelScope()
+                if gone is not None:  # an HTTP client that hangs up cancels its call
+                    tg.start_soon(_cancel_on, gone, call_scope, watch)
+                try:
+                    result = await tool.run(
+                        params.arguments or {}, call_ctx, default_timeout=self.tool_timeout
+                    )
+                finally:
+                    send.close()  # the relay sends what is left, then ends
+                    watch.cancel()
+        if result is None:
+            result = error_result(
+                "The call was cancelled: the client disconnected.", type=ToolErrorType.CANCELLED
+            )
         return call_result(
             result, has_output_schema=listed.entry.output_schema is not None, wrapped=listed.wrapped
         )
@@ -455,21 +480,41 @@ class ToolServer:
             with contextlib.redirect_stdout(sys.stderr):
                 await self.run(read_stream, write_stream)
 
-    def streamable_http_app(self, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
-        """A Starlette app serving the tools over streamable HTTP at `path`."""
-        from starlette.applications import Starlette
+    def streamable_http_app(
+        self, *, host: str = "127.0.0.1", path: str = "/mcp", access: HTTPAccess | None = None
+    ) -> Any:
+        """A Starlette app serving the tools over streamable HTTP at `path`.
 
-        app: Starlette = self.server.streamable_http_app(streamable_http_path=path, host=host)
-        return app
+        Args:
+            host: The address the app will be bound to: the ``Host``/``Origin`` checks accept
+                it, and a non-loopback one needs authentication (see `HTTPAccess`).
+            path: The endpoint's path.
+            access: Which hosts and origins are accepted and how clients authenticate
+                (default: the loopback names and `host`, no authentication).
+
+        Raises:
+            ValueError: a non-loopback `host` without authentication, unless allowed; an
+                invalid `access`.
+        """
+        return http_app(self.server, host=host, path=path, access=access or HTTPAccess())
 
     async def run_http(
-        self, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp"
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        access: HTTPAccess | None = None,
     ) -> None:
-        """Serve over streamable HTTP on ``http://host:port/path`` until cancelled."""
+        """Serve over streamable HTTP on ``http://host:port/path`` until cancelled.
+
+        `host`, `path` and `access` are `streamable_http_app`'s.
+        """
         import uvicorn
 
+        app = self.streamable_http_app(host=host, path=path, access=access)
         config = uvicorn.Config(
-            self.streamable_http_app(host=host, path=path),
+            app,
             host=host,
             port=port,
             log_level="warning",
@@ -493,6 +538,7 @@ async def serve_async(
     poll_interval: float = 0.5,
     tool_timeout: float | None = None,
     deps: Any = None,
+    access: HTTPAccess | None = None,
 ) -> None:
     """`serve`, in a running event loop (stdio: asyncio or trio; HTTP: asyncio)."""
     server = ToolServer(
@@ -506,7 +552,7 @@ async def serve_async(
     if transport == "stdio":
         await server.run_stdio()
     elif transport == "http":
-        await server.run_http(host=host, port=port, path=path)
+        await server.run_http(host=host, port=port, path=path, access=access)
     else:
         raise ValueError(f"unknown MCP transport {transport!r}: use 'stdio' or 'http'")
 
@@ -523,6 +569,7 @@ def serve(
     poll_interval: float = 0.5,
     tool_timeout: float | None = None,
     deps: Any = None,
+    access: HTTPAccess | None = None,
 ) -> None:
     """Serve registered tools over MCP until the client leaves (stdio) or the process stops.
 
@@ -539,6 +586,8 @@ def serve(
         poll_interval: Seconds between two looks at the registry for tools defined later.
         tool_timeout: Seconds a call may take when its tool has no `timeout` of its own.
         deps: The application's dependencies, given to every call as ``ctx.deps``.
+        access: Accepted hosts and origins, and authentication (HTTP only; see `HTTPAccess`:
+            a non-loopback `host` needs a token verifier or ``allow_unauthenticated``).
     """
     anyio.run(
         lambda: serve_async(
@@ -552,6 +601,7 @@ def serve(
             poll_interval=poll_interval,
             tool_timeout=tool_timeout,
             deps=deps,
+            access=access,
         ),
         backend="asyncio",
     )

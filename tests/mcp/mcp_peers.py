@@ -256,11 +256,12 @@ def wait_until(check: object, timeout: float = 10.0) -> bool:
 class HttpServer:
     """`kode mcp serve --http PORT` for `module`: a subprocess to stop and start again."""
 
-    def __init__(self, module: Path, port: int, *extra: str) -> None:
+    def __init__(self, module: Path, port: int, *extra: str, address: str = "127.0.0.1") -> None:
         self.module = module
         self.port = port
         self.extra = extra
-        self.url = f"http://127.0.0.1:{port}/mcp"
+        self.address = address  # where it can be reached
+        self.url = f"http://{address}:{port}/mcp"
         self.log = module.parent / f"http-server-{port}.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -276,7 +277,7 @@ class HttpServer:
 
         def listening() -> bool:
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                socket.create_connection((self.address, self.port), timeout=0.2).close()
             except OSError:
                 return proc.poll() is not None  # stop waiting if it died
             return True
