@@ -55,6 +55,9 @@ def _hole(fh: IO[bytes]) -> int:
     A hole reads as zeros, so it holds no line end: reading on can jump over it. The
     descriptor's own offset is put back, since the buffered file keeps track of it.
     """
+    seek_data = getattr(os, "SEEK_DATA", None)  # not on Windows
+    if seek_data is None:
+        return 0
     try:
         fd = fh.fileno()
         here = fh.tell()
@@ -65,7 +68,7 @@ def _hole(fh: IO[bytes]) -> int:
     except OSError:
         return 0
     try:
-        data = os.lseek(fd, here, os.SEEK_DATA)
+        data = os.lseek(fd, here, seek_data)
     except OSError as exc:
         if exc.errno != errno.ENXIO:
             return 0  # no hole support here: read on
