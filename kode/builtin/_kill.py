@@ -281,6 +281,11 @@ def _steps(target: Target, reap: ReapFunc, grace: float) -> Generator[float, Non
         deadline = time.monotonic() + grace
         while reap() is None and time.monotonic() < deadline:
             yield _POLL
+        if target.sandboxed and reap() is None:  # a stopped or hung supervisor: end it all
+            _kill_namespace(target)
+            deadline = time.monotonic() + grace
+            while reap() is None and time.monotonic() < deadline:
+                yield _POLL
     return sent
 
 
