@@ -266,31 +266,12 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _model_from(spec: str | None) -> Any:
-    from kode.models import ScriptedModel
+    from kode.models import model_from_environment
 
-    if spec and spec.startswith("scripted:"):
-        from kode.models.script_file import ScriptError
-
-        try:
-            return ScriptedModel.from_file(spec.removeprefix("scripted:"))
-        except ScriptError as exc:
-            raise CommandError(f"--model: {exc}") from None
-    name = spec or os.environ.get("KODE_MODEL")
-    if os.environ.get("ANTHROPIC_API_KEY") and not (name or "").startswith("openai:"):
-        from kode.models import AnthropicModel
-
-        return AnthropicModel((name or "claude-sonnet-4-5").removeprefix("anthropic:"))
-    if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
-        from kode.models import OpenAIModel
-
-        return OpenAIModel(
-            (name or "gpt-4o-mini").removeprefix("openai:"),
-            base_url=os.environ.get("OPENAI_BASE_URL"),
-        )
-    raise CommandError(
-        "no model: set ANTHROPIC_API_KEY, or OPENAI_API_KEY / OPENAI_BASE_URL, or pass "
-        "--model scripted:TURNS.json for an offline run"
-    )
+    try:  # the one reading of model strings, shared with Agent.create
+        return model_from_environment(spec)
+    except ValueError as exc:  # a ScriptError too
+        raise CommandError(f"--model: {exc}" if spec else str(exc)) from None
 
 
 def _ask(question: str) -> str:

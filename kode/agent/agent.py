@@ -170,9 +170,10 @@ class Agent:
 
         Args:
             template: The template, or its id in the global template registry.
-            model: The model to talk to: a `Model`, or ``"anthropic:<model>"`` /
-                ``"openai:<model>"`` for `AnthropicModel` / `OpenAIModel` with their default
-                clients (API keys from the environment).
+            model: The model to talk to: a `Model`, or a model string (`model_from`):
+                ``"anthropic:<model>"`` / ``"openai:<model>"`` for `AnthropicModel` /
+                `OpenAIModel` with their default clients (API keys from the environment),
+                ``"scripted:<file.json>"`` for a `ScriptedModel` playing a file's turns.
             deps: The application's dependencies, given to tools as ``ctx.deps``.
             registry: Where tools are looked up (default: the global registry).
             policy: Policy layers applied before the template's own (global → agent → ...).
@@ -194,8 +195,10 @@ class Agent:
             AgentError: a template entry names no tool (the message lists close names), a
                 profile is unknown, or a tool's context requires deps (``ToolContext[Deps]``)
                 that `deps` does not give (missing, or not an instance of ``Deps``).
-            TypeError: `model` is not a model or a provider model string, or `workspace`
-                is not a path or a `Workspace`.
+            TypeError: `model` is neither a model nor a string, or `workspace` is not a path
+                or a `Workspace`.
+            ValueError: `model` is a string that names no provider or no model, or a
+                ``scripted:`` file that does not hold valid turns.
         """
         model = model_from(model)
         if isinstance(template, str):

@@ -30,7 +30,7 @@ from kode.models.messages import (
     ToolUseContent,
     Usage,
 )
-from kode.models.resolve import model_from
+from kode.models.resolve import model_from, model_from_environment
 from kode.models.scripted import FunctionModel, ScriptedModel, ScriptedTurn, tool_use
 
 if TYPE_CHECKING:
@@ -62,6 +62,7 @@ __all__ = [
     "ToolUseContent",
     "Usage",
     "model_from",
+    "model_from_environment",
     "tool_use",
 ]
 

@@ -183,19 +183,19 @@ def test_create_takes_provider_model_strings(reg: ToolRegistry) -> None:
 
 
 @pytest.mark.parametrize(
-    ("model", "message"),
+    ("model", "error", "message"),
     [
-        ("gpt-4o", "is not a provider model string: use 'anthropic:<model>' or 'openai:<model>'"),
-        ("mistral:large", "is not a provider model string"),
-        ("openai:", "is not a provider model string"),
-        (42, "model must be a Model .* got int"),
-        (None, "model must be a Model .* got NoneType"),
+        ("gpt-4o", ValueError, "names no provider: use 'anthropic:<model>', 'openai:<model>'"),
+        ("mistral:large", ValueError, "names no provider"),
+        ("openai:", ValueError, "names no model after 'openai:'"),
+        (42, TypeError, "model must be a Model .* got int"),
+        (None, TypeError, "model must be a Model .* got NoneType"),
     ],
 )
 def test_create_refuses_what_is_not_a_model_at_once(
-    reg: ToolRegistry, model: Any, message: str
+    reg: ToolRegistry, model: Any, error: type[Exception], message: str
 ) -> None:
-    with pytest.raises(TypeError, match=message):
+    with pytest.raises(error, match=message):
         Agent.create(AgentTemplate(id="t", tools=[]), model=model, registry=reg)
 
 
