@@ -223,8 +223,8 @@ matches.
 
 RISKY_OPTIONS: Mapping[str, tuple[str, ...]] = {
     "diff": ("-r", "--recursive"),
-    "du": ("-L", "--dereference"),
-    "file": ("-C", "--compile"),
+    "du": ("--files0-from", "-L", "--dereference"),
+    "file": ("-C", "--compile", "-f", "--files-from"),
     "git": (
         "--output",
         "--ext-diff",
@@ -241,6 +241,7 @@ RISKY_OPTIONS: Mapping[str, tuple[str, ...]] = {
     "rg": ("--pre", "--hostname-bin", "-L", "--follow"),
     "sort": ("--output", "-o", "--compress-program", "--files0-from"),
     "tree": ("-o", "-R", "--fromfile", "-l"),
+    "wc": ("--files0-from",),
 }
 """Options that make an otherwise safe command write files, set variables, run programs,
 read the names of the files it reads from a file, or follow symlinks met inside directories

@@ -400,11 +400,8 @@ class Sandbox:
             if any(_under(resolv, p) for p in private) and os.path.exists(resolv):
                 mounts.append((_depth(resolv), 0, ["--ro-bind", resolv, resolv]))
         for root in roots:
-            git = os.path.join(root, ".git")
-            if os.path.lexists(git):
-                for path in {git, os.path.realpath(git)}:
-                    if os.path.exists(path):
-                        mounts.append((_depth(path), 1, ["--ro-bind", path, path]))
+            for path in _git_paths(root):
+                mounts.append((_depth(path), 1, ["--ro-bind", path, path]))
         emptied: list[str] = []
         for path in _hidden(self.hidden, self.roots[0] if self.roots else cwd):
             if os.path.islink(path) or any(_under(path, p) for p in private):
@@ -421,6 +418,23 @@ class Sandbox:
             argv += ["--remount-ro", path]
         argv += ["--chdir", str(cwd), "--", *inner]
         return argv
+
+
+def _git_paths(root: str) -> list[str]:
+    """The workspace root's ``.git`` to keep read-only, as real paths too.
+
+    A directory; or a worktree's ``.git`` file and the directory its ``gitdir:`` line names.
+    """
+    git = os.path.join(root, ".git")
+    found = {git, os.path.realpath(git)} if os.path.lexists(git) else set()
+    if os.path.isfile(git):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            with open(git, encoding="utf-8") as gitfile:
+                first = gitfile.readline().strip()
+            if first.startswith("gitdir:"):
+                named = os.path.join(root, first[len("gitdir:") :].strip())
+                found |= {os.path.abspath(named), os.path.realpath(named)}
+    return sorted(p for p in found if os.path.exists(p))
 
 
 def _runtime_paths(private: Sequence[str]) -> list[str]:

@@ -7,12 +7,40 @@ output and the exit status, and ``bash_kill`` kills the shell and every process 
 Background shells live in the agent's `PROCESSES` service (a `ProcessManager`), so closing
 the agent kills them. Processes a foreground command leaves running when it exits are killed too.
 
-On Linux every command runs under a small supervisor that is a child subreaper: processes that
-leave the shell's process group or session (``setsid``, ``set -m``, ``nohup``, ``disown``,
-double forks) stay its descendants and are found and killed (SIGTERM, then, after a grace of
-2 s, SIGSTOP of all of them and SIGKILL), and their zombies are reaped. Elsewhere a command runs
-in its own process group, and only that group is killed: a process that calls ``setsid`` or
-``setpgid`` escapes (see the known limits).
+Every command first goes through a `RuntimePolicy` (see `kode.builtin._runtime_policy`): a
+block-list of the obviously destructive, refused before anything runs; a ``security`` level
+(``deny | allowlist | full``); and two knobs, one for approval and one for confinement:
+
+- ``ask`` (``off | on_miss | always``): *when a person is asked*, through the agent's
+  approval flow (``requires_approval``). Under ``on_miss`` (the default) a command skips
+  approval only when both shell parsers (a strict lexer and, when installed, bashlex) read it
+  as commands of the safe list, with no expansion of any kind and no path outside the
+  workspace, even through a symlink; anything they cannot read asks (see the known limits).
+- ``sandbox`` (``workspace-write | read-only | off``): *what a command that skips approval may
+  touch*. Every such command runs in an OS sandbox (Linux, bubblewrap; see
+  `kode.builtin._sandbox`): the file system read-only except the workspace
+  (``workspace-write``; ``read-only`` keeps that read-only too) and a private ``/tmp``; the
+  workspace's ``.git`` read-only; credentials and keys hidden (``hidden_paths``:
+  ``~/.ssh``, ``~/.aws``, ``~/.config/gcloud``, ``~/.netrc``, ``/etc/shadow``, ...); no
+  network unless ``network=True``, and no Unix sockets; a PID namespace of its own, killed
+  with the kode process, from which no process outside can be seen or signalled. A command a
+  person approved runs outside the sandbox, with the kode process's rights (it may need the
+  network, or a cache in the home directory). ``sandbox="off"`` runs every command that way.
+
+Where no sandbox can be had (no bubblewrap, user namespaces disabled, macOS, Windows), a
+policy that wants one falls back to asking for every command off the safe list, whatever
+``ask`` says, and says so once in a warning log record when an agent with ``bash_run`` is
+made; safe-list commands still run, unconfined. Commands that skip approval also get git
+defused further: no repository git would have to guess is bare (a directory a model built to
+look like one), no diff driver or textconv, no filter a repository's own config defines.
+
+Processes: on Linux every command runs under a small supervisor that is a child subreaper:
+processes that leave the shell's process group or session (``setsid``, ``set -m``,
+``nohup``, ``disown``, double forks) stay its descendants and are found and killed (SIGTERM,
+then, after a grace of 2 s, SIGSTOP of all of them and SIGKILL, or the sandbox's whole PID
+namespace), and their zombies are reaped. Elsewhere a command runs in its own process group,
+and only that group is killed: a process that calls ``setsid`` or ``setpgid`` escapes (see
+the known limits).
 
 A command does not get the kode process's environment, where API keys live: it gets ``PATH``,
 ``HOME``, ``USER``, ``LOGNAME``, ``SHELL``, ``LANG``, ``LANGUAGE``, ``LC_*``, ``TERM``, ``TZ``,
@@ -21,23 +49,15 @@ lets through by name (``RuntimePolicy(env_allow=("AWS_REGION", "MYAPP_*"))``) an
 (``RuntimePolicy(env={"CI": "1"})``). git is made safe to run in a repository nobody checked:
 ``GIT_CONFIG_NOSYSTEM=1``, and settings passed through ``GIT_CONFIG_COUNT`` (which win over
 every configuration file) turn off the fsmonitor, hooks, the external diff (plain ``diff -u``
-instead), the pager, editors, credential helpers, signing and the ``ext::`` transport.
-
-Every command first goes through a `RuntimePolicy` (see `kode.builtin._runtime_policy`): a
-block-list of the obviously destructive, refused before anything runs; a ``security`` level
-(``deny | allowlist | full``); and an ``ask`` level (``off | on_miss | always``) that feeds the
-agent's approval flow through ``requires_approval``. A command skips approval only when both
-shell parsers (a strict lexer and, when installed, bashlex) read it as safe commands with no
-expansion of any kind and no path outside the workspace; anything they cannot read asks (see
-the known limits). This module owns the tools; processes are `kode.builtin._processes`.
+instead), the pager, editors, credential helpers, signing and the ``ext::`` transport. This
+module owns the tools; processes are `kode.builtin._processes`.
 
 Setting the policy:
 
 - for the whole process: ``set_default_runtime_policy(RuntimePolicy(security="full"))``;
 - around a run: ``with using_runtime_policy(policy): await agent.send(...)``;
-- for one agent: ``POLICY.set(agent.services, policy)`` (decides what runs; the approval
-  check cannot see it, so commands it would ask about and the ambient policy would not are
-  refused — set ``ask`` through one of the two above).
+- for one agent: ``POLICY.set(agent.services, policy)`` (its approval check and its calls
+  both use it).
 """
 
 from __future__ import annotations
@@ -339,6 +359,8 @@ async def bash_run(
     characters with a marker between. For servers, watchers and long jobs use
     background=true, then bash_logs and bash_kill. Commands outside a safe list may need
     the user's approval; destructive ones (rm -rf /, curl ... | sh, mkfs, ...) are refused.
+    Commands that run without approval run in a sandbox: outside the workspace and /tmp the
+    file system is read-only, credentials are hidden, and there is no network.
 
     Args:
         command: The command line, run with `bash -c` (pipes, &&, redirections work).

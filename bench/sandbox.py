@@ -1,0 +1,147 @@
+"""What the OS sandbox costs per command, next to the supervisor alone and plain subprocess.run.
+
+Run ``python bench/sandbox.py`` (``--rounds N``, ``--quick`` for fewer rounds, ``--json`` for
+machine-readable output). Each round runs ``true`` once in each of these ways, in an order that
+rotates from round to round so that a noisy machine slows them alike:
+
+- ``subprocess.run``: ``bash -c true``, the floor;
+- ``supervisor``: `run_command` without a sandbox, as a command a person approved runs (the
+  subreaper supervisor, output pipes, the exit status, the leftover check);
+- ``sandbox``: `run_command` in the sandbox, as a command that skipped approval runs
+  (bubblewrap, namespaces, the system-call filter, the supervisor inside);
+- ``bash_run (sandbox)`` and ``bash_run (no sandbox)``: the whole tool call as a model makes it
+  (the policy check, the environment, the result), with ``sandbox`` on and off.
+
+Each figure is the median wall-clock time of one command over the rounds; the ratios divide
+medians measured in the same run. The one-time probe of bubblewrap (run once per process) is
+reported apart. Linux with bubblewrap only; no network, no pytest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import anyio
+
+from kode import ToolContext
+from kode.builtin import _sandbox
+from kode.builtin._processes import run_command
+from kode.builtin.runtime import RuntimePolicy, bash_run, sandbox_support
+from kode.tools.workspace import Workspace
+
+Runner = Callable[[], Awaitable[None]]
+
+
+def _variants(root: Path) -> dict[str, Runner]:
+    support = sandbox_support()
+    if not support.available or support.program is None:
+        sys.exit(f"no sandbox here: {support.reason}")
+    sandbox = _sandbox.Sandbox(
+        program=support.program,
+        mode="workspace-write",
+        roots=(root,),
+        user_namespace=support.user_namespace,
+    )
+
+    async def plain() -> None:
+        done = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(["bash", "-c", "true"], cwd=root, check=False)
+        )
+        assert done.returncode == 0
+
+    async def supervised() -> None:
+        outcome = await run_command("true", cwd=root, seconds=30, max_chars=1000)
+        assert outcome.exit_code == 0, outcome.output
+
+    async def sandboxed() -> None:
+        outcome = await run_command("true", cwd=root, seconds=30, max_chars=1000, sandbox=sandbox)
+        assert outcome.exit_code == 0, outcome.output
+
+    def tool(policy: RuntimePolicy, expect_sandbox: bool) -> Runner:
+        async def call() -> None:
+            ctx: ToolContext[None] = ToolContext(workspace=Workspace(root=root))
+            ctx.services["runtime_policy"] = policy
+            result = await bash_run.run({"command": "true"}, ctx)
+            assert not result.is_error and result.details["sandboxed"] is expect_sandbox, result
+
+        return call
+
+    return {
+        "subprocess.run": plain,
+        "supervisor": supervised,
+        "sandbox": sandboxed,
+        "bash_run (sandbox)": tool(RuntimePolicy(security="full", ask="off"), True),
+        "bash_run (no sandbox)": tool(
+            RuntimePolicy(security="full", ask="off", sandbox="off"), False
+        ),
+    }
+
+
+async def _measure(rounds: int) -> tuple[dict[str, list[float]], float]:
+    with tempfile.TemporaryDirectory() as directory:
+        root = Path(directory)
+        started = time.perf_counter()
+        _sandbox._support.clear()  # the probe, measured once
+        sandbox_support()
+        probe = time.perf_counter() - started
+        variants = _variants(root)
+        names = list(variants)
+        samples: dict[str, list[float]] = {name: [] for name in names}
+        for name in names:  # warm up: imports, caches, the first fork of each kind
+            await variants[name]()
+        for index in range(rounds):
+            order = names[index % len(names) :] + names[: index % len(names)]
+            for name in order:
+                began = time.perf_counter()
+                await variants[name]()
+                samples[name].append(time.perf_counter() - began)
+    return samples, probe
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=40, help="rounds (default 40)")
+    parser.add_argument("--quick", action="store_true", help="10 rounds")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    options = parser.parse_args()
+    rounds = 10 if options.quick else options.rounds
+    samples, probe = anyio.run(_measure, rounds)
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    floor = medians["subprocess.run"]
+    supervisor = medians["supervisor"]
+    rows = [
+        {
+            "figure": name,
+            "median_ms": round(value * 1000, 2),
+            "vs_subprocess_run": round(value / floor, 2),
+            "vs_supervisor": round(value / supervisor, 2),
+        }
+        for name, value in medians.items()
+    ]
+    if options.json:
+        print(json.dumps({"rounds": rounds, "probe_ms": round(probe * 1000, 2), "rows": rows}))
+        return
+    print(
+        f"Python {platform.python_version()}, {platform.machine()}, "
+        f"{rounds} rounds; medians of one `true` each"
+    )
+    print(f"{'figure':<24}{'median':>10}{'/ subprocess.run':>19}{'/ supervisor':>15}")
+    for row in rows:
+        print(
+            f"{row['figure']:<24}{row['median_ms']:>8.2f} ms{row['vs_subprocess_run']:>18.2f}x"
+            f"{row['vs_supervisor']:>14.2f}x"
+        )
+    print(f"one-time bubblewrap probe: {probe * 1000:.1f} ms (once per process)")
+
+
+if __name__ == "__main__":
+    main()
