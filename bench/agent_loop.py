@@ -18,6 +18,7 @@ No network, no pytest: a plain script.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import platform
 import statistics
@@ -36,8 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from overhead import (  # the sibling script, found through the path set above
     ARGS,
     EXPECTED,
+    ORDER_EXPECTED,
+    ORDER_INPUT,
+    ORDER_ITEMS,
     Row,
     pair_async,
+    place_order,
+    place_order_slow,
     print_table,
     ratio_row,
     search_files_async,
@@ -51,6 +57,9 @@ from kode.registries.registry import ToolRegistry
 from kode.tools.tool import Tool
 
 PARALLEL = 100
+PARALLEL_LARGE = 1000
+TURNS = 50
+HISTORY_TURNS = 50
 BASE_REPEAT = 20
 FINAL = Message(role="assistant", content=[TextContent(text="Done.")])
 
@@ -62,19 +71,46 @@ CPU_CLOCK: ClockFunc = time.thread_time_ns
 WALL_CLOCK: ClockFunc = time.perf_counter_ns
 
 
-def _tool_turn(name: str, count: int) -> Message:
-    """The assistant message asking for `count` calls of `name` with `ARGS`."""
+def _tool_turn(name: str, count: int, args: dict[str, Any] = ARGS) -> Message:
+    """The assistant message asking for `count` calls of `name` with `args`."""
     return Message(
         role="assistant",
-        content=[tool_use(name, dict(ARGS), id=f"toolu_{i:03d}") for i in range(count)],
+        content=[tool_use(name, dict(args), id=f"toolu_{i:03d}") for i in range(count)],
     )
+
+
+def _history(turns: int) -> list[Message]:
+    """A conversation of `turns` earlier tool turns (prompt, call, result, answer each)."""
+    messages: list[Message] = []
+    for k in range(turns):
+        call = tool_use("search_files_async", dict(ARGS), id=f"old_{k:03d}")
+        messages += [
+            Message(role="user", content=[TextContent(text=f"Question {k}: where are the files?")]),
+            Message(role="assistant", content=[call]),
+            Message(
+                role="user",
+                content=[
+                    ToolResultContent(tool_use_id=call.id, content=[TextContent(text=EXPECTED)])
+                ],
+            ),
+            Message(role="assistant", content=[TextContent(text=f"Answer {k}: in src.")]),
+        ]
+    return messages
 
 
 class _Subject:
     """Fresh agents for one tool turn: `send` with and without the tool turn in the script."""
 
     def __init__(
-        self, tool: Tool[..., Any], registry: ToolRegistry, count: int, clock: ClockFunc
+        self,
+        tool: Tool[..., Any],
+        registry: ToolRegistry,
+        count: int,
+        clock: ClockFunc,
+        *,
+        args: dict[str, Any] = ARGS,
+        expected: str = EXPECTED,
+        history: list[Message] | None = None,
     ) -> None:
         self.template = AgentTemplate(
             id=f"bench_{tool.name}",
@@ -83,28 +119,34 @@ class _Subject:
             max_concurrent_tools=max(count, 1),
         )
         self.registry = registry
-        self.turn = _tool_turn(tool.name, count)
+        self.turn = _tool_turn(tool.name, count, args)
         self.count = count
         self.clock = clock
+        self.expected = expected
+        self.history = history or []
         self.sends: list[float] = []
         """Per round: one whole `send` with the tool turn (for the information row)."""
 
     def agents(self, n: int, *, with_tool_turn: bool) -> list[Agent]:
         script = [self.turn, FINAL] if with_tool_turn else [FINAL]
-        return [
+        agents = [
             Agent.create(self.template, model=ScriptedModel(script), registry=self.registry)
             for _ in range(n)
         ]
+        for agent in agents:
+            agent.messages = list(self.history)
+        return agents
 
     def check(self, agent: Agent) -> None:
         """The history is [prompt, tool_use turn, its tool_result message, final text]."""
-        assert [m.role for m in agent.messages] == ["user", "assistant", "user", "assistant"]
-        results = agent.messages[2].content
+        messages = agent.messages[len(self.history) :]
+        assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
+        results = messages[2].content
         assert len(results) == self.count, results
         for block, call in zip(results, self.turn.tool_uses, strict=True):
             assert isinstance(block, ToolResultContent), block
             assert block.tool_use_id == call.id and not block.is_error, block
-            assert block.text == EXPECTED, block
+            assert block.text == self.expected, block
 
     async def send_all(self, agents: list[Agent]) -> int:
         clock = self.clock
@@ -208,6 +250,122 @@ async def bench_round_trip(rounds: int) -> list[Row]:
     ]
 
 
+async def bench_common(rounds: int) -> list[Row]:
+    """The common case in a tool turn (a model argument, a dict result) and a long history."""
+    registry = ToolRegistry()
+    order = define_tool(registry=registry)(place_order)
+    search = define_tool(registry=registry)(search_files_async)
+    expected = json.dumps(ORDER_EXPECTED, separators=(",", ":"))
+    subject = _Subject(order, registry, 1, CPU_CLOCK, args=ORDER_INPUT, expected=expected)
+    result = await order.run(ORDER_INPUT)
+    assert not result.is_error and result.text == expected, result
+
+    async def base(n: int) -> int:
+        run = order.run
+        t0 = CPU_CLOCK()
+        for _ in range(n * BASE_REPEAT):
+            await run(ORDER_INPUT)
+        return (CPU_CLOCK() - t0) // BASE_REPEAT
+
+    n = 100
+    k, b = await pair_async(subject.tool_turn_batch(), base, rounds=rounds, n=n)
+    rows = [Row("round_trip_dict", "await tool.run(args)", k, b, k / b, "(info)", None, rounds, n)]
+
+    # The same tool turn at the end of a conversation of HISTORY_TURNS earlier tool turns,
+    # next to the same turn in a fresh conversation: what a long history adds to a turn.
+    fresh = _Subject(search, registry, 1, CPU_CLOCK)
+    long = _Subject(search, registry, 1, CPU_CLOCK, history=_history(HISTORY_TURNS))
+    k, b = await pair_async(long.tool_turn_batch(), fresh.tool_turn_batch(), rounds=rounds, n=n)
+    rows.append(
+        Row(
+            f"history_{4 * HISTORY_TURNS}",
+            "the same tool turn in a new conversation",
+            k,
+            b,
+            k / b,
+            "(info)",
+            None,
+            rounds,
+            n,
+        )
+    )
+    return rows
+
+
+async def bench_turns(rounds: int) -> Row:
+    """A whole run of TURNS sequential tool turns, per turn, next to the bare calls."""
+    registry = ToolRegistry()
+    tool = define_tool(registry=registry)(search_files_async)
+    template = AgentTemplate(id="bench_turns", tools=[tool.name], max_turns=TURNS + 5)
+    script = [_tool_turn(tool.name, 1) for _ in range(TURNS)]
+    for k, turn in enumerate(script):
+        turn.content[0].id = f"toolu_t{k:03d}"  # type: ignore[union-attr]
+    script.append(FINAL)
+
+    async def kode(n: int) -> int:
+        agents = [
+            Agent.create(template, model=ScriptedModel(script), registry=registry) for _ in range(n)
+        ]
+        t0 = CPU_CLOCK()
+        for agent in agents:
+            await agent.send("Go.")
+        took = CPU_CLOCK() - t0
+        for agent in agents:
+            assert len(agent.messages) == 2 * TURNS + 2, agent.messages
+            assert agent.messages[-2].content[0].text == EXPECTED  # type: ignore[union-attr]
+        return took // TURNS
+
+    async def base(n: int) -> int:
+        run = tool.run
+        t0 = CPU_CLOCK()
+        for _ in range(n * TURNS):
+            await run(ARGS)
+        return (CPU_CLOCK() - t0) // TURNS
+
+    k, b = await pair_async(kode, base, rounds=rounds, n=4)
+    return Row(
+        f"turns_{TURNS}",
+        f"{TURNS} x await tool.run(args)",
+        k,
+        b,
+        k / b,
+        "(info)",
+        None,
+        rounds,
+        4,
+    )
+
+
+async def bench_parallel_1000(rounds: int) -> Row:
+    """One turn of 1000 calls of a common-case tool that sleeps 10 ms, next to a bare fan-out."""
+    registry = ToolRegistry()
+    tool = define_tool(registry=registry)(place_order_slow)
+    expected = json.dumps(ORDER_EXPECTED, separators=(",", ":"))
+    subject = _Subject(
+        tool, registry, PARALLEL_LARGE, WALL_CLOCK, args=ORDER_INPUT, expected=expected
+    )
+    bare = functools.partial(place_order_slow, "ada", ORDER_ITEMS, True)
+
+    async def base(n: int) -> int:
+        t0 = WALL_CLOCK()
+        for _ in range(n):
+            async with anyio.create_task_group() as tg:
+                for _ in range(PARALLEL_LARGE):
+                    tg.start_soon(bare)
+        return WALL_CLOCK() - t0
+
+    k, b = await pair_async(subject.tool_turn_batch(), base, rounds=rounds, n=1)
+    return ratio_row(
+        f"parallel_{PARALLEL_LARGE}",
+        f"{PARALLEL_LARGE} bare calls in a task group",
+        k,
+        b,
+        1.2,
+        rounds,
+        1,
+    )
+
+
 async def bench_parallel(rounds: int) -> Row:
     registry = ToolRegistry()
     tool = define_tool(registry=registry)(search_files_slow)
@@ -236,11 +394,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     parser.add_argument("--check", action="store_true", help="exit 1 if a target is missed")
     parser.add_argument(
-        "--only", action="append", help="run only these figures (round_trip, parallel)"
+        "--only",
+        action="append",
+        help="run only these figures (round_trip, common, turns, parallel)",
     )
     opts = parser.parse_args(argv)
     scale = 0.25 if opts.quick else 1.0
-    only = set(opts.only or ("round_trip", "parallel"))
+    only = set(opts.only or ("round_trip", "common", "turns", "parallel"))
 
     def rounds(full: int) -> int:
         return max(5, int(full * scale))
@@ -248,8 +408,13 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Row] = []
     if "round_trip" in only:
         rows += anyio.run(bench_round_trip, rounds(60), backend="asyncio")
+    if "common" in only:
+        rows += anyio.run(bench_common, rounds(40), backend="asyncio")
+    if "turns" in only:
+        rows.append(anyio.run(bench_turns, rounds(40), backend="asyncio"))
     if "parallel" in only:
         rows.append(anyio.run(bench_parallel, rounds(60), backend="asyncio"))
+        rows.append(anyio.run(bench_parallel_1000, rounds(20), backend="asyncio"))
 
     if opts.json:
         env = {
@@ -257,7 +422,10 @@ def main(argv: list[str] | None = None) -> int:
             "pydantic": pydantic.VERSION,
             "anyio_backend": "asyncio",
             "quick": opts.quick,
-            "clocks": {"round_trip": "thread CPU time", f"parallel_{PARALLEL}": "wall time"},
+            "clocks": {
+                "round_trip, round_trip_dict, history, turns": "thread CPU time",
+                "parallel": "wall time",
+            },
         }
         print(json.dumps({"environment": env, "rows": [asdict(r) for r in rows]}, indent=2))
     else:
