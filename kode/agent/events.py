@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
+from kode.models.base import ModelRetry
 from kode.models.messages import ToolResultContent, Usage
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "ApprovalRequired",
     "Done",
     "ErrorEvent",
+    "ModelRetry",
     "TextDelta",
     "ThinkingDelta",
     "ToolBlockedLoop",
@@ -237,6 +239,7 @@ class ErrorEvent:
 AgentEvent = (
     TextDelta
     | ThinkingDelta
+    | ModelRetry
     | ToolStart
     | ToolProgress
     | ToolCustom

@@ -33,7 +33,7 @@ from kode.agent.events import (
 from kode.agent.permissions import ApprovalDecision, ApprovalRequest
 from kode.agent.pipeline import CallOutcome, duplicate_result, run_turn_calls
 from kode.agent.text import clean_message
-from kode.models.base import ModelError, ModelRequest, ModelResponse, ModelSettings
+from kode.models.base import ModelError, ModelRequest, ModelResponse, ModelRetry, ModelSettings
 from kode.models.base import TextDelta as ModelTextDelta
 from kode.models.base import ThinkingDelta as ModelThinkingDelta
 from kode.models.messages import ContentBlock, Message, ToolUseContent, Usage
@@ -279,6 +279,8 @@ class AgentRun:
                 self.emit(TextDelta(text=event.text))
             elif isinstance(event, ModelThinkingDelta):
                 self.emit(ThinkingDelta(thinking=event.thinking))
+            elif isinstance(event, ModelRetry):
+                self.emit(event)  # the model retries a failed request: say so
         if response is not None:
             response.message = clean_message(response.message)
         return response

@@ -84,7 +84,9 @@ class AgentTemplate(BaseModel):
     hooks: AgentHooks | None = Field(default=None, exclude=True)
     """Pre- and post-tool-use hooks (code only; not part of the serialised template)."""
     model_settings: dict[str, Any] = Field(default_factory=dict)
-    """Generation settings: ``max_tokens``, ``temperature``, and provider extras."""
+    """Generation settings: ``max_tokens``, ``temperature``, ``timeout`` and ``max_retries``
+    (options of the request, never sent in it), and provider extras. ``stream`` is refused:
+    kode always streams."""
     max_turns: int = Field(default=25, ge=1)
     """The most model responses one run may take."""
     tool_timeout: float | None = Field(default=None, gt=0)
@@ -99,6 +101,16 @@ class AgentTemplate(BaseModel):
     def _tools_is_a_list(cls, value: Any) -> Any:
         if isinstance(value, str):
             raise ValueError(f"tools must be a list of names, got the string {value!r}")
+        return value
+
+    @field_validator("model_settings")
+    @classmethod
+    def _settings_do_not_stream(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if "stream" in value:
+            raise ValueError(
+                "'stream' cannot be set in model_settings: kode always streams the response "
+                f"(remove stream={value['stream']!r})"
+            )
         return value
 
     def settings(self) -> ModelSettings:

@@ -1,7 +1,7 @@
 """Models: the `Model` protocol, messages, provider dialects and offline models.
 
-`AnthropicModel` and `OpenAIModel` load their SDKs on first use (extras ``kode-sdk[anthropic]``
-and ``kode-sdk[openai]``).
+`AnthropicModel`, `OpenAIModel`, `OpenAIResponsesModel` and `GeminiModel` load their SDKs on
+first use (extras ``kode-sdk[anthropic]``, ``kode-sdk[openai]`` and ``kode-sdk[google]``).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from kode.models.base import (
     ModelEvent,
     ModelRequest,
     ModelResponse,
+    ModelRetry,
     ModelSettings,
     StopReason,
     TextDelta,
@@ -35,12 +36,15 @@ from kode.models.scripted import FunctionModel, ScriptedModel, ScriptedTurn, too
 
 if TYPE_CHECKING:
     from kode.models.anthropic import AnthropicModel
+    from kode.models.gemini import GeminiModel
     from kode.models.openai import OpenAIModel
+    from kode.models.openai_responses import OpenAIResponsesModel
 
 __all__ = [
     "AnthropicModel",
     "ContentBlock",
     "FunctionModel",
+    "GeminiModel",
     "ImageContent",
     "ImageSource",
     "Message",
@@ -49,8 +53,10 @@ __all__ = [
     "ModelEvent",
     "ModelRequest",
     "ModelResponse",
+    "ModelRetry",
     "ModelSettings",
     "OpenAIModel",
+    "OpenAIResponsesModel",
     "ScriptedModel",
     "ScriptedTurn",
     "StopReason",
@@ -76,4 +82,12 @@ def __getattr__(name: str) -> Any:
         from kode.models.openai import OpenAIModel
 
         return OpenAIModel
+    if name == "OpenAIResponsesModel":
+        from kode.models.openai_responses import OpenAIResponsesModel
+
+        return OpenAIResponsesModel
+    if name == "GeminiModel":
+        from kode.models.gemini import GeminiModel
+
+        return GeminiModel
     raise AttributeError(f"module 'kode.models' has no attribute {name!r}")

@@ -1,8 +1,16 @@
-"""What the provider models share: their SDK clients, settings and request fields.
+"""What the provider models share: their SDK clients, settings, request options and retries.
 
-`SDKModel` owns the clients' lives, the settings sent with every request, and how a request's
-settings combine with them. Each provider module makes its own client and translates the
+`SDKModel` owns the clients' lives, the settings sent with every request, how a request's
+settings combine with them, the options that are not request fields (``timeout``,
+``max_retries``) and the retries of a request that failed before its stream began (see
+`kode.models._retry`). Each provider module makes its own client and translates the
 conversation.
+
+kode retries, not the SDK: the clients a model makes are made with the SDK's own retries off,
+and a client passed in is used through a copy with them off, so that every retry is seen (a
+`ModelRetry` event) and follows one rule for every provider. Only the opening of a stream is
+retried: once a response has started, a failure is raised, since what was already streamed
+cannot be taken back.
 
 An SDK's async client keeps its pooled connections bound to the event loop that opened them,
 and `run_sync` (behind ``agent.send_sync``) runs every call in a new loop. So a model that makes
@@ -16,16 +24,77 @@ is used as it is, in whatever loop the model runs.
 from __future__ import annotations
 
 import asyncio
+import math
 import sys
 import threading
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Generic, Self, TypeVar
 
-from kode.models.base import ModelRequest
+import anyio
 
-__all__ = ["SDKModel"]
+from kode.models._retry import retry_event
+from kode.models.base import ModelError, ModelRequest, ModelRetry
+
+__all__ = ["DEFAULT_MAX_RETRIES", "SDKModel"]
 
 ClientT = TypeVar("ClientT")
+StreamT = TypeVar("StreamT")
+
+DEFAULT_MAX_RETRIES = 2
+"""How many times a model retries a request that failed in a way worth retrying."""
+
+# Options a request's ``settings.extra`` may carry that are not request fields.
+_OPTIONS = ("timeout", "max_retries")
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class RequestOptions:
+    """How one request is sent: not part of what is sent."""
+
+    timeout: float | None
+    """Seconds to wait for the connection and for each read (`None`: the SDK's default)."""
+    max_retries: int
+    """How many retries at most."""
+
+
+@dataclass(slots=True)
+class Opened(Generic[StreamT]):
+    """The stream a request opened (what `SDKModel._open` yields last)."""
+
+    stream: StreamT
+
+
+def _check_timeout(owner: str, value: object) -> float | None:
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not value > 0
+        or not math.isfinite(value)
+    ):
+        raise ValueError(
+            f"{owner}: timeout must be a finite number of seconds greater than 0 (or None for "
+            f"the SDK's default), got {value!r}"
+        )
+    return float(value)
+
+
+def _check_max_retries(owner: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"{owner}: max_retries must be a whole number of retries, 0 or more, got {value!r}"
+        )
+    return value
+
+
+def _refuse_stream(owner: str, settings: dict[str, Any]) -> None:
+    if "stream" in settings:
+        raise ValueError(
+            f"{owner}: 'stream' cannot be set in model settings: kode always streams the "
+            f"response (remove stream={settings['stream']!r})"
+        )
 
 
 def _current_loop() -> object | None:
@@ -57,11 +126,20 @@ class SDKModel(Generic[ClientT]):
         base_url: str | None,
         max_tokens: int | None,
         settings: dict[str, Any],
+        timeout: float | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> None:
+        owner = type(self).__name__
         if client is not None and (api_key is not None or base_url is not None):
-            raise ValueError(
-                f"{type(self).__name__}: pass either client or api_key/base_url, not both"
-            )
+            raise ValueError(f"{owner}: pass either client or api_key/base_url, not both")
+        _refuse_stream(owner, settings)
+        self.timeout = _check_timeout(owner, timeout)
+        """Seconds to wait for the connection and for each read of the response (`None`: the
+        SDK's default). A request's ``settings.extra["timeout"]`` takes precedence."""
+        self.max_retries = _check_max_retries(owner, max_retries)
+        """How many times a request that failed in a way worth retrying is retried (a
+        `ModelRetry` event before each). A request's ``settings.extra["max_retries"]`` takes
+        precedence."""
         self.name = model
         """The model name."""
         self.max_tokens = max_tokens
@@ -69,6 +147,7 @@ class SDKModel(Generic[ClientT]):
         self.settings: dict[str, Any] = dict(settings)
         """Request fields sent with every request."""
         self._given = client
+        self._given_for_requests: ClientT | None = None
         self._api_key = api_key
         self._base_url = base_url
         # The clients this model made, by event loop (`None`: made outside any loop), and the
@@ -83,6 +162,17 @@ class SDKModel(Generic[ClientT]):
         return f"{type(self).__name__}({self.name!r})"
 
     def _make_client(self) -> ClientT:
+        raise NotImplementedError
+
+    def _without_retries(self, client: ClientT) -> ClientT:
+        """`client` with the SDK's own retries off (a client passed in keeps its settings)."""
+        return client
+
+    async def _close_client(self, client: ClientT) -> None:
+        await client.close()  # type: ignore[attr-defined]
+
+    def _model_error(self, exc: Exception) -> ModelError:
+        """`exc` (an SDK's or a transport's failure) as a `ModelError`."""
         raise NotImplementedError
 
     @property
@@ -112,10 +202,14 @@ class SDKModel(Generic[ClientT]):
                 self._keepers.pop(loop, None)
 
     async def _loop_client(self) -> ClientT:
-        """`client`, closed when the running loop ends if this model made it."""
+        """`client` for a request, closed when the running loop ends if this model made it."""
+        if self._given is not None:
+            if self._given_for_requests is None:
+                self._given_for_requests = self._without_retries(self._given)
+            return self._given_for_requests
         client = self.client
         loop = _current_loop()
-        if self._given is not None or loop is None:
+        if loop is None:
             return client
         with self._lock:
             keeper = None
@@ -133,7 +227,7 @@ class SDKModel(Generic[ClientT]):
                 if self._clients.get(loop) is client:  # else `aclose` already took both
                     del self._clients[loop]
                     self._keepers.pop(loop, None)
-            await client.close()  # type: ignore[attr-defined]
+            await self._close_client(client)
 
     async def aclose(self) -> None:
         """Close the clients this model made that can be closed here.
@@ -149,7 +243,7 @@ class SDKModel(Generic[ClientT]):
         if keeper is not None:
             await keeper.aclose()
         for client in clients:
-            await client.close()  # type: ignore[attr-defined]
+            await self._close_client(client)
 
     async def __aenter__(self) -> Self:
         return self
@@ -158,12 +252,73 @@ class SDKModel(Generic[ClientT]):
         await self.aclose()
 
     def _extra_body(self, request: ModelRequest) -> dict[str, Any]:
-        """`settings`, then the request's temperature and extra fields (which win)."""
+        """`settings`, then the request's temperature and extra fields (which win).
+
+        ``timeout`` and ``max_retries`` in the request's extra fields are options (see
+        `_options`), not request fields: they are left out.
+
+        Raises:
+            ModelError: the request's settings set ``stream``.
+        """
         extra: dict[str, Any] = dict(self.settings)
         if request.settings.temperature is not None:
             extra["temperature"] = request.settings.temperature
-        extra.update(request.settings.extra)
+        given = request.settings.extra
+        if "stream" in given:
+            raise ModelError(
+                f"{type(self).__name__}: 'stream' cannot be set in model settings: kode always "
+                f"streams the response (remove stream={given['stream']!r} from the settings)"
+            )
+        extra.update((k, v) for k, v in given.items() if k not in _OPTIONS)
         return extra
+
+    def _options(self, request: ModelRequest) -> RequestOptions:
+        """The timeout and retries for `request`: the model's, or its settings' ``extra``.
+
+        Raises:
+            ModelError: a ``timeout`` or ``max_retries`` in the request's settings is invalid.
+        """
+        given = request.settings.extra
+        if not any(k in given for k in _OPTIONS):
+            return RequestOptions(timeout=self.timeout, max_retries=self.max_retries)
+        owner = f"{type(self).__name__} (model settings)"
+        try:
+            timeout = _check_timeout(owner, given.get("timeout", self.timeout))
+            retries = _check_max_retries(owner, given.get("max_retries", self.max_retries))
+        except ValueError as exc:
+            raise ModelError(str(exc)) from None
+        return RequestOptions(timeout=timeout, max_retries=retries)
+
+    async def _open(
+        self,
+        options: RequestOptions,
+        open_stream: Callable[[ClientT], Awaitable[StreamT]],
+    ) -> AsyncIterator[ModelRetry | Opened[StreamT]]:
+        """Open a response stream, retrying as `options` allow.
+
+        Yields a `ModelRetry` before each retry, then the `Opened` stream.
+
+        Raises:
+            ModelError: the request failed and is not retried (any more).
+        """
+        retries = 0
+        while True:
+            try:
+                client = await self._loop_client()
+                stream = await open_stream(client)
+            except Exception as exc:
+                error = self._model_error(exc)
+                event = retry_event(error, retries, options.max_retries)
+                if event is None:
+                    if error is exc:
+                        raise
+                    raise error from exc
+            else:
+                yield Opened(stream)
+                return
+            retries += 1
+            yield event
+            await anyio.sleep(event.delay)
 
     def _max_tokens(self, request: ModelRequest) -> int:
         return request.settings.max_tokens if self.max_tokens is None else self.max_tokens

@@ -12,7 +12,9 @@ Where kode's messages and the API differ, these are the choices made:
   sent back as ``{"_invalid_json": "<the text>"}`` (`RAW_INPUT_KEY`), since the API takes only
   objects; the ``tool_result`` answering it already says what was wrong.
 - A ``thinking`` block without a signature (from another provider, or a script) is not sent:
-  the API rejects unsigned thinking. Empty text blocks are not sent either (the API rejects them).
+  the API rejects unsigned thinking; nor is one signed by another provider (its `provider`
+  set, e.g. a Gemini thought signature). Empty text blocks are not sent either (the API
+  rejects them).
 - From the stream: text and thinking arrive as `TextDelta` / `ThinkingDelta`; the thinking
   signature is kept on `ThinkingContent`; tool input JSON arriving in pieces is parsed when its
   block ends (empty → ``{}``, not a JSON object → the raw string). ``redacted_thinking`` and
@@ -40,12 +42,14 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "install it with `pip install 'kode-sdk[anthropic]'`"
     ) from exc
 
-from kode.models._sdk import SDKModel
+from kode.models._retry import retry_after, worth_retrying
+from kode.models._sdk import DEFAULT_MAX_RETRIES, SDKModel
 from kode.models.base import (
     ModelError,
     ModelEvent,
     ModelRequest,
     ModelResponse,
+    ModelRetry,
     StopReason,
     TextDelta,
     ThinkingDelta,
@@ -60,12 +64,10 @@ from kode.models.messages import (
     ToolUseContent,
     Usage,
 )
-from kode.models.translate import parse_arguments
+from kode.models.translate import RAW_INPUT_KEY, parse_arguments
 
 __all__ = ["RAW_INPUT_KEY", "AnthropicModel", "to_anthropic_messages"]
 
-RAW_INPUT_KEY = "_invalid_json"
-"""The key under which a string tool input is sent back to the API (which takes only objects)."""
 
 _STOP_REASONS: dict[str, StopReason] = {
     "end_turn": "end_turn",
@@ -100,12 +102,19 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         base_url: The API's address (default: the SDK reads ``ANTHROPIC_BASE_URL``).
         max_tokens: The most tokens per response, used instead of the request's
             ``settings.max_tokens`` when given.
+        timeout: Seconds to wait for the connection and for each read of the response
+            (default: the SDK's, 10 minutes).
+        max_retries: How many times a request that failed in a way worth retrying (a rate
+            limit, an overloaded server, a lost connection) is retried, honouring the server's
+            ``retry-after``; a `ModelRetry` event comes before each retry.
         **settings: Request fields sent with every request, e.g. ``temperature=0.2`` or
             ``thinking={"type": "enabled", "budget_tokens": 2048}``. A request's
-            ``settings.temperature`` and ``settings.extra`` take precedence.
+            ``settings.temperature`` and ``settings.extra`` take precedence. ``stream`` is
+            refused: kode always streams.
 
     Raises:
-        ValueError: `client` was given together with `api_key` or `base_url`.
+        ValueError: `client` was given together with `api_key` or `base_url`; `settings` set
+            ``stream``; `timeout` or `max_retries` is not a valid value.
     """
 
     def __init__(
@@ -116,6 +125,8 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         api_key: str | None = None,
         base_url: str | None = None,
         max_tokens: int | None = None,
+        timeout: float | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         **settings: Any,
     ) -> None:
         super().__init__(
@@ -125,16 +136,26 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
             base_url=base_url,
             max_tokens=max_tokens,
             settings=settings,
+            timeout=timeout,
+            max_retries=max_retries,
         )
 
     def _make_client(self) -> anthropic.AsyncAnthropic:
-        return anthropic.AsyncAnthropic(api_key=self._api_key, base_url=self._base_url)
+        return anthropic.AsyncAnthropic(
+            api_key=self._api_key, base_url=self._base_url, max_retries=0
+        )
+
+    def _without_retries(self, client: anthropic.AsyncAnthropic) -> anthropic.AsyncAnthropic:
+        return client.with_options(max_retries=0)
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of ``client.messages.create`` for `request` (without `stream`).
 
         Fields outside the SDK's typed parameters (``temperature``, `settings`, the request's
-        ``settings.extra``) travel in ``extra_body``.
+        ``settings.extra``) travel in ``extra_body``. The timeout is not included.
+
+        Raises:
+            ModelError: the request's settings set ``stream``.
         """
         extra = self._extra_body(request)
         params: dict[str, Any] = {
@@ -153,48 +174,70 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one response: text and thinking deltas, then the `ModelResponse`.
 
+        A `ModelRetry` comes before each retry of a request that failed in a way worth
+        retrying.
+
         Raises:
             ModelError: the API answered with an error, could not be reached, or the stream
                 broke off or made no sense.
         """
+        options = self._options(request)
+        params = self.request_params(request)
+        if options.timeout is not None:
+            params["timeout"] = options.timeout
+        events: Any = None
+        async for item in self._open(
+            options, lambda client: client.messages.create(**params, stream=True)
+        ):
+            if isinstance(item, ModelRetry):
+                yield item
+            else:
+                events = item.stream
         assembler = _Assembler()
         try:
-            client = await self._loop_client()
-            events = await client.messages.create(**self.request_params(request), stream=True)
             async with events:
                 async for event in events:
                     delta = assembler.feed(event)
                     if delta is not None:
                         yield delta
-        except anthropic.APIStatusError as exc:
-            raise _model_error(exc) from exc
-        except anthropic.APIConnectionError as exc:
-            raise ModelError(
-                f"Anthropic request failed: {exc.message} ({exc.request.url})",
-                provider="anthropic",
-            ) from exc
-        except anthropic.AnthropicError as exc:
-            raise ModelError(f"Anthropic request failed: {exc}", provider="anthropic") from exc
         except ModelError:
             raise
         except Exception as exc:  # transport errors mid-stream, undecodable events
-            raise ModelError(
-                f"Anthropic stream failed: {type(exc).__name__}: {exc}", provider="anthropic"
-            ) from exc
+            raise self._model_error(exc) from exc
         yield assembler.response()
 
+    def _model_error(self, exc: Exception) -> ModelError:
+        if isinstance(exc, ModelError):
+            return exc
+        if isinstance(exc, anthropic.APIStatusError):
+            return _status_error(exc)
+        if isinstance(exc, anthropic.APIConnectionError):
+            return ModelError(
+                f"Anthropic request failed: {exc.message} ({exc.request.url})",
+                provider="anthropic",
+                retryable=True,
+            )
+        if isinstance(exc, anthropic.AnthropicError):
+            return ModelError(f"Anthropic request failed: {exc}", provider="anthropic")
+        return ModelError(
+            f"Anthropic stream failed: {type(exc).__name__}: {exc}", provider="anthropic"
+        )
 
-def _model_error(exc: anthropic.APIStatusError) -> ModelError:
+
+def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     if exc.status_code == 200:  # an `error` event in the middle of a stream
         kind, message = exc.type, exc.api_message or str(exc)
         label = f" ({kind})" if kind else ""
         return ModelError(f"Anthropic stream failed{label}: {message}", provider="anthropic")
     label = f" ({exc.type})" if exc.type else ""
+    headers = exc.response.headers
     return ModelError(
         f"Anthropic request failed with HTTP {exc.status_code}{label}: "
         f"{_shorten(exc.api_message or exc.message)}",
         provider="anthropic",
         status_code=exc.status_code,
+        retryable=worth_retrying(exc.status_code, headers),
+        retry_after=retry_after(headers),
     )
 
 
@@ -227,7 +270,7 @@ def _block(block: ContentBlock) -> dict[str, Any] | None:
     if isinstance(block, ImageContent):
         return block.model_dump()
     if isinstance(block, ThinkingContent):
-        if not block.signature:
+        if not block.signature or block.provider not in (None, "anthropic"):
             return None
         return {"type": "thinking", "thinking": block.thinking, "signature": block.signature}
     if isinstance(block, ToolUseContent):

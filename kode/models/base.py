@@ -2,7 +2,8 @@
 
 This module owns the seam between the agent loop and providers. A model streams one response
 for a request (system prompt, messages, tools); it yields `TextDelta` and `ThinkingDelta`
-events as they come and ends with exactly one `ModelResponse`.
+events as they come (and a `ModelRetry` before each retry of a failed request) and ends with
+exactly one `ModelResponse`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ __all__ = [
     "ModelEvent",
     "ModelRequest",
     "ModelResponse",
+    "ModelRetry",
     "ModelSettings",
     "StopReason",
     "TextDelta",
@@ -35,13 +37,24 @@ class ModelError(KodeError):
     """A provider failed (HTTP error, malformed stream); the agent reports it as an error event."""
 
     def __init__(
-        self, message: str, *, provider: str | None = None, status_code: int | None = None
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status_code: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
         self.provider = provider
-        """The provider that failed (``"anthropic"``, ``"openai"``), when known."""
+        """The provider that failed (``"anthropic"``, ``"openai"``, ``"gemini"``), when known."""
         self.status_code = status_code
         """The HTTP status of the failed request, when there was one (e.g. 401, 429, 500)."""
+        self.retryable = retryable
+        """Whether trying the same request again may succeed (a rate limit, an overloaded or
+        unreachable server, a timeout), as the status and the server's headers say."""
+        self.retry_after = retry_after
+        """Seconds the server asked the client to wait before trying again, when it said."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -87,6 +100,31 @@ class ThinkingDelta:
 
 
 @dataclass(kw_only=True, slots=True)
+class ModelRetry:
+    """A request failed in a way worth retrying: the model waits `delay` seconds and retries.
+
+    Provider models yield one before each retry (and the agent passes it on as an event), so a
+    slow answer after a rate limit is visible instead of silent.
+    """
+
+    attempt: int
+    """Which retry this is: 1 for the first."""
+    max_retries: int
+    """How many retries the model makes at most."""
+    delay: float
+    """Seconds waited before the retry (the server's ``retry-after`` when it sent one)."""
+    error: ModelError = field(compare=False)
+    """What failed."""
+    message: str = ""
+    """The failure, as text (`error`'s message)."""
+    type: Literal["model_retry"] = "model_retry"
+
+    def __post_init__(self) -> None:
+        if not self.message:
+            self.message = str(self.error)
+
+
+@dataclass(kw_only=True, slots=True)
 class ModelResponse:
     """The complete response: the assistant message, why it stopped, and usage."""
 
@@ -100,8 +138,8 @@ class ModelResponse:
     """The model that answered."""
 
 
-ModelEvent = TextDelta | ThinkingDelta | ModelResponse
-"""What `Model.stream` yields: deltas, then one `ModelResponse`."""
+ModelEvent = TextDelta | ThinkingDelta | ModelRetry | ModelResponse
+"""What `Model.stream` yields: deltas (and retries), then one `ModelResponse`."""
 
 
 @runtime_checkable
@@ -113,6 +151,8 @@ class Model(Protocol):
 
     def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream the response: deltas as they come, then exactly one `ModelResponse`.
+
+        A model that retries a failed request yields a `ModelRetry` before each retry.
 
         Raises:
             ModelError: the provider failed.

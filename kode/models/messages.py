@@ -65,6 +65,10 @@ class ThinkingContent(BaseModel):
     """The reasoning text."""
     signature: str | None = None
     """The provider's signature over it, when it gives one."""
+    provider: str | None = None
+    """Whose `signature` it is, when not Anthropic's: ``"gemini"`` (a thought signature) or
+    ``"openai"`` (an OpenAI Responses reasoning item). Each model sends back only the signed
+    thinking of its own provider."""
 
 
 class ToolUseContent(BaseModel):

@@ -49,12 +49,14 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "OpenAIModel needs the openai SDK: install it with `pip install 'kode-sdk[openai]'`"
     ) from exc
 
-from kode.models._sdk import SDKModel
+from kode.models._retry import retry_after, worth_retrying
+from kode.models._sdk import DEFAULT_MAX_RETRIES, SDKModel
 from kode.models.base import (
     ModelError,
     ModelEvent,
     ModelRequest,
     ModelResponse,
+    ModelRetry,
     StopReason,
     TextDelta,
     ThinkingDelta,
@@ -110,12 +112,18 @@ class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
         max_tokens: The most tokens per response, used instead of the request's
             ``settings.max_tokens`` when given.
         max_tokens_field: The request field for the token limit (default: see the module notes).
+        timeout: Seconds to wait for the connection and for each read of the response
+            (default: the SDK's, 10 minutes).
+        max_retries: How many times a request that failed in a way worth retrying (a rate
+            limit, an overloaded server, a lost connection) is retried, honouring the server's
+            ``retry-after``; a `ModelRetry` event comes before each retry.
         **settings: Request fields sent with every request, e.g. ``temperature=0`` or
             ``parallel_tool_calls=False``. A request's ``settings.temperature`` and
-            ``settings.extra`` take precedence.
+            ``settings.extra`` take precedence. ``stream`` is refused: kode always streams.
 
     Raises:
-        ValueError: `client` was given together with `api_key` or `base_url`.
+        ValueError: `client` was given together with `api_key` or `base_url`; `settings` set
+            ``stream``; `timeout` or `max_retries` is not a valid value.
     """
 
     def __init__(
@@ -127,6 +135,8 @@ class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
         base_url: str | None = None,
         max_tokens: int | None = None,
         max_tokens_field: MaxTokensField | None = None,
+        timeout: float | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         **settings: Any,
     ) -> None:
         super().__init__(
@@ -136,22 +146,30 @@ class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
             base_url=base_url,
             max_tokens=max_tokens,
             settings=settings,
+            timeout=timeout,
+            max_retries=max_retries,
         )
         self.max_tokens_field = max_tokens_field
         """The request field for the token limit (`None`: chosen by the server's address)."""
 
     def _make_client(self) -> openai.AsyncOpenAI:
         """Raises `openai.OpenAIError` when no API key is given or found and no `base_url`."""
-        api_key = self._api_key
-        if api_key is None and self._base_url is not None:
-            api_key = os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
-        return openai.AsyncOpenAI(api_key=api_key, base_url=self._base_url)
+        return make_openai_client(self._api_key, self._base_url)
+
+    def _without_retries(self, client: openai.AsyncOpenAI) -> openai.AsyncOpenAI:
+        return client.with_options(max_retries=0)
+
+    def _model_error(self, exc: Exception) -> ModelError:
+        return openai_model_error(exc)
 
     def request_params(self, request: ModelRequest) -> dict[str, Any]:
         """The keyword arguments of ``client.chat.completions.create`` for `request`.
 
-        Streaming is not included. Fields outside the SDK's typed parameters (`settings`,
-        ``temperature``, the request's ``settings.extra``) travel in ``extra_body``.
+        Streaming and the timeout are not included. Fields outside the SDK's typed parameters
+        (`settings`, ``temperature``, the request's ``settings.extra``) travel in ``extra_body``.
+
+        Raises:
+            ModelError: the request's settings set ``stream``.
         """
         extra = self._extra_body(request)
         limit_field = self.max_tokens_field
@@ -172,39 +190,74 @@ class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one response: text (and reasoning) deltas, then the `ModelResponse`.
 
+        A `ModelRetry` comes before each retry of a request that failed in a way worth
+        retrying.
+
         Raises:
             ModelError: the server answered with an error, could not be reached, or the stream
                 broke off.
         """
+        options = self._options(request)
+        try:
+            params = self.request_params(request)  # makes the client: it may lack a key
+        except openai.OpenAIError as exc:
+            raise openai_model_error(exc) from exc
+        if options.timeout is not None:
+            params["timeout"] = options.timeout
+        chunks: Any = None
+        async for item in self._open(
+            options,
+            lambda client: client.chat.completions.create(
+                **params, stream=True, stream_options={"include_usage": True}
+            ),
+        ):
+            if isinstance(item, ModelRetry):
+                yield item
+            else:
+                chunks = item.stream
         assembler = _Assembler()
         try:
-            client = await self._loop_client()
-            chunks = await client.chat.completions.create(
-                **self.request_params(request),
-                stream=True,
-                stream_options={"include_usage": True},
-            )
             async with chunks:
                 async for chunk in chunks:
                     for delta in assembler.feed(chunk):
                         yield delta
-        except openai.APIStatusError as exc:
-            raise _status_error(exc) from exc
-        except openai.APIConnectionError as exc:
-            raise ModelError(
-                f"OpenAI request failed: {exc.message} ({exc.request.url})", provider="openai"
-            ) from exc
-        except openai.APIError as exc:  # an error object in the middle of the stream
-            raise ModelError(f"OpenAI stream failed: {exc.message}", provider="openai") from exc
-        except openai.OpenAIError as exc:
-            raise ModelError(f"OpenAI request failed: {exc}", provider="openai") from exc
         except ModelError:
             raise
-        except Exception as exc:  # transport errors mid-stream, undecodable events
-            raise ModelError(
-                f"OpenAI stream failed: {type(exc).__name__}: {exc}", provider="openai"
-            ) from exc
+        except Exception as exc:  # an error object or a transport error mid-stream
+            raise openai_model_error(exc, streaming=True) from exc
         yield assembler.response()
+
+
+def make_openai_client(api_key: str | None, base_url: str | None) -> openai.AsyncOpenAI:
+    """A client without the SDK's retries; a placeholder key for a `base_url` without one."""
+    if api_key is None and base_url is not None:
+        api_key = os.environ.get("OPENAI_API_KEY") or _PLACEHOLDER_KEY
+    return openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=0)
+
+
+def openai_model_error(exc: Exception, *, streaming: bool = False) -> ModelError:
+    """An ``openai`` SDK failure (or a transport error under it) as a `ModelError`.
+
+    Args:
+        exc: The failure.
+        streaming: Whether the response had begun (a lost connection is then the stream's).
+    """
+    if isinstance(exc, ModelError):
+        return exc
+    if isinstance(exc, openai.APIStatusError):
+        return _status_error(exc)
+    if isinstance(exc, openai.APIConnectionError):
+        verb = "stream" if streaming else "request"
+        return ModelError(
+            f"OpenAI {verb} failed: {exc.message} ({exc.request.url})",
+            provider="openai",
+            retryable=not streaming,
+        )
+    if isinstance(exc, openai.APIError):  # an error object in the middle of the stream
+        return ModelError(f"OpenAI stream failed: {exc.message}", provider="openai")
+    if isinstance(exc, openai.OpenAIError):
+        return ModelError(f"OpenAI request failed: {exc}", provider="openai")
+    return ModelError(f"OpenAI stream failed: {type(exc).__name__}: {exc}", provider="openai")
 
 
 def _status_error(exc: openai.APIStatusError) -> ModelError:
@@ -214,10 +267,13 @@ def _status_error(exc: openai.APIStatusError) -> ModelError:
         message = exc.message
     kind = exc.code or exc.type
     label = f" ({kind})" if kind else ""
+    headers = exc.response.headers
     return ModelError(
         f"OpenAI request failed with HTTP {exc.status_code}{label}: {_shorten(message)}",
         provider="openai",
         status_code=exc.status_code,
+        retryable=worth_retrying(exc.status_code, headers),
+        retry_after=retry_after(headers),
     )
 
 

@@ -4,7 +4,9 @@ This module owns the one reading of model strings, used by `Agent.create` (`mode
 by the ``kode`` command (`model_from_environment`):
 
 - ``"anthropic:<model>"`` is an `AnthropicModel`, ``"openai:<model>"`` an `OpenAIModel` (at
-  ``OPENAI_BASE_URL`` when it is set: any server that speaks Chat Completions), and
+  ``OPENAI_BASE_URL`` when it is set: any server that speaks Chat Completions),
+  ``"openai-responses:<model>"`` an `OpenAIResponsesModel` (the Responses API, also at
+  ``OPENAI_BASE_URL`` when it is set), ``"google:<model>"`` a `GeminiModel`, and
   ``"scripted:<file>"`` a `ScriptedModel` playing the turns of a JSON file. The provider is
   the text before the first colon, so ``"openai:qwen3:8b"`` is the model ``qwen3:8b``.
 - Only the command line reads a name without a provider (``--model gpt-4o``, or ``qwen3:8b``,
@@ -24,15 +26,15 @@ from kode.models.base import Model
 
 __all__ = ["DEFAULT_MODELS", "PROVIDERS", "model_from", "model_from_environment"]
 
-PROVIDERS = ("anthropic", "openai", "scripted")
+PROVIDERS = ("anthropic", "openai", "openai-responses", "google", "scripted")
 """The providers a model string may name, before its first colon."""
 
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini"}
 """The model the command line uses for a provider when no model is named."""
 
 _FORMS = (
-    "'anthropic:<model>', 'openai:<model>' or 'scripted:<file.json>' "
-    "(e.g. 'anthropic:claude-sonnet-4-5')"
+    "'anthropic:<model>', 'openai:<model>', 'openai-responses:<model>', 'google:<model>' or "
+    "'scripted:<file.json>' (e.g. 'anthropic:claude-sonnet-4-5')"
 )
 
 
@@ -55,6 +57,14 @@ def _named(provider: str, name: str, text: str, environ: Mapping[str, str]) -> M
         from kode.models.openai import OpenAIModel
 
         return OpenAIModel(name, base_url=environ.get("OPENAI_BASE_URL") or None)
+    if provider == "openai-responses":
+        from kode.models.openai_responses import OpenAIResponsesModel
+
+        return OpenAIResponsesModel(name, base_url=environ.get("OPENAI_BASE_URL") or None)
+    if provider == "google":
+        from kode.models.gemini import GeminiModel
+
+        return GeminiModel(name)
     from kode.models.scripted import ScriptedModel
 
     return ScriptedModel.from_file(name)
@@ -63,10 +73,12 @@ def _named(provider: str, name: str, text: str, environ: Mapping[str, str]) -> M
 def model_from(model: object) -> Model:
     """`model` itself if it is a `Model`, or the model a model string names.
 
-    ``"anthropic:<model>"`` is an `AnthropicModel` and ``"openai:<model>"`` an `OpenAIModel`,
-    each with its default client (API key from the environment; an OpenAI model talks to
-    ``OPENAI_BASE_URL`` when it is set); ``"scripted:<file>"`` is a `ScriptedModel` playing
-    the turns of a JSON file (see `ScriptedModel.from_file`).
+    ``"anthropic:<model>"`` is an `AnthropicModel`, ``"openai:<model>"`` an `OpenAIModel`
+    (Chat Completions), ``"openai-responses:<model>"`` an `OpenAIResponsesModel` (the Responses
+    API) and ``"google:<model>"`` a `GeminiModel`, each with its default client (API key from
+    the environment; the OpenAI models talk to ``OPENAI_BASE_URL`` when it is set);
+    ``"scripted:<file>"`` is a `ScriptedModel` playing the turns of a JSON file (see
+    `ScriptedModel.from_file`).
 
     Example:
         ```python

@@ -57,6 +57,7 @@ from kode.models.messages import (
 
 __all__ = [
     "ERROR_PREFIX",
+    "RAW_INPUT_KEY",
     "OpenAIHistory",
     "from_openai_messages",
     "parse_arguments",
@@ -65,6 +66,9 @@ __all__ = [
 
 ERROR_PREFIX = "Error: "
 """Starts the text of a tool message that answers a failed call (Chat Completions has no flag)."""
+
+RAW_INPUT_KEY = "_invalid_json"
+"""The key under which a string tool input is sent back to an API that takes only objects."""
 
 _DATA_URL = re.compile(r"data:(?P<media_type>[^;,]+);base64,(?P<data>.*)", re.DOTALL)
 

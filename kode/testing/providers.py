@@ -1,21 +1,26 @@
-"""A fake Anthropic / OpenAI server on the loopback interface, for testing real SDK clients.
+"""A fake Anthropic / OpenAI / Gemini server on the loopback interface, for real SDK clients.
 
 This module owns `FakeProviderServer`: a small HTTP server (the standard library's, in a
-thread, so it serves asyncio and trio tests alike) that speaks the two streaming wire formats
+thread, so it serves asyncio and trio tests alike) that speaks the four streaming wire formats
 kode's models use. ``POST /v1/messages`` answers like the Anthropic Messages API with
 ``stream: true`` (``message_start``, ``content_block_start`` / ``_delta`` (``text_delta``,
 ``thinking_delta``, ``signature_delta``, ``input_json_delta``) / ``_stop``, ``message_delta``,
 ``message_stop``); ``POST .../chat/completions`` answers like OpenAI Chat Completions (chunks,
 tool call deltas split across chunks by ``index``, a usage chunk when
-``stream_options.include_usage`` is set, ``data: [DONE]``). It records every request so a test can
-assert on the exact JSON a client sent, and it plays scripted replies in order:
+``stream_options.include_usage`` is set, ``data: [DONE]``); ``POST .../responses`` answers like
+the OpenAI Responses API with ``stream: true`` (``response.created`` ... ``response.completed``,
+one output item per block); ``POST .../models/<model>:streamGenerateContent`` answers like the
+Gemini API (``data:`` chunks of ``GenerateContentResponse``, the last with the
+``finishReason``). The last two are rendered by `kode.testing._wire`. It records every request
+so a test can assert on the exact JSON a client sent, and it plays scripted replies in order:
 
 - `Reply`: content blocks (text, thinking, tool calls) streamed in pieces of `chunk_size`
   characters, in whichever format the request's endpoint speaks;
 - `RawEvents`: exactly these events, for malformed or unusual streams;
 - `ErrorReply`: an HTTP error with the provider's JSON error shape.
 
-It does not serve non-streaming requests, and it checks nothing about a request beyond its path.
+It does not serve non-streaming requests (nor Gemini's ``:generateContent``), and it checks
+nothing about a request beyond its path.
 
 Example:
     ```python
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import socket
 import threading
 import time
@@ -45,6 +51,16 @@ from typing import Any, Literal
 
 from kode.models.base import StopReason
 from kode.models.messages import TextContent, ThinkingContent, ToolUseContent, Usage
+from kode.testing._wire import (
+    arguments,
+    blocks_of,
+    gemini_error,
+    gemini_events,
+    pieces,
+    responses_events,
+    sse,
+    stop_reason_of,
+)
 
 __all__ = [
     "Dialect",
@@ -56,7 +72,7 @@ __all__ = [
     "ScriptedReply",
 ]
 
-Dialect = Literal["anthropic", "openai"]
+Dialect = Literal["anthropic", "openai", "openai-responses", "gemini"]
 """The wire format of an endpoint."""
 
 
@@ -67,10 +83,14 @@ class Reply:
     content: Sequence[str | TextContent | ThinkingContent | ToolUseContent] = ()
     """The blocks, in order; a string is a text block. A tool call's input that is a string is
     streamed as is (use it for arguments that are not valid JSON). OpenAI streams thinking as
-    ``reasoning_content``, text, then tool calls."""
+    ``reasoning_content``, text, then tool calls. The Responses API streams thinking as a
+    reasoning item whose ``encrypted_content`` is the signature. Gemini puts a thinking
+    block's signature on its last piece, and an empty thinking block's signature on the next
+    part (see `kode.testing._wire.gemini_events`)."""
     stop_reason: StopReason | None = None
     """Why it ends (`None`: ``tool_use`` when there is a tool call, else ``end_turn``); mapped to
-    OpenAI's ``finish_reason`` for Chat Completions."""
+    OpenAI's ``finish_reason`` for Chat Completions, Gemini's ``finishReason``, and the
+    Responses API's final event (``max_tokens`` cuts the last item short)."""
     usage: Usage = field(default_factory=Usage)
     """The usage reported."""
     model: str | None = None
@@ -85,7 +105,8 @@ class Reply:
 class RawEvents:
     """Exactly these events: a mapping is sent as JSON, a string as raw SSE text.
 
-    At ``/v1/messages`` a mapping's ``type`` is also its SSE ``event:`` name.
+    At ``/v1/messages`` and ``/v1/responses`` a mapping's ``type`` is also its SSE ``event:``
+    name.
     """
 
     events: Sequence[Mapping[str, Any] | str]
@@ -111,11 +132,12 @@ class ErrorReply:
     message: str | None = None
     """The error message (`None`: a standard one for the status)."""
     type: str | None = None
-    """The error type (`None`: the provider's type for the status)."""
+    """The error type (`None`: the provider's type for the status; Gemini's ``status``)."""
     code: str | None = None
     """Chat Completions only: the error ``code`` (`None`: the provider's code for the status)."""
     retry_after: float | None = None
-    """Seconds the client should wait before retrying (sent as ``retry-after-ms``)."""
+    """Seconds the client should wait before retrying (sent as ``retry-after-ms``, and as
+    ``retry-after`` in whole seconds, rounded up)."""
     body: str | None = None
     """A raw body sent instead of the JSON error, e.g. a proxy's HTML page."""
 
@@ -172,9 +194,10 @@ _FINISH_REASONS = {
 class FakeProviderServer:
     """An HTTP server on 127.0.0.1 that plays scripted Anthropic / OpenAI streaming replies.
 
-    Use it as a context manager (or call `start` and `close`). Point an Anthropic client at
-    `url` and an OpenAI client at `openai_base_url`; any API key is accepted. Each request takes
-    the next scripted reply; when none is left, the server answers HTTP 500 saying so.
+    Use it as a context manager (or call `start` and `close`). Point an Anthropic or a Gemini
+    client at `url` and an OpenAI client (Chat Completions or Responses) at `openai_base_url`;
+    any API key is accepted. Each request takes the next scripted reply; when none is left, the
+    server answers HTTP 500 saying so.
 
     Args:
         replies: The replies to play, in order (more can be added with `reply`).
@@ -230,7 +253,7 @@ class FakeProviderServer:
 
     @property
     def url(self) -> str:
-        """The server's root, e.g. ``http://127.0.0.1:54321`` (the Anthropic ``base_url``)."""
+        """The server's root, e.g. ``http://127.0.0.1:54321`` (Anthropic's, Gemini's base_url)."""
         if self._server is None:
             raise RuntimeError("FakeProviderServer is not running: use it in a `with` block")
         host, port = self._server.server_address[:2]
@@ -324,6 +347,10 @@ class _Handler(BaseHTTPRequestHandler):
             dialect = "anthropic"
         elif path.endswith("/chat/completions"):
             dialect = "openai"
+        elif path.endswith("/responses"):
+            dialect = "openai-responses"
+        elif path.endswith((":streamGenerateContent", ":generateContent")):
+            dialect = "gemini"
         request = RecordedRequest(
             method="POST",
             path=path,
@@ -356,11 +383,23 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(dialect, reply)
         elif isinstance(reply, RawEvents):
             self._stream(dialect, _raw(dialect, reply), reply.delay, cut=reply.cut)
+        elif dialect == "gemini":
+            path = self.path.split("?", 1)[0]
+            if not path.endswith(":streamGenerateContent"):
+                message = (
+                    "FakeProviderServer serves streaming requests only (streamGenerateContent)."
+                )
+                self._error(dialect, ErrorReply(status=400, message=message))
+                return
+            model = path.rsplit("/", 1)[-1].split(":", 1)[0]
+            self._stream(dialect, gemini_events(reply, model, number), reply.delay)
         elif body.get("stream") is not True:
             message = "FakeProviderServer serves streaming requests only (stream: true)."
             self._error(dialect, ErrorReply(status=400, message=message))
         elif dialect == "anthropic":
             self._stream(dialect, _anthropic(reply, body, number), reply.delay)
+        elif dialect == "openai-responses":
+            self._stream(dialect, responses_events(reply, body, number), reply.delay)
         else:
             self._stream(dialect, _openai(reply, body, number), reply.delay)
 
@@ -404,6 +443,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "type": "error",
                 "error": {"type": error.type or kind, "message": error.message or message},
             }
+        elif dialect == "gemini":
+            payload = gemini_error(error.status, error.message, error.type)
         else:
             kind, code, message = _OPENAI_ERRORS.get(
                 error.status,
@@ -430,6 +471,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("x-should-retry", "false")
         else:
             self.send_header("retry-after-ms", str(int(error.retry_after * 1000)))
+            self.send_header("retry-after", str(math.ceil(error.retry_after)))
         self.end_headers()
         self.wfile.write(data)
         self.wfile.flush()
@@ -438,6 +480,8 @@ class _Handler(BaseHTTPRequestHandler):
         number = self.server.fake._next_id()
         if dialect == "anthropic":
             self.send_header("request-id", f"req_fake_{number:04d}")
+        elif dialect == "gemini":
+            self.send_header("x-goog-request-id", f"req_fake_{number:04d}")
         else:
             self.send_header("x-request-id", f"req_fake_{number:04d}")
 
@@ -445,42 +489,16 @@ class _Handler(BaseHTTPRequestHandler):
 # --- rendering --------------------------------------------------------------------------------
 
 
-def _sse(data: Mapping[str, Any] | str, event: str | None = None) -> bytes:
-    text = data if isinstance(data, str) else f"data: {json.dumps(data)}\n\n"
-    return (f"event: {event}\n" if event else "").encode() + text.encode()
-
-
 def _raw(dialect: Dialect, reply: RawEvents) -> Iterator[bytes]:
     for event in reply.events:
-        name = None if isinstance(event, str) or dialect != "anthropic" else event.get("type")
-        yield _sse(event, name)
+        named = dialect in ("anthropic", "openai-responses") and not isinstance(event, str)
+        yield sse(event, event.get("type") if named and isinstance(event, Mapping) else None)
     if dialect == "openai" and reply.done:
         yield b"data: [DONE]\n\n"
 
 
-def _pieces(text: str, size: int) -> list[str]:
-    size = max(size, 1)
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
-def _blocks(reply: Reply) -> list[TextContent | ThinkingContent | ToolUseContent]:
-    return [TextContent(text=b) if isinstance(b, str) else b for b in reply.content]
-
-
-def _arguments(call: ToolUseContent) -> str:
-    if isinstance(call.input, str):
-        return call.input
-    return json.dumps(call.input, separators=(",", ":"))
-
-
-def _stop_reason(reply: Reply, blocks: Sequence[object]) -> StopReason:
-    if reply.stop_reason is not None:
-        return reply.stop_reason
-    return "tool_use" if any(isinstance(b, ToolUseContent) for b in blocks) else "end_turn"
-
-
 def _anthropic(reply: Reply, body: Mapping[str, Any], number: int) -> Iterator[bytes]:
-    blocks = _blocks(reply)
+    blocks = blocks_of(reply)
     message: dict[str, Any] = {
         "id": f"msg_fake_{number:04d}",
         "type": "message",
@@ -491,19 +509,19 @@ def _anthropic(reply: Reply, body: Mapping[str, Any], number: int) -> Iterator[b
         "stop_sequence": None,
         "usage": {"input_tokens": reply.usage.input_tokens, "output_tokens": 0},
     }
-    yield _sse({"type": "message_start", "message": message}, "message_start")
-    yield _sse({"type": "ping"}, "ping")
+    yield sse({"type": "message_start", "message": message}, "message_start")
+    yield sse({"type": "ping"}, "ping")
     for index, block in enumerate(blocks):
         if isinstance(block, TextContent):
             start: dict[str, Any] = {"type": "text", "text": ""}
             deltas = [
-                {"type": "text_delta", "text": p} for p in _pieces(block.text, reply.chunk_size)
+                {"type": "text_delta", "text": p} for p in pieces(block.text, reply.chunk_size)
             ]
         elif isinstance(block, ThinkingContent):
             start = {"type": "thinking", "thinking": "", "signature": ""}
             deltas = [
                 {"type": "thinking_delta", "thinking": p}
-                for p in _pieces(block.thinking, reply.chunk_size)
+                for p in pieces(block.thinking, reply.chunk_size)
             ]
             if block.signature:
                 deltas.append({"type": "signature_delta", "signature": block.signature})
@@ -511,22 +529,22 @@ def _anthropic(reply: Reply, body: Mapping[str, Any], number: int) -> Iterator[b
             start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
             deltas = [
                 {"type": "input_json_delta", "partial_json": p}
-                for p in _pieces(_arguments(block), reply.chunk_size)
+                for p in pieces(arguments(block), reply.chunk_size)
             ]
         event = {"type": "content_block_start", "index": index, "content_block": start}
-        yield _sse(event, "content_block_start")
+        yield sse(event, "content_block_start")
         for delta in deltas:
             event = {"type": "content_block_delta", "index": index, "delta": delta}
-            yield _sse(event, "content_block_delta")
-        yield _sse({"type": "content_block_stop", "index": index}, "content_block_stop")
-    end = {"stop_reason": _stop_reason(reply, blocks), "stop_sequence": None}
+            yield sse(event, "content_block_delta")
+        yield sse({"type": "content_block_stop", "index": index}, "content_block_stop")
+    end = {"stop_reason": stop_reason_of(reply, blocks), "stop_sequence": None}
     usage = {"output_tokens": reply.usage.output_tokens}
-    yield _sse({"type": "message_delta", "delta": end, "usage": usage}, "message_delta")
-    yield _sse({"type": "message_stop"}, "message_stop")
+    yield sse({"type": "message_delta", "delta": end, "usage": usage}, "message_delta")
+    yield sse({"type": "message_stop"}, "message_stop")
 
 
 def _openai(reply: Reply, body: Mapping[str, Any], number: int) -> Iterator[bytes]:
-    blocks = _blocks(reply)
+    blocks = blocks_of(reply)
     base = {
         "id": f"chatcmpl-fake{number:04d}",
         "object": "chat.completion.chunk",
@@ -536,25 +554,25 @@ def _openai(reply: Reply, body: Mapping[str, Any], number: int) -> Iterator[byte
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
-        return _sse({**base, "choices": [choice]})
+        return sse({**base, "choices": [choice]})
 
     yield chunk({"role": "assistant", "content": ""})
     for block in blocks:
         if isinstance(block, ThinkingContent):
-            for piece in _pieces(block.thinking, reply.chunk_size):
+            for piece in pieces(block.thinking, reply.chunk_size):
                 yield chunk({"reasoning_content": piece})
     for block in blocks:
         if isinstance(block, TextContent):
-            for piece in _pieces(block.text, reply.chunk_size):
+            for piece in pieces(block.text, reply.chunk_size):
                 yield chunk({"content": piece})
     calls = [b for b in blocks if isinstance(b, ToolUseContent)]
     for index, call in enumerate(calls):
         function = {"name": call.name, "arguments": ""}
         first = {"index": index, "id": call.id, "type": "function", "function": function}
         yield chunk({"tool_calls": [first]})
-        for piece in _pieces(_arguments(call), reply.chunk_size):
+        for piece in pieces(arguments(call), reply.chunk_size):
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-    yield chunk({}, _FINISH_REASONS[_stop_reason(reply, blocks)])
+    yield chunk({}, _FINISH_REASONS[stop_reason_of(reply, blocks)])
     options = body.get("stream_options")
     if isinstance(options, dict) and options.get("include_usage"):
         usage = {
@@ -562,5 +580,5 @@ def _openai(reply: Reply, body: Mapping[str, Any], number: int) -> Iterator[byte
             "completion_tokens": reply.usage.output_tokens,
             "total_tokens": reply.usage.input_tokens + reply.usage.output_tokens,
         }
-        yield _sse({**base, "choices": [], "usage": usage})
+        yield sse({**base, "choices": [], "usage": usage})
     yield b"data: [DONE]\n\n"

@@ -1,0 +1,367 @@
+"""`OpenAIResponsesModel`: the OpenAI Responses API, streamed through ``openai``.
+
+This module owns the Responses edge: it sends the conversation translated by
+`kode.models.responses_input.to_responses_input` as ``input``, the system prompt as
+``instructions`` and the tools as Responses function tools (``{"type": "function", "name",
+"description", "parameters", "strict"}``, from ``schema("openai")``: strict mode whenever the
+schema allows it, and ``strict: false`` said outright otherwise, since the API's default is
+strict), with ``stream=True``. Requests are stateless: ``store: false``, and ``include:
+["reasoning.encrypted_content"]`` so that reasoning comes back encrypted and goes back with the
+next request (settings can change both, e.g. ``store=True``).
+
+How the stream becomes a response (items are kept by their ``output_index``):
+
+- ``response.output_text.delta`` and ``response.refusal.delta`` are `TextDelta` events and one
+  text block per message item; a refusal makes the stop reason ``refusal``.
+- ``response.reasoning_summary_text.delta`` and ``response.reasoning_text.delta`` are
+  `ThinkingDelta` events. A reasoning item becomes one `ThinkingContent` with
+  ``provider="openai"``: its summary parts (joined by a blank line) as the text, its
+  ``encrypted_content`` as the signature.
+- A ``function_call`` item becomes a ``tool_use`` block: ``call_id`` is its id, the arguments
+  come in ``response.function_call_arguments.delta`` pieces and are parsed at the end (a JSON
+  object → the input, empty → ``{}``, anything else → the raw string). Parallel calls are
+  several items, in order. Other items (built-in tools) are dropped.
+- ``response.completed`` → ``end_turn`` (``tool_use`` with calls); ``response.incomplete`` →
+  ``max_tokens`` (reason ``max_output_tokens``) or ``refusal`` (``content_filter``);
+  ``response.failed`` and an ``error`` event are `ModelError`; a stream that ends before any of
+  them was cut short: `ModelError`.
+- Usage comes from the final response: ``input_tokens`` (cached ones included) and
+  ``output_tokens`` (reasoning ones included).
+- Every SDK failure (HTTP status, connection, an undecodable event) is raised as `ModelError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+try:
+    import openai
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "OpenAIResponsesModel needs the openai SDK: "
+        "install it with `pip install 'kode-sdk[openai]'`"
+    ) from exc
+
+from kode.models._sdk import DEFAULT_MAX_RETRIES, SDKModel
+from kode.models.base import (
+    ModelError,
+    ModelEvent,
+    ModelRequest,
+    ModelResponse,
+    ModelRetry,
+    StopReason,
+    TextDelta,
+    ThinkingDelta,
+)
+from kode.models.messages import (
+    ContentBlock,
+    Message,
+    TextContent,
+    ThinkingContent,
+    ToolUseContent,
+    Usage,
+)
+from kode.models.openai import make_openai_client, openai_model_error
+from kode.models.responses_input import OPENAI, to_responses_input
+from kode.models.translate import parse_arguments
+from kode.tools.tool import Tool
+
+__all__ = ["OpenAIResponsesModel", "responses_tool"]
+
+
+def responses_tool(tool: Tool[..., Any]) -> dict[str, Any]:
+    """The tool as a Responses API function tool (strict whenever its schema allows)."""
+    function = tool.schema("openai")["function"]
+    return {"type": "function", **function}
+
+
+class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
+    """A model behind the OpenAI Responses API, streaming, stateless.
+
+    ``model_from("openai-responses:<model>")`` makes one. It is a model of its own rather than
+    an option of `OpenAIModel` because the two APIs share nothing but the client: other
+    requests, other events, another history format (and reasoning that only this one carries
+    from turn to turn).
+
+    Example:
+        ```python
+        from kode.models import OpenAIResponsesModel
+
+        gpt = OpenAIResponsesModel("gpt-5-mini", reasoning={"effort": "low", "summary": "auto"})
+        ```
+
+    Args:
+        model: The model name, e.g. ``"gpt-5"``.
+        client: An ``openai.AsyncOpenAI`` client to use as it is (then `api_key` and `base_url`
+            must not be given). It stays yours: `aclose` leaves it open; use it from one event
+            loop. By default the model makes one client per event loop on first use there, and
+            closes it when that loop ends (or on `aclose` in that loop).
+        api_key: The API key (default: the SDK reads ``OPENAI_API_KEY``). With a `base_url` and
+            no key anywhere, a placeholder is sent.
+        base_url: The server's address, ending in ``/v1`` (default: the SDK reads
+            ``OPENAI_BASE_URL``, else OpenAI).
+        max_tokens: The most tokens per response (``max_output_tokens``), used instead of the
+            request's ``settings.max_tokens`` when given.
+        timeout: Seconds to wait for the connection and for each read of the response
+            (default: the SDK's, 10 minutes).
+        max_retries: How many times a request that failed in a way worth retrying (a rate
+            limit, an overloaded server, a lost connection) is retried, honouring the server's
+            ``retry-after``; a `ModelRetry` event comes before each retry.
+        **settings: Request fields sent with every request, e.g. ``reasoning={"effort":
+            "low", "summary": "auto"}``, ``parallel_tool_calls=False`` or ``store=True``. A
+            request's ``settings.temperature`` and ``settings.extra`` take precedence.
+            ``stream`` is refused: kode always streams.
+
+    Raises:
+        ValueError: `client` was given together with `api_key` or `base_url`; `settings` set
+            ``stream``; `timeout` or `max_retries` is not a valid value.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        **settings: Any,
+    ) -> None:
+        super().__init__(
+            model,
+            client=client,
+            api_key=api_key,
+            base_url=base_url,
+            max_tokens=max_tokens,
+            settings=settings,
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+
+    def _make_client(self) -> openai.AsyncOpenAI:
+        """Raises `openai.OpenAIError` when no API key is given or found and no `base_url`."""
+        return make_openai_client(self._api_key, self._base_url)
+
+    def _without_retries(self, client: openai.AsyncOpenAI) -> openai.AsyncOpenAI:
+        return client.with_options(max_retries=0)
+
+    def _model_error(self, exc: Exception) -> ModelError:
+        return openai_model_error(exc)
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The keyword arguments of ``client.responses.create`` for `request`.
+
+        Streaming and the timeout are not included. Fields outside the SDK's typed parameters
+        (`settings`, ``temperature``, the request's ``settings.extra``) travel in
+        ``extra_body``, which wins over the typed ones (so ``store=True`` in the settings
+        replaces the default ``store: false``).
+
+        Raises:
+            ModelError: the request's settings set ``stream``.
+        """
+        extra = self._extra_body(request)
+        params: dict[str, Any] = {
+            "model": self.name,
+            "input": to_responses_input(request.messages),
+            "max_output_tokens": self._max_tokens(request),
+            "store": False,
+            "include": ["reasoning.encrypted_content"],
+        }
+        if request.system:
+            params["instructions"] = request.system
+        if request.tools:
+            params["tools"] = [responses_tool(tool) for tool in request.tools]
+        if extra:
+            params["extra_body"] = extra
+        return params
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Stream one response: text and reasoning deltas, then the `ModelResponse`.
+
+        A `ModelRetry` comes before each retry of a request that failed in a way worth
+        retrying.
+
+        Raises:
+            ModelError: the server answered with an error, could not be reached, or the stream
+                broke off or failed.
+        """
+        options = self._options(request)
+        params = self.request_params(request)
+        if options.timeout is not None:
+            params["timeout"] = options.timeout
+        events: Any = None
+        async for item in self._open(
+            options, lambda client: client.responses.create(**params, stream=True)
+        ):
+            if isinstance(item, ModelRetry):
+                yield item
+            else:
+                events = item.stream
+        assembler = _Assembler()
+        try:
+            # aclosing: when an event makes the assembler raise, the SDK's iterator is closed
+            # now, not left to the garbage collector (which trio reports).
+            async with events, contextlib.aclosing(aiter(events)) as iterator:
+                async for event in iterator:
+                    delta = assembler.feed(event)
+                    if delta is not None:
+                        yield delta
+        except ModelError:
+            raise
+        except Exception as exc:  # transport errors mid-stream, undecodable events
+            raise openai_model_error(exc, streaming=True) from exc
+        yield assembler.response()
+
+
+# --- responses --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Item:
+    kind: str  # "message", "reasoning", "function_call" or another item type (dropped)
+    parts: list[str] = field(default_factory=list)
+    summary_index: int = 0
+    call_id: str = ""
+    name: str = ""
+    arguments: str | None = None  # the final arguments, when the item ended
+    encrypted: str | None = None
+    final_text: str | None = None
+    final_summary: list[str] | None = None
+
+
+class _Assembler:
+    """Builds the assistant message from Responses stream events, item by item."""
+
+    def __init__(self) -> None:
+        self.items: dict[int, _Item] = {}
+        self.model = ""
+        self.usage = Usage()
+        self.status: str | None = None
+        self.incomplete: str | None = None
+        self.refused = False
+
+    def feed(self, event: Any) -> TextDelta | ThinkingDelta | None:
+        kind = event.type
+        if kind in ("response.created", "response.in_progress"):
+            self.model = self.model or (event.response.model or "")
+        elif kind == "response.output_item.added":
+            self.items[event.output_index] = _start(event.item)
+        elif kind == "response.output_text.delta" or kind == "response.refusal.delta":
+            item = self._item(event.output_index)
+            item.parts.append(event.delta)
+            self.refused = self.refused or kind == "response.refusal.delta"
+            return TextDelta(text=event.delta) if event.delta else None
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            item = self._item(event.output_index)
+            summary = kind == "response.reasoning_summary_text.delta"
+            index = event.summary_index if summary else event.content_index
+            if item.parts and index != item.summary_index:
+                item.parts.append("\n\n")
+            item.summary_index = index
+            item.parts.append(event.delta)
+            return ThinkingDelta(thinking=event.delta) if event.delta else None
+        elif kind == "response.function_call_arguments.delta":
+            self._item(event.output_index).parts.append(event.delta)
+        elif kind == "response.function_call_arguments.done":
+            self._item(event.output_index).arguments = event.arguments
+        elif kind == "response.output_item.done":
+            self._finish(event.output_index, event.item)
+        elif kind in ("response.completed", "response.incomplete"):
+            self._end(event.response)
+        elif kind == "response.failed":
+            error = event.response.error
+            said = f" ({error.code})" if error is not None and error.code else ""
+            message = error.message if error is not None else "the response failed"
+            raise ModelError(f"OpenAI response failed{said}: {message}", provider="openai")
+        elif kind == "error":
+            said = f" ({event.code})" if event.code else ""
+            raise ModelError(f"OpenAI stream failed{said}: {event.message}", provider="openai")
+        return None
+
+    def _item(self, index: int) -> _Item:
+        item = self.items.get(index)
+        if item is None:
+            raise ModelError(
+                f"OpenAI stream is malformed: an event for output item {index} before "
+                "response.output_item.added",
+                provider="openai",
+            )
+        return item
+
+    def _finish(self, index: int, raw: Any) -> None:
+        item = self.items.setdefault(index, _start(raw))
+        if raw.type == "function_call":
+            item.arguments = raw.arguments
+        elif raw.type == "reasoning":
+            item.encrypted = raw.encrypted_content or None
+            item.final_summary = [s.text for s in raw.summary or ()]
+        elif raw.type == "message":
+            parts = raw.content or ()
+            item.final_text = "".join(
+                getattr(p, "text", None) or getattr(p, "refusal", None) or "" for p in parts
+            )
+
+    def _end(self, response: Any) -> None:
+        self.status = response.status or "completed"
+        details = response.incomplete_details
+        self.incomplete = details.reason if details is not None else None
+        self.model = response.model or self.model
+        usage = response.usage
+        if usage is not None:
+            self.usage = Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+
+    def response(self) -> ModelResponse:
+        if self.status is None:
+            raise ModelError(
+                "OpenAI stream ended before response.completed (the connection was cut or the "
+                "server stopped early)",
+                provider="openai",
+            )
+        content: list[ContentBlock] = []
+        calls = 0
+        for index, item in sorted(self.items.items()):
+            if item.kind == "message":
+                text = item.final_text if item.final_text is not None else "".join(item.parts)
+                if text:
+                    content.append(TextContent(text=text))
+            elif item.kind == "reasoning":
+                summary = item.final_summary
+                text = "\n\n".join(summary) if summary is not None else "".join(item.parts)
+                content.append(
+                    ThinkingContent(thinking=text, signature=item.encrypted, provider=OPENAI)
+                )
+            elif item.kind == "function_call":
+                calls += 1
+                arguments = item.arguments if item.arguments is not None else "".join(item.parts)
+                content.append(
+                    ToolUseContent(
+                        id=item.call_id or f"call_{index}_{uuid.uuid4().hex[:12]}",
+                        name=item.name,
+                        input=parse_arguments(arguments),
+                    )
+                )
+        return ModelResponse(
+            message=Message(role="assistant", content=content),
+            stop_reason=self._stop_reason(calls),
+            usage=self.usage,
+            model=self.model,
+        )
+
+    def _stop_reason(self, calls: int) -> StopReason:
+        if self.refused or self.incomplete == "content_filter":
+            return "refusal"
+        if self.status == "incomplete":
+            return "max_tokens"
+        return "tool_use" if calls else "end_turn"
+
+
+def _start(raw: Any) -> _Item:
+    if raw.type == "function_call":
+        return _Item("function_call", call_id=raw.call_id or "", name=raw.name or "")
+    return _Item(raw.type)
