@@ -58,4 +58,13 @@ def test_notebook_runs_in_a_real_kernel(tmp_path: Path) -> None:
         "Oslo has about 709,000 people on 454 km².",
         "['tool_start', 'tool_end']",
     ]
+    # a result and an agent, shown by the notebook
+    result = code[5]["outputs"][0]["data"]
+    assert result["text/markdown"].startswith("**✓ result**\n\n```text\n{")
+    assert result["text/plain"].startswith('ToolResult(text=\'{"city":"Oslo"')
+    shown = code[6]["outputs"][0]["data"]
+    assert "| tools | `lookup_city` |" in shown["text/markdown"]
+    assert "| last reply | Oslo has about 709,000 people on 454 km². |" in shown["text/markdown"]
+    assert shown["text/plain"].startswith("<Agent agent_")
+    assert shown["text/plain"].endswith("'geo' ScriptedModel('scripted') idle: 1 tool, 4 messages>")
     assert sys.executable  # the kernel runs the same interpreter's ipykernel

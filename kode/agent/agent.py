@@ -19,9 +19,10 @@ from typing import Any, Literal
 from kode.agent.blocks import result_block
 from kode.agent.client_calls import ClientCalls
 from kode.agent.deps import deps_problems
+from kode.agent.display import agent_markdown, agent_repr
 from kode.agent.events import AgentEvent, Done, ErrorEvent
 from kode.agent.hooks import AgentHooks
-from kode.agent.permissions import ApprovalDecision, ApproverFunc
+from kode.agent.permissions import ApprovalDecision, ApprovalRequest, ApproverFunc
 from kode.agent.pipeline import truncate_result
 from kode.agent.reply import AgentHandle, AgentReply
 from kode.agent.run import AgentRun, EventCallbackFunc
@@ -381,6 +382,18 @@ class Agent:
                 f"{', '.join(waiting) or 'none'}"
             )
 
+    async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision | None:
+        """Ask for approval of something a running call wants to do, as for a tool call.
+
+        The approver decides, or (in ``stream()`` or ``send(on_event=...)``) an
+        `ApprovalRequired` event waits for `decide`. `None` when no run is going or nobody can
+        answer (no approver and no one listening).
+        """
+        run = self._current
+        if run is None or (self.approver is None and not run.interactive):
+            return None
+        return await run.ask(request)
+
     def submit_tool_result(
         self, call_id: str, result: ToolResult | str | dict[str, Any] | list[Any]
     ) -> None:
@@ -508,6 +521,15 @@ class Agent:
             return await run.execute(prompt)
         finally:
             self._current = None
+
+    # --- display -----------------------------------------------------------------------------
+
+    def __repr__(self) -> str:
+        return agent_repr(self)
+
+    def _repr_markdown_(self) -> str:
+        run = self._current
+        return agent_markdown(self, run.waiting_for_approval if run is not None else [])
 
     # --- state -------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 import pydantic_core
 
+from kode.tools.display import result_markdown, result_repr
 from kode.tools.errors import ToolErrorType
 from kode.tools.plain import is_json_data, is_plain_data
 
@@ -162,6 +163,21 @@ class ToolResult:
             "content": [b.to_dict() for b in self.content],
             "is_error": self.is_error,
         }
+
+    def __repr__(self) -> str:
+        return result_repr(
+            self.content,
+            details=self.details,
+            is_error=self.is_error,
+            error_type=self.error_type,
+            metadata=self.metadata,
+            pending=self.pending,
+        )
+
+    def _repr_markdown_(self) -> str:
+        return result_markdown(
+            self.content, is_error=self.is_error, error_type=self.error_type, pending=self.pending
+        )
 
 
 # ToolResult and TextBlock are frozen, so their generated __init__ sets each field through
