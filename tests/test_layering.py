@@ -19,7 +19,7 @@ ALLOWED: dict[str, set[str]] = {
     "sessions": {"tools", "models"},
     "agent": {"tools", "registries", "models", "sessions"},
     "builtin": {"tools"},
-    "mcp": {"tools", "registries"},
+    "mcp": {"tools", "registries", "models"},
     "testing": {"tools", "registries", "models", "sessions", "agent", "builtin", "mcp"},
     "cli": {"tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "testing"},
     "kode": {"tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "testing"},

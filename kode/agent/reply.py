@@ -1,16 +1,21 @@
-"""What a run gives back: `AgentReply`, and the handle tools use to start sub-agents.
+"""What a run gives back: `AgentReply`, and the handle tools use to reach their agent.
 
-This module owns the reply `Agent.send` returns and `AgentHandle`, the `SUBAGENTS` service an
-agent gives its tools: it runs sub-agents without handing the whole agent to a tool.
+This module owns the reply `Agent.send` returns and `AgentHandle`, the `SUBAGENTS` and `AGENT`
+service an agent gives its tools: it runs sub-agents, and offers the agent's model and its
+approvals, without handing the whole agent to a tool.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kode.agent.events import AgentEvent
+from kode.agent.permissions import ApprovalRequest, check_permission
 from kode.agent.run import EventCallbackFunc
+from kode.models.base import Model
 from kode.models.messages import Usage
+from kode.tools.context import ToolContext
+from kode.tools.tool import Tool
 
 if TYPE_CHECKING:
     from kode.agent.agent import Agent
@@ -19,7 +24,7 @@ __all__ = ["AgentHandle", "AgentReply"]
 
 
 class AgentHandle:
-    """What tools get under `SUBAGENTS`: sub-agents, without the whole agent."""
+    """What tools get under `SUBAGENTS` and `AGENT`: sub-agents, the model, approvals."""
 
     __slots__ = ("_agent",)
 
@@ -41,6 +46,56 @@ class AgentHandle:
     def agent_id(self) -> str:
         """The id of the agent that starts the sub-agents."""
         return self._agent.agent_id
+
+    @property
+    def model(self) -> Model:
+        """The agent's model."""
+        return self._agent.model
+
+    async def approve(
+        self,
+        tool: Tool[..., Any],
+        arguments: dict[str, Any],
+        ctx: ToolContext[Any],
+        *,
+        call_id: str,
+    ) -> str | None:
+        """Decide an action described as a call of `tool` (not registered) like a tool call.
+
+        The agent's permission settings apply to `tool`'s name and kind; when they ask, the
+        approver (or ``decide``) answers, and ``allow_always`` allows the name for the session.
+        Returns `None` when it may go ahead, else why not.
+        """
+        agent = self._agent
+        verdict = check_permission(
+            tool,
+            arguments,
+            agent.template.permission,
+            always_allowed=agent.always_allowed,
+            ctx=ctx,
+        )
+        if verdict.action == "deny":
+            return verdict.reason
+        if verdict.action == "allow":
+            return None
+        request = ApprovalRequest(
+            call_id=call_id,
+            tool_name=tool.name,
+            input=arguments,
+            reason=verdict.reason,
+            kind=tool.kind,
+        )
+        decision = await agent.ask_approval(request)
+        if decision is None:
+            return (
+                f"it needs approval ({verdict.reason}) and nobody can give it here "
+                "(no approver, and no one listening for ApprovalRequired events)"
+            )
+        if decision.decision == "deny":
+            return "the user denied it" + (f": {decision.note}" if decision.note else "")
+        if decision.decision == "allow_always":
+            agent.always_allowed.add(tool.name.lower())
+        return None
 
 
 class AgentReply:

@@ -20,8 +20,11 @@ is not read-only or gives a ``destructiveHint``, and ``other`` when it says noth
 Results: a `ToolResult`'s text and image blocks become MCP content, its ``is_error`` becomes
 ``isError``, and a tool whose return type gives an output schema also returns
 ``structuredContent`` (wrapped as ``{"result": ...}`` when the schema is not an object, as
-MCP requires before 2026-07-28). The other way, MCP text and images become blocks, and
-resources and audio are described in text.
+MCP requires before 2026-07-28). The other way, MCP text and images become blocks, an
+embedded resource's text becomes text and its binary content an image (``image/*``), text
+(textual types in UTF-8) or a file saved by `BlobFiles` and named in the text; audio and
+resource links are described in text. Content annotations (audience, priority) are kept in
+the result's ``metadata["mcp_annotations"]``, by block.
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import mimetypes
+import re
+import shutil
+import tempfile
+import threading
+from pathlib import Path
 from typing import Any
 
 import mcp_types as types
@@ -38,10 +47,12 @@ from kode.tools.kinds import Kind
 from kode.tools.results import ContentBlock, ImageBlock, TextBlock, ToolResult
 
 __all__ = [
+    "BlobFiles",
     "annotations_for_kind",
     "call_result",
     "kind_from_annotations",
     "output_schema_for",
+    "resource_block",
     "tool_result",
 ]
 
@@ -124,7 +135,75 @@ def call_result(
     )
 
 
-def _kode_block(item: types.ContentBlock) -> ContentBlock:
+_TEXTUAL = ("text/", "application/json", "application/xml", "application/yaml")
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class BlobFiles:
+    """Where the binary resources a server sends are saved, so a model can be told of them.
+
+    Args:
+        directory: The directory to save into (made if needed); `None`: a temporary directory
+            made on first use and removed by `cleanup`.
+    """
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        self.directory = Path(directory) if directory is not None else None
+        """Where files go (`None` until the temporary directory is made)."""
+        self._owned = directory is None
+        self._lock = threading.Lock()
+
+    def save(self, uri: str, mime_type: str | None, data: bytes) -> Path:
+        """Save `data`, named after the last part of `uri`; return the file's path."""
+        with self._lock:
+            if self.directory is None:
+                self.directory = Path(tempfile.mkdtemp(prefix="kode-mcp-"))
+            self.directory.mkdir(parents=True, exist_ok=True)
+            stem = _UNSAFE_NAME.sub("_", uri.rstrip("/").rsplit("/", 1)[-1]).strip("._")
+            stem = (stem or "resource")[:80]
+            if not Path(stem).suffix and mime_type:
+                stem += mimetypes.guess_extension(mime_type) or ""
+            path = self.directory / stem
+            n = 1
+            while path.exists():
+                n += 1
+                path = self.directory / f"{Path(stem).stem}-{n}{Path(stem).suffix}"
+            path.write_bytes(data)
+            return path
+
+    def cleanup(self) -> None:
+        """Remove the temporary directory (a directory that was given is left alone)."""
+        with self._lock:
+            if self._owned and self.directory is not None:
+                shutil.rmtree(self.directory, ignore_errors=True)
+                self.directory = None
+
+
+def resource_block(
+    resource: types.TextResourceContents | types.BlobResourceContents, files: BlobFiles | None
+) -> ContentBlock:
+    """One resource's contents as a block: text, an image, or a saved file named in text."""
+    if isinstance(resource, types.TextResourceContents):
+        return TextBlock(text=f"[resource {resource.uri}]\n{resource.text}")
+    mime = resource.mime_type or "application/octet-stream"
+    try:
+        data = base64.b64decode(resource.blob, validate=True)
+    except (binascii.Error, ValueError):
+        return TextBlock(text=f"[resource {resource.uri} ({mime}) that was not valid base64]")
+    if mime.startswith("image/"):
+        return ImageBlock(data=data, media_type=mime)
+    if mime.startswith(_TEXTUAL):
+        try:
+            return TextBlock(text=f"[resource {resource.uri}]\n{data.decode('utf-8')}")
+        except UnicodeDecodeError:
+            pass
+    if files is None:
+        return TextBlock(text=f"[resource {resource.uri} ({mime}, {len(data)} bytes)]")
+    path = files.save(resource.uri, mime, data)
+    return TextBlock(text=f"[resource {resource.uri} ({mime}, {len(data)} bytes) saved as {path}]")
+
+
+def _kode_block(item: Any, files: BlobFiles | None) -> ContentBlock:
     if isinstance(item, types.TextContent):
         return TextBlock(text=item.text)
     if isinstance(item, types.ImageContent):
@@ -135,25 +214,44 @@ def _kode_block(item: types.ContentBlock) -> ContentBlock:
     if isinstance(item, types.AudioContent):
         return TextBlock(text=f"[audio ({item.mime_type}), which kode cannot show to a model]")
     if isinstance(item, types.EmbeddedResource):
-        resource = item.resource
-        if isinstance(resource, types.TextResourceContents):
-            return TextBlock(text=f"[resource {resource.uri}]\n{resource.text}")
-        return TextBlock(
-            text=f"[resource {resource.uri} ({resource.mime_type or 'binary'}), not shown]"
-        )
+        return resource_block(item.resource, files)
     if isinstance(item, types.ResourceLink):
         what = f": {item.description}" if item.description else ""
-        return TextBlock(text=f"[resource link {item.uri} ({item.name}){what}]")
+        mime = f", {item.mime_type}" if item.mime_type else ""
+        return TextBlock(text=f"[resource link {item.uri} ({item.name}{mime}){what}]")
     return TextBlock(text=f"[{type(item).__name__} content, which kode cannot show]")
 
 
-def tool_result(result: types.CallToolResult, *, tool_name: str) -> ToolResult:
+def _annotations(items: list[Any]) -> list[dict[str, Any]]:
+    found = []
+    for index, item in enumerate(items):
+        notes = getattr(item, "annotations", None)
+        if notes is None:
+            continue
+        entry: dict[str, Any] = {"index": index}
+        if notes.audience is not None:
+            entry["audience"] = list(notes.audience)
+        if notes.priority is not None:
+            entry["priority"] = notes.priority
+        if notes.last_modified is not None:
+            entry["last_modified"] = notes.last_modified
+        if len(entry) > 1:
+            found.append(entry)
+    return found
+
+
+def tool_result(
+    result: types.CallToolResult, *, tool_name: str, files: BlobFiles | None = None
+) -> ToolResult:
     """An MCP ``CallToolResult`` as a kode `ToolResult` (``details``: the structured content).
 
     A result without content shows its structured content as JSON text, so a model never sees
     nothing. An error result keeps the server's text and gets the ``execution_failed`` type.
+    Binary resources other than images and text are saved with `files` (see the module
+    docstring); content annotations go to ``metadata["mcp_annotations"]``.
     """
-    blocks = tuple(_kode_block(item) for item in result.content)
+    blocks = tuple(_kode_block(item, files) for item in result.content)
+    annotations = _annotations(list(result.content))
     if not blocks:
         if result.structured_content is not None:
             text = json.dumps(result.structured_content, ensure_ascii=False)
@@ -167,4 +265,5 @@ def tool_result(result: types.CallToolResult, *, tool_name: str) -> ToolResult:
         details=result.structured_content,
         is_error=result.is_error,
         error_type=ToolErrorType.EXECUTION_FAILED if result.is_error else None,
+        metadata={"mcp_annotations": annotations} if annotations else {},
     )

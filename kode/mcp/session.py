@@ -21,25 +21,40 @@ import logging
 import queue
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import CancelledError, Future
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import IO, Any, TextIO, cast
+from typing import IO, Any, TextIO, TypeVar, cast
 
 import anyio
 import anyio.abc
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 import mcp_types as types
-from mcp.client.session import ClientSession, IncomingMessage
+from mcp.client.session import ClientRequestContext, ClientSession, IncomingMessage
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from kode.mcp.answers import ClientAnswers
+from kode.mcp.routing import AmbiguousCallError, CallSlot, InFlight, run_in_call
+from kode.mcp.tasks import ClientTasks, TaskDispatcher, call_as_task, tasks_capability
 from kode.tools.context import ToolContext
 from kode.tools.errors import KodeError, ToolError, ToolErrorType
 
-__all__ = ["MCPConnectionError", "RemoteServer", "ServerSpec"]
+__all__ = ["MCPConnectionError", "RemoteServer", "ServerEventFunc", "ServerSpec"]
+
+T = TypeVar("T")
+
+ServerEventFunc = Callable[[str, "str | None"], None]
+"""Told of a server's notification: its kind and the resource URI it names, if any."""
+_EVENT_KINDS: dict[type, str] = {
+    types.ResourceUpdatedNotification: "resource_updated",
+    types.ResourceListChangedNotification: "resources_changed",
+    types.PromptListChangedNotification: "prompts_changed",
+    types.ToolListChangedNotification: "tools_changed",
+}
 
 _STDERR_TAIL = 1500
 _STDERR_LINES = 6
@@ -125,6 +140,7 @@ class _Live:
     session: ClientSession
     stop: anyio.Event
     tasks: anyio.abc.TaskGroup
+    dispatcher: TaskDispatcher
     dead: bool = False
     errlog: IO[str] | None = None
     future: Future[None] | None = field(default=None)
@@ -135,6 +151,12 @@ class _Progress:
     progress: float
     total: float | None
     message: str | None
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class _Status:
+    message: str
+    fraction: float | None
 
 
 _DONE = object()
@@ -155,9 +177,22 @@ class RemoteServer:
         spec: ServerSpec,
         *,
         on_tools_changed: Callable[[list[types.Tool]], None] | None = None,
+        answers: ClientAnswers | None = None,
+        tasks: bool = True,
+        on_event: ServerEventFunc | None = None,
     ) -> None:
         self.spec = spec
         """How to reach the server."""
+        self.answers = answers
+        """How the server's sampling, elicitation and roots requests are answered."""
+        self.tasks = tasks
+        """Whether kode speaks MCP Tasks with the server (both ways)."""
+        self.on_event = on_event
+        """Told of the server's notifications (resource updates, changed lists)."""
+        self.capabilities: types.ServerCapabilities | None = None
+        """What the server said it can do, at the last start."""
+        self.in_flight = InFlight()
+        """The calls of the server's tools in flight (for the server's requests)."""
         self.logger = logging.getLogger(f"kode.mcp.{spec.name}")
         """Where the server's log messages go (``kode.mcp.<server>``)."""
         self.on_tools_changed = on_tools_changed
@@ -231,6 +266,67 @@ class RemoteServer:
         live = self._live
         if isinstance(message, types.ToolListChangedNotification) and live is not None:
             live.tasks.start_soon(self._relist, live)
+        kind = _EVENT_KINDS.get(type(message))
+        if kind is not None and self.on_event is not None:
+            uri = (
+                message.params.uri
+                if isinstance(message, types.ResourceUpdatedNotification)
+                else None
+            )
+            try:
+                self.on_event(kind, uri)
+            except Exception as exc:  # a failing listener must not break the connection
+                self.logger.error("the event listener of %s raised", self.spec.name, exc_info=exc)
+
+    # --- the server's requests, in the portal's loop -------------------------------------------
+
+    async def _answer(
+        self,
+        what: str,
+        make: Callable[[ToolContext[Any] | None], Awaitable[T]],
+    ) -> T | types.ErrorData:
+        """Run `make` for the call in flight, in its caller's loop (or here, outside calls)."""
+        try:
+            slot = self.in_flight.pick()
+        except AmbiguousCallError as exc:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST, message=f"kode cannot answer {what}: {exc}"
+            )
+        try:
+            if slot is None:
+                return await make(None)
+            return await run_in_call(slot, lambda: make(slot.ctx))
+        except CancelledError:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST, message=f"the call ended before kode answered {what}"
+            )
+        except Exception as exc:
+            self.logger.error("answering %s of %s failed", what, self.spec.name, exc_info=exc)
+            return types.ErrorData(
+                code=types.INTERNAL_ERROR,
+                message=f"answering {what} failed: {type(exc).__name__}: {exc}",
+            )
+
+    async def _sampling(
+        self, context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        answers = self.answers
+        assert answers is not None
+        return await self._answer("a sampling request", lambda ctx: answers.sample(params, ctx))
+
+    async def _elicitation(
+        self, context: ClientRequestContext, params: types.ElicitRequestParams
+    ) -> types.ElicitResult | types.ErrorData:
+        answers = self.answers
+        assert answers is not None
+        return await self._answer("an elicitation request", lambda ctx: answers.elicit(params, ctx))
+
+    async def _roots(
+        self, context: ClientRequestContext
+    ) -> types.ListRootsResult | types.ErrorData:
+        answers = self.answers
+        assert answers is not None
+        return await self._answer("a roots request", answers.list_roots)
 
     async def _relist(self, live: _Live) -> None:
         try:
@@ -265,10 +361,28 @@ class RemoteServer:
                 stack.callback(self._keep_stderr, errlog)  # once the server has stopped
                 self._last_stderr = ""
                 read, write = await self._open_transport(stack, errlog)
+                answers = self.answers
+                sampling = answers is not None and answers.sampling is not None
+                elicitation = answers is not None and answers.elicitation is not None
+                client_tasks = ClientTasks() if self.tasks else None
+                extra = (
+                    {"tasks": tasks_capability(sampling=sampling, elicitation=elicitation)}
+                    if self.tasks
+                    else {}
+                )
+                dispatcher = TaskDispatcher(
+                    _WatchedStream(read, gone), write, capabilities=extra, tasks=client_tasks
+                )
                 session = await stack.enter_async_context(
                     ClientSession(
-                        _WatchedStream(read, gone),
-                        write,
+                        dispatcher=dispatcher,
+                        sampling_callback=self._sampling if sampling else None,
+                        elicitation_callback=self._elicitation if elicitation else None,
+                        list_roots_callback=(
+                            self._roots
+                            if answers is not None and answers.roots is not None
+                            else None
+                        ),
                         logging_callback=self._on_log,
                         message_handler=self._on_message,
                         client_info=types.Implementation(name="kode", version=kode_version),
@@ -278,8 +392,13 @@ class RemoteServer:
                     init = await session.initialize()
                     tools = await _list_all(session)
                 self.server_info = init.server_info
+                self.capabilities = init.capabilities
                 async with anyio.create_task_group() as tg:
-                    live = _Live(session=session, stop=stop, tasks=tg, errlog=errlog)
+                    if client_tasks is not None:
+                        client_tasks.task_group = tg
+                    live = _Live(
+                        session=session, stop=stop, tasks=tg, errlog=errlog, dispatcher=dispatcher
+                    )
                     self._live = live
                     task_status.started(tools)
                     await stop.wait()
@@ -357,12 +476,15 @@ class RemoteServer:
 
     def list_tools(self) -> list[types.Tool]:
         """The server's tools now (starting it if needed)."""
+        return self.request_sync(_list_all)
+
+    def request_sync(self, what: Callable[[ClientSession], Awaitable[T]]) -> T:
+        """Run `what` with the live session (starting the server if needed); blocking."""
         self.ensure()
         live, portal = self._live, self._portal
         if live is None or portal is None:
             raise MCPConnectionError(f"{self.spec.describe()} is not running")
-        tools: list[types.Tool] = portal.call(_list_all, live.session)
-        return tools
+        return portal.call(what, live.session)
 
     # --- calls (from any event loop) -----------------------------------------------------------
 
@@ -373,28 +495,60 @@ class RemoteServer:
         ctx: ToolContext[Any],
         *,
         tool_name: str,
+        as_task: bool = False,
     ) -> types.CallToolResult:
         """Call one of the server's tools; the server's progress reaches ``ctx.progress``.
 
-        A streamable HTTP server that forgot the session (it restarted, or let the session
-        expire) refuses the call before running it: the call is made again in a new session.
+        With `as_task`, the call is an MCP task (`kode.mcp.tasks.call_as_task`). A streamable
+        HTTP server that forgot the session (it restarted, or let the session expire) refuses
+        the call before running it: the call is made again in a new session. A server that
+        needs URL elicitations first (error -32042) has them answered, then the call is made
+        again once.
 
         Raises:
             ToolError: the server could not be started, died during the call, refused it, or
                 broke the protocol: the message says which, for the model.
         """
-        try:
-            return await self._call_once(remote_name, arguments, ctx)
-        except MCPError as exc:
-            if not self._session_lost(exc):
+        retried = False
+        for _ in range(3):
+            try:
+                return await self._call_once(remote_name, arguments, ctx, as_task=as_task)
+            except MCPError as exc:
+                if not retried and self._session_lost(exc):
+                    self.logger.info(
+                        "%s lost the session; starting a new one", self.spec.describe()
+                    )
+                elif not retried and exc.code == types.URL_ELICITATION_REQUIRED:
+                    refusal = await self._elicit_first(exc, ctx)
+                    if refusal is not None:
+                        raise ToolError(
+                            f"Tool '{tool_name}' was not run: {self.spec.describe()} needs the "
+                            f"user to open a page first, and {refusal}.",
+                            type=ToolErrorType.EXECUTION_FAILED,
+                        ) from None
+                else:
+                    raise self._failure(exc, tool_name) from None
+                retried = True
+            except Exception as exc:
                 raise self._failure(exc, tool_name) from None
-            self.logger.info("%s lost the session; starting a new one", self.spec.describe())
-        except Exception as exc:
-            raise self._failure(exc, tool_name) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _elicit_first(self, exc: MCPError, ctx: ToolContext[Any]) -> str | None:
+        """Answer the URL elicitations of an error -32042; `None` when all were accepted."""
+        answers = self.answers
+        if answers is None or answers.elicitation is None:
+            return "this connection has no elicitation function (connect(elicitation=...))"
         try:
-            return await self._call_once(remote_name, arguments, ctx)
-        except Exception as exc:
-            raise self._failure(exc, tool_name) from None
+            data = types.ElicitationRequiredErrorData.model_validate(exc.error.data, by_name=False)
+        except Exception:
+            return "its request for that was malformed"
+        for params in data.elicitations:
+            answer = await answers.elicit(params, ctx)
+            if isinstance(answer, types.ErrorData):
+                return f"answering it failed: {answer.message}"
+            if answer.action != "accept":
+                return f"the user chose {answer.action!r} for {params.url}"
+        return None
 
     def _session_lost(self, exc: MCPError) -> bool:
         if self.spec.url is None or exc.code != types.INVALID_REQUEST:
@@ -407,7 +561,12 @@ class RemoteServer:
         return True
 
     async def _call_once(
-        self, remote_name: str, arguments: dict[str, Any], ctx: ToolContext[Any]
+        self,
+        remote_name: str,
+        arguments: dict[str, Any],
+        ctx: ToolContext[Any],
+        *,
+        as_task: bool,
     ) -> types.CallToolResult:
         await anyio.to_thread.run_sync(self.ensure, abandon_on_cancel=True)
         live, portal = self._live, self._portal
@@ -418,30 +577,47 @@ class RemoteServer:
         async def progress(progress: float, total: float | None, message: str | None) -> None:
             inbox.put(_Progress(progress=progress, total=total, message=message))
 
+        def status(message: str, fraction: float | None) -> None:
+            inbox.put(_Status(message=message, fraction=fraction))
+
         async def remote_call() -> types.CallToolResult:
+            if as_task:
+                return await call_as_task(
+                    live.session, live.dispatcher, remote_name, arguments, progress=status
+                )
             result: types.CallToolResult = await live.session.call_tool(
                 remote_name, arguments, progress_callback=progress
             )
             return result
 
-        future: Future[types.CallToolResult] = portal.start_task_soon(remote_call)
-        future.add_done_callback(lambda _: inbox.put(_DONE))
-
         def wait() -> None:
             # In a worker thread of the caller's loop: ctx.progress reaches the agent from here.
             while (item := inbox.get()) is not _DONE:
-                if isinstance(item, _Progress):
-                    fraction = (
-                        min(1.0, max(0.0, item.progress / item.total)) if item.total else None
-                    )
-                    with contextlib.suppress(Exception):
+                with contextlib.suppress(Exception):
+                    if isinstance(item, _Progress):
+                        fraction = (
+                            min(1.0, max(0.0, item.progress / item.total)) if item.total else None
+                        )
                         ctx.progress(item.message or f"{item.progress:g}", fraction)
+                    elif isinstance(item, _Status):
+                        ctx.progress(item.message, item.fraction)
 
-        try:
-            await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
-        except BaseException:
-            future.cancel()  # the SDK sends notifications/cancelled to the server
-            raise
+        async with anyio.create_task_group() as group:
+            # The server's requests during the call (sampling, elicitation, roots) run in
+            # `group`, in this loop, and end with the call.
+            slot = CallSlot(ctx=ctx, group=group, token=anyio.lowlevel.current_token())
+            self.in_flight.add(slot)
+            try:
+                future: Future[types.CallToolResult] = portal.start_task_soon(remote_call)
+                future.add_done_callback(lambda _: inbox.put(_DONE))
+                try:
+                    await anyio.to_thread.run_sync(wait, abandon_on_cancel=True)
+                except BaseException:
+                    future.cancel()  # the SDK sends notifications/cancelled to the server
+                    raise
+            finally:
+                self.in_flight.remove(slot)
+                group.cancel_scope.cancel()
         try:
             return future.result()
         except MCPError as exc:
@@ -451,6 +627,24 @@ class RemoteServer:
         except Exception:
             if live.dead:
                 raise MCPError(types.CONNECTION_CLOSED, "Connection closed") from None
+            raise
+
+    async def request(self, what: Callable[[ClientSession], Awaitable[T]]) -> T:
+        """Run `what` with the live session (starting the server if needed), from any loop.
+
+        Raises:
+            MCPConnectionError: the server could not be started.
+            MCPError: the server refused the request.
+        """
+        await anyio.to_thread.run_sync(self.ensure, abandon_on_cancel=True)
+        live, portal = self._live, self._portal
+        if live is None or portal is None:
+            raise MCPConnectionError(f"{self.spec.describe()} was closed")
+        future: Future[T] = portal.start_task_soon(what, live.session)
+        try:
+            return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+        except BaseException:
+            future.cancel()
             raise
 
     def _failure(self, exc: BaseException, tool_name: str) -> ToolError:

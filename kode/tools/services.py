@@ -13,9 +13,13 @@ the keys only it reads (``kode.builtin.runtime.PROCESSES``, ``kode.builtin.web.W
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
-__all__ = ["SUBAGENTS", "TODOS", "ServiceKey", "SubagentRunner"]
+if TYPE_CHECKING:
+    from kode.tools.context import ToolContext
+    from kode.tools.tool import Tool
+
+__all__ = ["AGENT", "SUBAGENTS", "TODOS", "AgentLink", "ServiceKey", "SubagentRunner"]
 
 T = TypeVar("T")
 
@@ -120,3 +124,42 @@ TODOS: ServiceKey[list[dict[str, Any]]] = ServiceKey(
 
 SUBAGENTS: ServiceKey[SubagentRunner] = ServiceKey("agent", SubagentRunner, doc="starts sub-agents")
 """The handle that runs sub-agents for ``task_run``."""
+
+
+@runtime_checkable
+class AgentLink(Protocol):
+    """What the `AGENT` service offers a running call: the agent's model and its user's approval.
+
+    A call that wants to do something beyond itself (an MCP server asking the agent's model to
+    answer a message, for one) asks through this, so the agent's permission settings and
+    approver decide it as they decide tool calls.
+    """
+
+    @property
+    def model(self) -> Any:
+        """The agent's model (a `kode.models.Model`)."""
+        ...
+
+    async def approve(
+        self,
+        tool: Tool[..., Any],
+        arguments: dict[str, Any],
+        ctx: ToolContext[Any],
+        *,
+        call_id: str,
+    ) -> str | None:
+        """Decide an action described as a call of `tool` by the agent's permission rules.
+
+        It is asked for like a tool call that needs approval (the approver, or an
+        ``ApprovalRequired`` event answered with ``decide``) when the rules say so.
+
+        Returns:
+            `None` when it may go ahead, else why not (a sentence for the model).
+        """
+        ...
+
+
+AGENT: ServiceKey[AgentLink] = ServiceKey(
+    "agent", AgentLink, doc="the running agent: its model and its user's approval"
+)
+"""The agent a call runs in (the same handle as `SUBAGENTS`, seen for its model and approvals)."""
