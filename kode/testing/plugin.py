@@ -5,7 +5,8 @@
 - `isolated_templates`: the same for the global agent template registry;
 - `scripted_model`: a factory of `ScriptedModel` that also checks, after the test, that every
   scripted turn was used (a script longer than the conversation is usually a wrong test);
-- `tool_context`: a standalone `ToolContext` with a workspace in the test's ``tmp_path``;
+- `tool_context`: a standalone `ToolContext` with a workspace in the test's ``tmp_path``
+  and no deps (set ``tool_context.deps``);
 - `postgres_server`: a throwaway PostgreSQL cluster for the whole test session
   (`kode.testing.postgres.PostgresServer`; the test is skipped where PostgreSQL's server
   binaries are not installed), and `postgres_url`: a fresh, empty database in it per test.
@@ -80,7 +81,11 @@ def scripted_model() -> Iterator[Callable[..., Any]]:
 
 @pytest.fixture
 def tool_context(tmp_path: Path) -> ToolContext[Any]:
-    """A standalone `ToolContext` whose workspace is the test's ``tmp_path``."""
+    """A standalone `ToolContext` whose workspace is the test's ``tmp_path``.
+
+    It has no deps: set ``tool_context.deps`` for a tool whose context is
+    ``ToolContext[Deps]``.
+    """
     return ToolContext(
         tool_call_id="toolu_test",
         workspace=Workspace(root=tmp_path),
