@@ -80,3 +80,13 @@ def test_the_api_reference_lists_the_public_names() -> None:
     wanted |= set(kode.mcp.__all__)
     wanted |= {"RuntimePolicy", "AgentStream", "isolated_templates", "PluginReport"}
     assert sorted(wanted - listed) == []
+
+
+def test_mcp_connection_error_is_importable_without_the_mcp_sdk() -> None:
+    code = (
+        "import sys, kode.mcp; error = kode.mcp.MCPConnectionError; "
+        "print(issubclass(error, kode.KodeError), "
+        "any(m.split('.')[0] in ('mcp', 'mcp_types') for m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True False"

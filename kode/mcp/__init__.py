@@ -17,7 +17,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kode.mcp.client import MCPConnection, MCPConnectionError, connect
+    from kode.mcp.client import MCPConnection, connect
+    from kode.mcp.errors import MCPConnectionError
     from kode.mcp.http import HTTPAccess, StaticTokenVerifier
     from kode.mcp.server import ToolServer, serve, serve_async
 
@@ -35,7 +36,7 @@ __all__ = [
 _SOURCES = {
     "HTTPAccess": "kode.mcp.http",
     "MCPConnection": "kode.mcp.client",
-    "MCPConnectionError": "kode.mcp.client",
+    "MCPConnectionError": "kode.mcp.errors",
     "StaticTokenVerifier": "kode.mcp.http",
     "ToolServer": "kode.mcp.server",
     "connect": "kode.mcp.client",

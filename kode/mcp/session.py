@@ -38,10 +38,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 from kode.mcp.answers import ClientAnswers
+from kode.mcp.errors import MCPConnectionError
 from kode.mcp.routing import AmbiguousCallError, CallSlot, InFlight, run_in_call
 from kode.mcp.tasks import ClientTasks, TaskDispatcher, call_as_task, tasks_capability
 from kode.tools.context import ToolContext
-from kode.tools.errors import KodeError, ToolError, ToolErrorType
+from kode.tools.errors import ToolError, ToolErrorType
 
 __all__ = ["MCPConnectionError", "RemoteServer", "ServerEventFunc", "ServerSpec"]
 
@@ -68,10 +69,6 @@ _LOG_LEVELS = {
     "alert": logging.CRITICAL,
     "emergency": logging.CRITICAL,
 }
-
-
-class MCPConnectionError(KodeError):
-    """An MCP server could not be started, reached or initialised."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
