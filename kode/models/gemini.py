@@ -334,6 +334,10 @@ def _model_error(exc: Exception, *, streaming: bool) -> ModelError:
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}"
             for e in exc.errors(include_url=False)
         )
+        if exc.title.endswith("Response"):  # what the server sent, not what kode asked
+            return ModelError(
+                f"Gemini stream failed: a chunk is invalid: {problems}", provider="gemini"
+            )
         return ModelError(f"Gemini request is invalid: {problems}", provider="gemini")
     return ModelError(f"Gemini {verb}: {type(exc).__name__}: {exc}", provider="gemini")
 

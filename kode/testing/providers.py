@@ -99,6 +99,9 @@ class Reply:
     """Characters per delta for text, thinking and tool arguments."""
     delay: float = 0.0
     """Seconds to wait before each event."""
+    cut_after: int | None = None
+    """Drop the connection after this many events, mid-stream, without ending the response
+    (`None`: send the whole stream). Use it for a stream cut short in any wire format."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -392,16 +395,22 @@ class _Handler(BaseHTTPRequestHandler):
                 self._error(dialect, ErrorReply(status=400, message=message))
                 return
             model = path.rsplit("/", 1)[-1].split(":", 1)[0]
-            self._stream(dialect, gemini_events(reply, model, number), reply.delay)
+            self._play(dialect, reply, gemini_events(reply, model, number))
         elif body.get("stream") is not True:
             message = "FakeProviderServer serves streaming requests only (stream: true)."
             self._error(dialect, ErrorReply(status=400, message=message))
         elif dialect == "anthropic":
-            self._stream(dialect, _anthropic(reply, body, number), reply.delay)
+            self._play(dialect, reply, _anthropic(reply, body, number))
         elif dialect == "openai-responses":
-            self._stream(dialect, responses_events(reply, body, number), reply.delay)
+            self._play(dialect, reply, responses_events(reply, body, number))
         else:
-            self._stream(dialect, _openai(reply, body, number), reply.delay)
+            self._play(dialect, reply, _openai(reply, body, number))
+
+    def _play(self, dialect: Dialect, reply: Reply, events: Iterator[bytes]) -> None:
+        if reply.cut_after is None:
+            self._stream(dialect, events, reply.delay)
+        else:
+            self._stream(dialect, itertools.islice(events, reply.cut_after), reply.delay, cut=True)
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("transfer-encoding", "").lower():
