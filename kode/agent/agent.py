@@ -26,7 +26,8 @@ from kode.agent.permissions import ApprovalDecision, ApprovalRequest, ApproverFu
 from kode.agent.pipeline import truncate_result
 from kode.agent.reply import AgentHandle, AgentReply
 from kode.agent.run import AgentRun, EventCallbackFunc
-from kode.agent.state import AgentState, CallRecords
+from kode.agent.session import Session
+from kode.agent.state import AgentState, AgentStatus, CallRecords
 from kode.agent.stream import AgentStream
 from kode.agent.template import AgentTemplate, TemplateError, templates
 from kode.models.base import Model
@@ -37,6 +38,8 @@ from kode.registries.policy import ToolPolicy
 from kode.registries.registry import ToolRegistry, normalize_name
 from kode.registries.registry import registry as global_registry
 from kode.registries.resolve import Resolution
+from kode.sessions.store import DEFAULT_LEASE_TTL, Store
+from kode.sessions.url import store_from
 from kode.tools.context import ToolContext
 from kode.tools.errors import KodeError, ToolErrorType
 from kode.tools.results import ToolResult, error_result, to_result
@@ -86,6 +89,7 @@ class Agent:
         hooks: AgentHooks,
         agent_id: str,
         session_id: str,
+        session: Session | None = None,
     ) -> None:
         self.template = template
         """The template the agent was made from."""
@@ -116,34 +120,57 @@ class Agent:
             found = self._by_name.get(normalize_name(target))
             if found is not None:
                 self._by_name.setdefault(alias, found)
-        self.messages: list[Message] = []
-        """The conversation."""
-        self.records = CallRecords()
-        """Every tool call and what became of it, by id."""
-        self.client_calls = ClientCalls()
-        """The client tool calls waiting for `submit_tool_result`."""
-        self.always_allowed: set[str] = set()
-        """Tools the user allowed for the session (``allow_always``), lower-case."""
-        self.usage = Usage()
-        """Tokens used so far."""
-        self.status: Literal[
-            "idle", "running", "awaiting_approval", "awaiting_client", "failed"
-        ] = "idle"
-        """What the agent is doing."""
-        self.todos: list[dict[str, Any]] = []
-        """The agent's todo list (for todo tools)."""
+        self.session = session or Session(session_id, template_id=template.id)
+        """The history (messages, calls, approvals, usage, todos, status) and its store."""
         self.workspace: Workspace | None = None
         """The directory its tools may touch."""
         self.files = FilePool()
         """What its tools read and wrote (refuses writes over unseen changes)."""
         self.services: dict[str, Any] = {}
         """What its tools share, by `ServiceKey` name (see `ToolContext.services`)."""
-        self.services[TODOS.name] = self.todos  # of their keys' types, so set without a check
+        self.services[TODOS.name] = self.session.todos  # of their keys' types: set unchecked
         self.services[SUBAGENTS.name] = AgentHandle(self)
         self.subagent_models: dict[str, Model] = {}
         """Models for sub-agents by template id (others use this agent's model)."""
         self._create_options: dict[str, Any] = {}
         self._current: AgentRun | None = None  # the run going on, if any
+
+    # --- the history: the session's, read here; only its methods change it --------------------
+
+    @property
+    def messages(self) -> list[Message]:
+        """The conversation (the session's list: change it only through the session)."""
+        return self.session.messages
+
+    @property
+    def records(self) -> CallRecords:
+        """Every tool call and what became of it, by id."""
+        return self.session.records
+
+    @property
+    def client_calls(self) -> ClientCalls:
+        """The client tool calls waiting for `submit_tool_result`."""
+        return self.session.client_calls
+
+    @property
+    def always_allowed(self) -> set[str]:
+        """Tools the user allowed for the session (``allow_always``), lower-case."""
+        return self.session.always_allowed
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens used so far."""
+        return self.session.usage
+
+    @property
+    def status(self) -> AgentStatus:
+        """What the agent is doing."""
+        return self.session.status
+
+    @property
+    def todos(self) -> list[dict[str, Any]]:
+        """The agent's todo list (for todo tools)."""
+        return self.session.todos
 
     # --- creation ----------------------------------------------------------------------------
 
@@ -166,6 +193,8 @@ class Agent:
         workspace: str | os.PathLike[str] | Workspace | None = None,
         subagent_policy: ToolPolicy | None = None,
         subagent_models: Mapping[str, Model] | None = None,
+        store: Store | str | None = None,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
     ) -> Agent:
         """Make an agent from a template (or a template id), resolving its tools now.
 
@@ -191,6 +220,13 @@ class Agent:
                 (``task_run``); default: sub-agents cannot start sub-agents.
             subagent_models: Models for sub-agents by template id; a sub-agent whose
                 template is not listed uses this agent's model.
+            store: Where the session is kept: a `Store` or a URL (``sqlite:///agent.db``,
+                ``postgresql://...``, see `store_from`). Every change is written to it before
+                the next step begins, and `resume` continues the session in another process.
+                The session is made in the store (and its lease taken) when the first run
+                starts; `None` keeps it in memory.
+            lease_ttl: Seconds the lease on the session lasts between renewals (a run renews
+                it as it writes); another process can take over a session whose lease ran out.
 
         Raises:
             AgentError: a template entry names no tool (the message lists close names), a
@@ -261,6 +297,12 @@ class Agent:
             hooks=merged,
             agent_id=agent_id,
             session_id=session_id,
+            session=Session(
+                session_id,
+                template_id=template.id,
+                store=store_from(store) if store is not None else None,
+                lease_ttl=lease_ttl,
+            ),
         )
         made.workspace = space
         made.subagent_models = dict(subagent_models or {})
@@ -410,14 +452,11 @@ class Agent:
         made = to_result(result, tool_name=record.name.strip() if record else call_id)
         made = truncate_result(made, self.template.max_result_chars)  # as for its own tools
         block = result_block(call_id, made)  # the one way results enter the history
-        if not self.client_calls.submit(call_id, block):
+        if not self.session.submit_client_result(call_id, block):
             raise AgentError(
                 f"no client tool call {call_id!r} is waiting for a result; waiting: "
                 f"{', '.join(self.client_calls.waiting) or 'none'}"
             )
-        if record is not None:
-            record.result = block
-            record.status = "failed" if made.is_error else "done"
 
     # --- running -----------------------------------------------------------------------------
 
@@ -591,35 +630,5 @@ class Agent:
             session_id=state.session_id,
             **create_options,
         )
-        agent.messages = [m.model_copy(deep=True) for m in state.messages]
-        agent.records = CallRecords(r.model_copy(deep=True) for r in state.tool_calls)
-        agent.todos[:] = [dict(t) for t in state.todos]  # the same list tools see
-        agent.usage = state.usage.model_copy()
-        agent.always_allowed = set(state.always_allowed)
-        last = agent.messages[-1] if agent.messages else None
-        if last is not None and last.role == "assistant" and last.tool_uses:
-            calls = last.tool_uses
-            records = agent.records
-            waiting = [
-                c.id
-                for c in calls
-                if (r := records.get(c.id)) is not None and r.client and r.status == "pending"
-            ]
-            done = {
-                c.id: r.result
-                for c in calls
-                if (r := records.get(c.id)) is not None and r.result is not None
-            }
-            if waiting and state.status == "awaiting_client":
-                agent.client_calls.restore(calls, done, waiting)
-                agent.status = "awaiting_client"
-            else:
-                for call in calls:
-                    if call.id not in done:
-                        record = records.for_call(call)
-                        record.status = "cancelled"
-                agent.client_calls.restore(calls, done, [])
-                blocks = agent.client_calls.take(None)
-                assert not isinstance(blocks, str)
-                agent.messages.append(Message(role="user", content=blocks))
+        agent.session.restore_agent_state(state)
         return agent

@@ -12,7 +12,7 @@ from kode.models.messages import ImageContent, TextContent, ToolResultContent, T
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import TextBlock, ToolResult, error_result
 
-__all__ = ["cancelled_result", "result_block"]
+__all__ = ["cancelled_result", "interrupted_result", "result_block"]
 
 
 def result_block(call_id: str, result: ToolResult) -> ToolResultContent:
@@ -33,5 +33,20 @@ def cancelled_result(call: ToolUseContent) -> ToolResultContent:
         error_result(
             f"Tool '{call.name}' was cancelled: the run was interrupted before it finished.",
             type=ToolErrorType.CANCELLED,
+        ),
+    )
+
+
+def interrupted_result(call: ToolUseContent) -> ToolResultContent:
+    """The ``tool_result`` of a call that was running when its process stopped (resume).
+
+    Its tool neither only reads nor is idempotent, so it is not run again.
+    """
+    return result_block(
+        call.id,
+        error_result(
+            f"Tool '{call.name}' was interrupted by a restart while it ran, and was not run "
+            "again: it may have partly run. Check what it was doing before calling it again.",
+            type=ToolErrorType.EXECUTION_FAILED,
         ),
     )

@@ -28,10 +28,12 @@ from kode.agent.events import (
     ToolEnd,
     ToolProgress,
     ToolStart,
+    jsonable_arguments,
 )
 from kode.agent.hooks import Allow, Deny, Respond, RewriteInput
 from kode.agent.permissions import (
     ALLOWED,
+    ApprovalDecision,
     ApprovalRequest,
     can_only_allow,
     check_permission,
@@ -111,7 +113,8 @@ class _Call:
         self.agent = run.agent
         self.call = call
         self.emit = run.emit
-        self.record = run.agent.records.for_call(call)
+        self.session = run.agent.session
+        self.record = self.session.call_record(call)
         self.started = time.perf_counter()
         self.name = call.name.strip()  # the tool's own name once lookup finds it
         self.ctx: ToolContext[Any] | None = None
@@ -122,13 +125,13 @@ class _Call:
         pending = result.pending
         if pending:
             status = "pending"
-        record = self.record
-        record.status = status
-        record.result = None if pending else block
-        record.error_type = result.error_type.value if result.error_type else None
-        record.ended_at = time.time()
-        if pending:
-            record.client = True
+        self.session.update_call(
+            self.call,
+            status,
+            result=None if pending else block,
+            error_type=result.error_type.value if result.error_type else None,
+            client=True if pending else None,
+        )
         self.emit(
             ToolEnd(
                 call_id=self.call.id,
@@ -153,12 +156,12 @@ class _Call:
         if isinstance(prepared, ToolResult):
             return self.finish(prepared, "failed")
         arguments = prepared.arguments
-        # 3. permission
+        # 3. permission (a call approved, or started, before a restart has it already)
         try:
             permission = agent.template.permission
             verdict = (
                 ALLOWED
-                if can_only_allow(permission, tool)
+                if self.record.status in ("approved", "running") or can_only_allow(permission, tool)
                 else check_permission(
                     tool,
                     arguments,
@@ -197,15 +200,26 @@ class _Call:
                     ),
                     "denied",
                 )
-            self.record.status = "awaiting_approval"
+            session = self.session
+            prior = session.request_approval(
+                call,
+                tool_name=tool.name,
+                input=jsonable_arguments(arguments),
+                reason=verdict.reason,
+                kind=tool.kind.value,
+            )
             try:
-                decision = await self.run_.ask(
-                    ApprovalRequest(
-                        call_id=call.id,
-                        tool_name=tool.name,
-                        input=arguments,
-                        reason=verdict.reason,
-                        kind=tool.kind,
+                decision = (
+                    ApprovalDecision(decision=prior.decision, note=prior.note)
+                    if prior is not None
+                    else await self.run_.ask(
+                        ApprovalRequest(
+                            call_id=call.id,
+                            tool_name=tool.name,
+                            input=arguments,
+                            reason=verdict.reason,
+                            kind=tool.kind,
+                        )
                     )
                 )
             except Exception as exc:  # an approver that raised: refuse, and say why
@@ -218,6 +232,12 @@ class _Call:
                     ),
                     "denied",
                 )
+            session.decide(
+                call,
+                decision.decision,
+                decision.note,
+                recorded=session.decisions.get(call.id) is not None,
+            )
             if decision.decision == "deny":
                 note = f" Note from the user: {decision.note}" if decision.note else ""
                 return self.finish(
@@ -229,7 +249,7 @@ class _Call:
                     "denied",
                 )
             if decision.decision == "allow_always":
-                agent.always_allowed.add(tool.name.lower())
+                session.allow_always(tool.name)
         # 4. pre-hooks
         pre, post = agent.hooks.for_tool(tool.name)
         answer: ToolResult | None = None
@@ -279,9 +299,9 @@ class _Call:
                     else outcome.result
                 )
                 break
-        # 6. execution
-        self.record.status = "running"
-        self.record.started_at = self.record.started_at or time.time()
+        # 6. execution: the store knows the call started before it does (write-ahead)
+        self.session.update_call(self.call, "running", tool=tool)
+        await self.run_.commit()
         self.emit(ToolStart(call_id=call.id, name=tool.name, input=dict(arguments)))
         if answer is None:
             # 5. context, for a tool that takes one (hooks made it already if there are any)
@@ -393,6 +413,10 @@ async def _run_into(
     """
     try:
         results[index] = await _Call(run, call).run()
+        session = run.agent.session
+        if session.store is not None:  # the call's end is written before what follows it
+            session.sync_todos()
+            await run.commit()
     except (KeyboardInterrupt, SystemExit) as exc:  # stop the whole run
         run.abort(exc)
     except ToolError as exc:  # defensive: the pipeline should not raise these
@@ -446,9 +470,9 @@ def _failed(run: AgentRun, call: ToolUseContent, why: str) -> CallOutcome:
         call.id,
         error_result(f"Tool '{call.name.strip()}' {why}", type=ToolErrorType.EXECUTION_FAILED),
     )
-    record = run.agent.records.for_call(call)
-    record.status, record.result = "failed", block
-    record.error_type = ToolErrorType.EXECUTION_FAILED.value
+    run.agent.session.update_call(
+        call, "failed", result=block, error_type=ToolErrorType.EXECUTION_FAILED.value
+    )
     return CallOutcome(block=block, status="failed")
 
 

@@ -32,6 +32,7 @@ from kode.agent.events import (
 )
 from kode.agent.permissions import ApprovalDecision, ApprovalRequest
 from kode.agent.pipeline import CallOutcome, duplicate_result, run_turn_calls
+from kode.agent.session import HistoryView
 from kode.agent.text import clean_message
 from kode.models.base import ModelError, ModelRequest, ModelResponse, ModelRetry, ModelSettings
 from kode.models.base import TextDelta as ModelTextDelta
@@ -75,6 +76,8 @@ class AgentRun:
         self._interrupt_pending = False  # interrupt() came before the run's cancel scope
         self._approvals: dict[str, tuple[anyio.Event, list[ApprovalDecision]]] = {}
         self._fatal: BaseException | None = None  # a tool's KeyboardInterrupt or SystemExit
+        self.poll_interval = 0.2
+        """Seconds between reads of the store for decisions made in other processes."""
 
     # --- from other tasks and threads --------------------------------------------------------
 
@@ -128,7 +131,9 @@ class AgentRun:
         event = anyio.Event()
         box: list[ApprovalDecision] = []
         self._approvals[request.call_id] = (event, box)
-        agent.status = "awaiting_approval"
+        session = agent.session
+        session.set_status("awaiting_approval")
+        await self.commit()
         self.emit(
             ApprovalRequired(
                 call_id=request.call_id,
@@ -138,11 +143,39 @@ class AgentRun:
             )
         )
         try:
-            await event.wait()
+            if session.store is None:
+                await event.wait()
+            else:  # a decision may also come from another process, through the store
+                after = session.last_seq
+                while not event.is_set():
+                    with anyio.move_on_after(self.poll_interval):
+                        await event.wait()
+                    if event.is_set():
+                        break
+                    await session.poll_decisions(after)
+                    found = session.decisions.get(request.call_id)
+                    if found is not None:
+                        box.append(ApprovalDecision(decision=found.decision, note=found.note))
+                        break
         finally:
             self._approvals.pop(request.call_id, None)
-            agent.status = "awaiting_approval" if self._approvals else "running"
+            session.set_status("awaiting_approval" if self._approvals else "running")
         return box[0]
+
+    async def commit(self) -> None:
+        """Write the session's new records before the next step (a no-op without a store).
+
+        When the store fails, or another process took the session's lease, the run ends:
+        every call gets its result, then `send` raises the store's error.
+        """
+        try:
+            await self.agent.session.commit()
+        except Exception as exc:
+            if self._scope is None:
+                raise
+            self.abort(exc)
+            await anyio.lowlevel.checkpoint()  # the cancellation abort() asked for
+            raise
 
     # --- the loop ------------------------------------------------------------------------------
 
@@ -159,19 +192,28 @@ class AgentRun:
 
     async def _loop(self, prompt: str | None) -> Done | ErrorEvent:
         agent = self.agent
-        first = agent.client_calls.take(prompt)
+        session = agent.session
+        await session.open(resume=False)
+        resumed, session.resumed = session.resumed, False
+        if resumed and session.open_turn():
+            # A process stopped in the middle of a turn: its calls are settled by the resume
+            # rules (see Session.settle_for_resume) before anything else.
+            session.set_status("running")
+            if await self._resume_turn():
+                session.set_status("idle")
+                await self._commit_at_end()
+                return Done(text="", usage=Usage(), turns=0, interrupted=True)
+        first = session.client_calls.take(prompt)
         if isinstance(first, str):
             return ErrorEvent(message=first)
-        if not first:
+        if not first and not resumed:
             return ErrorEvent(message="nothing to send: give a prompt")
-        last = agent.messages[-1] if agent.messages else None
-        if last is not None and last.role == "user":
-            # The previous run ended on a user message (interrupted, failed model, turn
-            # limit): add to it, so roles keep alternating as providers require.
-            agent.messages[-1] = Message(role="user", content=[*last.content, *first])
-        else:
-            agent.messages.append(Message(role="user", content=first))
-        agent.status = "running"
+        if first:
+            # After a run that ended on a user message (interrupted, failed model, turn
+            # limit), the blocks join it, so roles keep alternating as providers require.
+            session.add_user_blocks(first)
+        session.set_status("running")
+        await session.commit()
         template = agent.template
         settings = template.settings()  # once per run: the template cannot change during it
         used = Usage()
@@ -196,22 +238,24 @@ class AgentRun:
                     try:
                         response = await self._model_turn(settings)
                     except ModelError as exc:
-                        agent.status = "failed"
+                        session.set_status("failed")
+                        await self.commit()
                         return ErrorEvent(message=f"the model failed: {exc}", error=exc)
                     if response is None:
-                        agent.status = "failed"
+                        session.set_status("failed")
+                        await self.commit()
                         return ErrorEvent(message="the model ended its stream without a response")
-                    turn_calls, duplicates = agent.records.add_turn(response.message)
-                    agent.messages.append(response.message)
+                    turn_calls, duplicates = session.add_reply(response.message, response.usage)
                     recorded = True
                     calls = turn_calls
                     used += response.usage
-                    agent.usage += response.usage
+                    if not calls:
+                        session.set_status("idle")
+                    await self.commit()
                     self.emit(
                         TurnEnd(turn=turn, stop_reason=response.stop_reason, usage=response.usage)
                     )
                     if not calls:
-                        agent.status = "idle"
                         return Done(text=response.message.text, usage=used, turns=turn)
                     outcomes = [None] * len(calls)
                     for index, original in duplicates.items():
@@ -225,17 +269,18 @@ class AgentRun:
                         if outcome is not None and outcome.pending
                     ]
                     if pending:
-                        agent.client_calls.wait_for(calls, outcomes)
-                        agent.status = "awaiting_client"
+                        session.wait_for_client(calls, outcomes)
+                        session.set_status("awaiting_client")
+                        await self.commit()
                         return Done(
                             text=response.message.text,
                             usage=used,
                             turns=turn,
                             pending_calls=tuple(c.id for c in pending),
                         )
-                    answered = Message(role="user", content=self._answer(calls, outcomes))
-                    agent.messages.append(answered)
+                    session.add_message(Message(role="user", content=self._answer(calls, outcomes)))
                     calls = ()
+                    await self.commit()
             except BaseException as exc:
                 # `interrupt`, a cancellation from outside (a timeout around send(), a stream
                 # left early), or a KeyboardInterrupt from a tool: answer the calls of the
@@ -244,19 +289,23 @@ class AgentRun:
                     if len(outcomes) != len(calls):  # hit before the calls started
                         outcomes = [None] * len(calls)
                     blocks = self._answer(calls, outcomes, interrupted=True)
-                    agent.messages.append(Message(role="user", content=blocks))
+                    session.add_message(Message(role="user", content=blocks))
                 cancelled = isinstance(exc, anyio.get_cancelled_exc_class())
-                agent.status = "idle" if cancelled else "failed"
+                session.set_status("idle" if cancelled and self._fatal is None else "failed")
+                await self._commit_at_end()
                 raise
             finally:
                 self._scope = None
         if self._fatal is not None:
-            agent.status = "failed"
+            session.set_status("failed")
+            await self._commit_at_end()
             raise self._fatal
         if scope.cancelled_caught:
             text = response.message.text if response is not None and recorded else ""
+            await self._commit_at_end()
             return Done(text=text, usage=used, turns=turn, interrupted=True)
-        agent.status = "failed"
+        session.set_status("failed")
+        await self._commit_at_end()
         return ErrorEvent(
             message=f"the agent reached its limit of {template.max_turns} turns without "
             "a final answer; raise max_turns in the template if the task needs more"
@@ -267,7 +316,7 @@ class AgentRun:
         agent = self.agent
         request = ModelRequest(
             system=agent.template.system_prompt,
-            messages=list(agent.messages),
+            messages=HistoryView(agent.session.messages),
             tools=agent.tools,
             settings=settings,
         )
@@ -285,6 +334,56 @@ class AgentRun:
             response.message = clean_message(response.message)
         return response
 
+    async def _commit_at_end(self) -> None:
+        """Write what the run's end changed, even while cancelled.
+
+        A store that fails here has failed the run already (that error is raised).
+        """
+        with anyio.CancelScope(shield=True):
+            try:
+                await self.agent.session.commit()
+            except Exception as exc:
+                if self._fatal is None:
+                    self._fatal = exc
+
+    async def _resume_turn(self) -> bool:
+        """Answer the turn a stopped process left open, by the resume rules.
+
+        Returns whether the run was interrupted meanwhile.
+        """
+        session = self.agent.session
+        calls = session.open_turn()
+        outcomes: list[CallOutcome | None] = []
+        for call in calls:
+            block = session.settle_for_resume(call)
+            if block is None:
+                outcomes.append(None)
+            else:
+                record = session.records.get(call.id)
+                status = record.status if record is not None else "failed"
+                outcomes.append(CallOutcome(block=block, status=status))
+        await session.commit()
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            try:
+                if self._interrupt_pending:
+                    scope.cancel()
+                await run_turn_calls(self, calls, outcomes)
+            finally:
+                self._scope = None
+        stopped = self._fatal is not None or scope.cancelled_caught
+        session.add_message(
+            Message(role="user", content=self._answer(calls, outcomes, interrupted=stopped))
+        )
+        if self._fatal is not None:
+            session.set_status("failed")
+            await self._commit_at_end()
+            raise self._fatal
+        await self._commit_at_end()
+        if self._fatal is not None:
+            raise self._fatal
+        return scope.cancelled_caught
+
     def _answer(
         self,
         calls: Sequence[ToolUseContent],
@@ -301,10 +400,9 @@ class AgentRun:
         for call, outcome in zip(calls, outcomes, strict=True):
             if outcome is None or (interrupted and outcome.pending):
                 block = cancelled_result(call)
-                record = self.agent.records.for_call(call)
-                record.status = "cancelled"
-                record.result = block
-                record.error_type = ToolErrorType.CANCELLED.value
+                self.agent.session.update_call(
+                    call, "cancelled", result=block, error_type=ToolErrorType.CANCELLED.value
+                )
                 blocks.append(block)
             else:
                 blocks.append(outcome.block)

@@ -19,9 +19,10 @@ from kode.models.messages import Message, ToolResultContent, ToolUseContent, Usa
 __all__ = ["AgentState", "AgentStatus", "CallRecords", "ToolCallRecord", "ToolCallStatus"]
 
 ToolCallStatus = Literal[
-    "pending", "awaiting_approval", "running", "done", "failed", "denied", "cancelled"
+    "pending", "awaiting_approval", "approved", "running", "done", "failed", "denied", "cancelled"
 ]
-"""Where a tool call is: ``pending`` also covers a client tool waiting for its result."""
+"""Where a tool call is: ``pending`` also covers a client tool waiting for its result;
+``approved``: someone allowed it and it has not started yet."""
 
 AgentStatus = Literal["idle", "running", "awaiting_approval", "awaiting_client", "failed"]
 """What the agent is doing."""

@@ -62,27 +62,28 @@ class _WordCounter:
     """Counts the words of a request's messages (the offline models' input "tokens").
 
     A conversation grows by a message or two per request, so when a request starts with the
-    very messages (the same objects) the previous one had, only the new ones are counted:
-    recounting the whole history every turn made a run's cost grow with the square of its
-    length (`bench/peers.py`, ``turns_50``).
+    messages the previous one had (its last one is the very object seen last time), only the
+    new ones are counted: recounting, or even comparing, the whole history every turn made a
+    run's cost grow with the square of its length (`bench/peers.py`, ``turns_50``).
     """
 
-    __slots__ = ("_seen", "_total")
+    __slots__ = ("_known", "_last", "_total")
 
     def __init__(self) -> None:
-        self._seen: list[Message] = []
+        self._known = 0
+        self._last: Message | None = None
         self._total = 0
 
     def count(self, messages: Sequence[Message]) -> int:
         """The words of `messages`, counting only those not seen in the previous request."""
-        seen = self._seen
-        known = len(seen)
-        if len(messages) < known or any(a is not b for a, b in zip(messages, seen, strict=False)):
-            seen.clear()
+        known = self._known
+        if known and (len(messages) < known or messages[known - 1] is not self._last):
             known = self._total = 0
-        for message in messages[known:]:
-            seen.append(message)
-            self._total += len(message.text.split())
+        for index in range(known, len(messages)):
+            self._total += len(messages[index].text.split())
+        if messages:
+            self._known = len(messages)
+            self._last = messages[-1]
         return self._total
 
 

@@ -1,0 +1,538 @@
+"""`Session`: an agent's history as one object, with the only methods that change it.
+
+This module owns what outlives a run: the messages, every tool call and its status, the client
+calls waiting for results, the calls waiting for approval, the tokens used, the todo list, the
+tools allowed for the session and the status. `AgentRun` and the pipeline change it only
+through its methods; each change also becomes a record of `kode.sessions` (a small one: what
+changed, never the whole history), and with a store, `commit` writes the records made since
+the last commit in one transaction. A run commits before each step that follows a change
+(before the model is asked, before a tool starts, after a call ends), so what a process did is
+in the store before it does the next thing: write-ahead, append only.
+
+`load` rebuilds a session from its store's records (`Agent.resume`); `settle_for_resume`
+applies the resume rules to the calls a stopped process left open.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any, overload
+
+import anyio
+
+from kode.agent.blocks import interrupted_result
+from kode.agent.client_calls import ClientCalls
+from kode.agent.state import AgentState, AgentStatus, CallRecords, ToolCallRecord, ToolCallStatus
+from kode.models.messages import ContentBlock, Message, ToolResultContent, ToolUseContent, Usage
+from kode.sessions.errors import SessionExistsError, SessionLeaseError
+from kode.sessions.records import (
+    TERMINAL_STATUSES,
+    ApprovalDecided,
+    ApprovalRequested,
+    CallUpdated,
+    ClientCallsWaiting,
+    MessageAdded,
+    SessionRecord,
+    StatusChanged,
+    TodosReplaced,
+    ToolAlwaysAllowed,
+    UsageAdded,
+)
+from kode.sessions.state import SessionState
+from kode.sessions.store import DEFAULT_LEASE_TTL, Lease, Store
+from kode.tools.errors import ToolErrorType
+from kode.tools.kinds import Kind
+from kode.tools.tool import Tool
+
+__all__ = ["HistoryView", "Session", "rerun_safe"]
+
+_READ_ONLY = frozenset({Kind.READ, Kind.SEARCH, Kind.THINK})
+
+
+def rerun_safe(tool: Tool[..., Any]) -> tuple[bool, bool]:
+    """Whether `tool` only reads (kinds read, search, think) and whether it is idempotent."""
+    return tool.kind in _READ_ONLY, bool(getattr(tool, "idempotent", False))
+
+
+class HistoryView(Sequence[Message]):
+    """The first `length` messages of a session, without copying them (a model request's view).
+
+    A session only appends messages (a run that continues an interrupted one adds blocks to
+    its last user message, which replaces that message), so the view keeps showing what the
+    history was when it was made. Making one costs the same at turn 5,000 as at turn 10.
+    """
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[Message], length: int | None = None) -> None:
+        self._items = items
+        self._length = len(items) if length is None else length
+
+    def __len__(self) -> int:
+        return self._length
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return self._items[: self._length][index]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("history index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Message]:
+        items = self._items
+        for index in range(self._length):
+            yield items[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(other) == self._length and all(
+                a == b for a, b in zip(self, other, strict=True)
+            )
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"HistoryView({list(self)!r})"
+
+
+class Session:
+    """An agent's history and the only methods that change it (see the module docstring).
+
+    Args:
+        session_id: The session's id.
+        template_id: The template the agent runs (kept in the store's header).
+        store: Where its records go; `None` keeps it in memory only (no records are made).
+        lease_ttl: Seconds the lease on the session lasts between renewals.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        template_id: str,
+        store: Store | None = None,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
+    ) -> None:
+        self.id = session_id
+        """The session's id."""
+        self.template_id = template_id
+        """The template its agent runs."""
+        self.store = store
+        """Where its records are written, if anywhere."""
+        self.lease_ttl = lease_ttl
+        """Seconds its lease lasts between renewals."""
+        self.lease: Lease | None = None
+        """The lease this process holds on the session (taken by `open`)."""
+        self.messages: list[Message] = []
+        """The conversation."""
+        self.records = CallRecords()
+        """Every tool call and what became of it, by id."""
+        self.client_calls = ClientCalls()
+        """The client tool calls waiting for `Agent.submit_tool_result`."""
+        self.always_allowed: set[str] = set()
+        """Tools allowed for the session (``allow_always``), lower-case."""
+        self.usage = Usage()
+        """Tokens used so far."""
+        self.status: AgentStatus = "idle"
+        """What the agent is doing."""
+        self.todos: list[dict[str, Any]] = []
+        """The todo list (the very list todo tools change, through the ``todos`` service)."""
+        self.decisions: dict[str, ApprovalDecided] = {}
+        """Decisions read from the store for calls that wait (made by any process)."""
+        self.resumed = False
+        """Whether the session was loaded with a run that had not ended (`Agent.resume`)."""
+        self.last_seq = 0
+        """The sequence number of the last record written or read."""
+        self._journal: list[SessionRecord] | None = [] if store is not None else None
+        self._todos_written: list[dict[str, Any]] = []
+        self._lock = anyio.Lock() if store is not None else None
+        self._opened = False
+        self._broken: BaseException | None = None
+        self._safe: dict[str, bool] = {}  # loaded calls: whether their tool may run again
+
+    # --- changes (each also makes a record when there is a store) ------------------------------
+
+    def _write(self, record: SessionRecord) -> None:
+        journal = self._journal
+        if journal is not None:
+            journal.append(record)
+
+    def set_status(self, status: AgentStatus) -> None:
+        """The agent's status is now `status`."""
+        if status != self.status:
+            self.status = status
+            self._write(StatusChanged(status=status))
+
+    def add_user_blocks(self, blocks: list[ContentBlock]) -> None:
+        """A run opens with these blocks.
+
+        They join a last user message (left by an interrupted run) or start one, so roles
+        keep alternating as providers require.
+        """
+        messages = self.messages
+        last = messages[-1] if messages else None
+        if last is not None and last.role == "user":
+            messages[-1] = Message(role="user", content=[*last.content, *blocks])
+            self._write(MessageAdded(message=Message(role="user", content=blocks), merge=True))
+        else:
+            self.add_message(Message(role="user", content=blocks))
+
+    def add_message(self, message: Message) -> None:
+        """A message joins the conversation."""
+        self.messages.append(message)
+        self._write(MessageAdded(message=message))
+
+    def add_reply(
+        self, message: Message, usage: Usage
+    ) -> tuple[list[ToolUseContent], dict[int, str]]:
+        """A model's reply joins the conversation; return its calls and duplicated ids.
+
+        See `CallRecords.add_turn` for the duplicates (they get fresh ids in the message).
+        """
+        calls, duplicates = self.records.add_turn(message)
+        self.add_message(message)
+        self.usage += usage
+        if self._journal is not None and (usage.input_tokens or usage.output_tokens):
+            self._journal.append(
+                UsageAdded(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+            )
+        return calls, duplicates
+
+    def call_record(self, call: ToolUseContent) -> ToolCallRecord:
+        """The record of `call` (made ``pending`` on first use)."""
+        return self.records.for_call(call)
+
+    def update_call(
+        self,
+        call: ToolUseContent,
+        status: ToolCallStatus,
+        *,
+        result: ToolResultContent | None = None,
+        error_type: str | None = None,
+        tool: Tool[..., Any] | None = None,
+        client: bool | None = None,
+    ) -> ToolCallRecord:
+        """A call moves to `status` (with its `result` once final); return its record.
+
+        `tool`, given when the call starts running, records whether it only reads and
+        whether it is idempotent (what a resumed session needs to decide on a re-run).
+        """
+        record = self.records.for_call(call)
+        record.status = status
+        now = time.time()
+        if status == "running":
+            record.started_at = record.started_at or now
+        elif status in TERMINAL_STATUSES or status == "pending":
+            record.result = result
+            record.error_type = error_type
+            record.ended_at = now
+        if client:
+            record.client = True
+        if self._journal is not None:
+            read_only = idempotent = None
+            if tool is not None:
+                read_only, idempotent = rerun_safe(tool)
+            self._journal.append(
+                CallUpdated(
+                    call_id=call.id,
+                    name=record.name,
+                    status=status,
+                    result=result if status in TERMINAL_STATUSES else None,
+                    error_type=error_type,
+                    client=client,
+                    read_only=read_only,
+                    idempotent=idempotent,
+                )
+            )
+        return record
+
+    def request_approval(
+        self, call: ToolUseContent, *, tool_name: str, input: dict[str, Any], reason: str, kind: str
+    ) -> ApprovalDecided | None:
+        """A call waits for approval; return a decision made already (read from the store).
+
+        A call that was waiting when its process stopped waits again without a new record.
+        """
+        record = self.records.for_call(call)
+        if record.status != "awaiting_approval":
+            self.update_call(call, "awaiting_approval")
+            self._write(
+                ApprovalRequested(
+                    call_id=call.id, tool_name=tool_name, input=input, reason=reason, kind=kind
+                )
+            )
+        return self.decisions.get(call.id)
+
+    def decide(
+        self, call: ToolUseContent, decision: str, note: str = "", *, recorded: bool = False
+    ) -> None:
+        """Someone decided a call waiting for approval (`recorded`: the store has it already)."""
+        self.decisions.pop(call.id, None)
+        if not recorded and decision in ("allow", "deny", "allow_always"):
+            self._write(ApprovalDecided(call_id=call.id, decision=decision, note=note))  # type: ignore[arg-type]
+        if decision != "deny":
+            self.update_call(call, "approved")
+
+    def allow_always(self, tool_name: str) -> None:
+        """A tool runs without asking for the rest of the session."""
+        name = tool_name.lower()
+        if name not in self.always_allowed:
+            self.always_allowed.add(name)
+            self._write(ToolAlwaysAllowed(tool=name))
+
+    def wait_for_client(self, calls: Sequence[ToolUseContent], outcomes: Sequence[Any]) -> None:
+        """A run ends with client calls waiting for their results."""
+        self.client_calls.wait_for(calls, outcomes)
+        self._write(ClientCallsWaiting(call_ids=self.client_calls.waiting))
+
+    def submit_client_result(self, call_id: str, block: ToolResultContent) -> bool:
+        """A client's result for a waiting call; whether one was waiting."""
+        if not self.client_calls.submit(call_id, block):
+            return False
+        record = self.records.get(call_id)
+        if record is not None:
+            status: ToolCallStatus = "failed" if block.is_error else "done"
+            self.update_call(
+                ToolUseContent(id=call_id, name=record.name, input=record.input),
+                status,
+                result=block,
+            )
+        return True
+
+    def sync_todos(self) -> None:
+        """Record the todo list if a tool changed it since it was last recorded."""
+        if self._journal is not None and self.todos != self._todos_written:
+            self._todos_written = [dict(t) for t in self.todos]
+            self._journal.append(TodosReplaced(todos=self._todos_written))
+
+    # --- the store -------------------------------------------------------------------------------
+
+    @property
+    def uncommitted(self) -> int:
+        """How many records wait for `commit`."""
+        return len(self._journal) if self._journal is not None else 0
+
+    async def open(self, *, resume: bool) -> None:
+        """Take the session's lease (creating the session in the store on first use).
+
+        With `resume`, also read its records (see `load`). Without, the session must be new
+        or have no records yet.
+
+        Raises:
+            SessionLeaseError: another process holds the session's lease.
+            SessionNotFoundError: `resume` and the store has no such session.
+            ValueError: not `resume`, and the store has a session with records under this
+                id (resume it instead).
+        """
+        store = self.store
+        if store is None or self._opened:
+            return
+        if not resume:
+            try:
+                await store.create(template=self.template_id, session_id=self.id)
+            except SessionExistsError:
+                header = await store.get(self.id)
+                if header.last_seq:
+                    raise ValueError(
+                        f"session {self.id!r} already has {header.last_seq} records in the "
+                        "store; continue it with await Agent.resume(session_id, store=..., "
+                        "model=...), or give a new session_id"
+                    ) from None
+        self.lease = await store.acquire(self.id, ttl=self.lease_ttl)
+        self._opened = True
+        if resume:
+            try:
+                await self.load()
+            except BaseException:
+                await self.close()
+                raise
+
+    async def load(self) -> None:
+        """Rebuild the session from its store's records."""
+        assert self.store is not None
+        log = await self.store.load(self.id)
+        self.restore(log.state())
+
+    def restore(self, state: SessionState) -> None:
+        """Take the history from a folded `SessionState` (no records are made)."""
+        self.messages[:] = state.messages
+        uses = {
+            block.id: block
+            for message in state.messages
+            if message.role == "assistant"
+            for block in message.tool_uses
+        }
+        records = []
+        for call in state.calls.values():
+            use = uses.get(call.id)
+            status: ToolCallStatus = call.status
+            records.append(
+                ToolCallRecord(
+                    id=call.id,
+                    name=use.name if use is not None else call.name,
+                    input=call.input if call.input is not None else (use.input if use else {}),
+                    status=status,
+                    result=call.result,
+                    error_type=call.error_type,
+                    started_at=call.started_at,
+                    ended_at=call.ended_at,
+                    client=call.client,
+                )
+            )
+        self.records = CallRecords(records)
+        self._safe = {c.id: c.safe_to_rerun for c in state.calls.values()}
+        self.usage = state.usage.model_copy()
+        self.todos[:] = [dict(t) for t in state.todos]
+        self._todos_written = [dict(t) for t in state.todos]
+        self.always_allowed = set(state.always_allowed)
+        self.status = state.status
+        self.last_seq = state.last_seq
+        self.decisions = {
+            call_id: waiting.decision
+            for call_id, waiting in state.approvals.items()
+            if waiting.decision is not None
+        }
+        if state.status == "awaiting_client" and state.client_waiting:
+            calls = self.open_turn()
+            done = {
+                c.id: r.result
+                for c in calls
+                if (r := self.records.get(c.id)) is not None and r.result is not None
+            }
+            self.client_calls.restore(calls, done, state.client_waiting)
+        self.resumed = state.status in ("running", "awaiting_approval") or (
+            state.status == "failed" and bool(self.open_turn())
+        )
+
+    def restore_agent_state(self, state: AgentState) -> None:
+        """Take the history from a saved `AgentState` (`Agent.from_state`).
+
+        Calls that were running or waiting for approval cannot resume from a state: they are
+        answered with cancelled results, so the history is valid. Client calls that were
+        waiting still wait. Records are made for what changes (none for what is restored).
+        """
+        self.messages[:] = [m.model_copy(deep=True) for m in state.messages]
+        self.records = CallRecords(r.model_copy(deep=True) for r in state.tool_calls)
+        self.todos[:] = [dict(t) for t in state.todos]  # the same list tools see
+        self.usage = state.usage.model_copy()
+        self.always_allowed = set(state.always_allowed)
+        calls = self.open_turn()
+        if not calls:
+            return
+        records = self.records
+        waiting = [
+            c.id
+            for c in calls
+            if (r := records.get(c.id)) is not None and r.client and r.status == "pending"
+        ]
+        done = {
+            c.id: r.result
+            for c in calls
+            if (r := records.get(c.id)) is not None and r.result is not None
+        }
+        if waiting and state.status == "awaiting_client":
+            self.client_calls.restore(calls, done, waiting)
+            self.set_status("awaiting_client")
+            return
+        for call in calls:
+            if call.id not in done:
+                records.for_call(call).status = "cancelled"
+        self.client_calls.restore(calls, done, [])
+        blocks = self.client_calls.take(None)
+        assert not isinstance(blocks, str)
+        self.add_message(Message(role="user", content=blocks))
+
+    def open_turn(self) -> list[ToolUseContent]:
+        """The calls of the last message, when it is a model's turn not yet answered."""
+        last = self.messages[-1] if self.messages else None
+        if last is None or last.role != "assistant":
+            return []
+        return list(last.tool_uses)
+
+    def settle_for_resume(self, call: ToolUseContent) -> ToolResultContent | None:
+        """Apply the resume rules to one call of the turn a stopped process left open.
+
+        A call with a final status keeps its result (returned: it is never run again). A call
+        that was running is run again only if its tool only reads or is idempotent; otherwise
+        it is answered (returned) with an error saying a restart interrupted it and it may
+        have partly run. Any other call (not started, waiting for approval, approved) returns
+        `None`: it goes through the pipeline, which asks for approval again unless it has its
+        decision.
+        """
+        record = self.records.get(call.id)
+        if record is None:
+            return None
+        if record.status in TERMINAL_STATUSES:
+            return record.result or interrupted_result(call)
+        if record.status == "running" and not self._safe.get(call.id, False):
+            block = interrupted_result(call)
+            self.update_call(
+                call, "failed", result=block, error_type=ToolErrorType.EXECUTION_FAILED.value
+            )
+            return block
+        return None
+
+    async def commit(self) -> None:
+        """Write the records made since the last commit, in one transaction.
+
+        Raises:
+            SessionLeaseError: another process took the session's lease.
+            StoreError: the database failed.
+        """
+        if self._journal is None or self._lock is None:
+            return
+        if self._broken is not None:
+            raise self._broken
+        async with self._lock:
+            batch = self._journal
+            if not batch:
+                return
+            self._journal = []
+            store = self.store
+            assert store is not None
+            try:
+                if not self._opened:
+                    await self.open(resume=False)
+                lease = self.lease
+                if lease is not None and lease.expires_at - time.time() < self.lease_ttl / 2:
+                    self.lease = lease = await store.renew(lease, ttl=self.lease_ttl)
+                self.last_seq = await store.append(self.id, batch, lease=lease)
+            except BaseException as exc:
+                if not isinstance(exc, anyio.get_cancelled_exc_class()):
+                    self._broken = exc
+                else:  # cancelled before the append began: write the batch next time
+                    self._journal[:0] = batch
+                raise
+
+    async def poll_decisions(self, after: int) -> None:
+        """Read decisions other processes appended after record `after` for calls that wait."""
+        if self.store is None:
+            return
+        log = await self.store.load(self.id, after=after, types={"approval_decision"})
+        for entry in log.entries:
+            record = entry.record
+            if isinstance(record, ApprovalDecided) and record.call_id not in self.decisions:
+                self.decisions[record.call_id] = record
+
+    async def close(self) -> None:
+        """Give up the lease (records not committed are written first, if the store allows)."""
+        if self.store is None or self.lease is None:
+            return
+        try:
+            if self.uncommitted and self._broken is None:
+                await self.commit()
+        finally:
+            lease, self.lease = self.lease, None
+            self._opened = False
+            try:
+                await self.store.release(lease)
+            except SessionLeaseError:
+                pass

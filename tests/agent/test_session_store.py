@@ -1,0 +1,116 @@
+"""The agent's history as one `Session`: every change is a record, written before the next step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from support import assert_history_valid, make_agent
+
+from kode import define_tool
+from kode.agent import Agent, AgentState, AgentTemplate
+from kode.agent.session import HistoryView
+from kode.models import ScriptedModel, tool_use
+from kode.registries import ToolRegistry
+from kode.sessions import SQLiteStore, Store
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def test_each_step_is_in_the_store_before_the_next_begins(
+    reg: ToolRegistry, tmp_path: Path
+) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    seen: list[tuple[str, str]] = []
+    holder: list[Agent] = []
+
+    @define_tool(kind="edit", requires_approval=False, registry=reg)
+    async def write_note(text: str) -> str:
+        """Write a note."""
+        # Another reader of the store sees the call running before its effect happens.
+        other = SQLiteStore(tmp_path / "s.db")
+        state = (await other.load(holder[0].session_id)).state()
+        await other.aclose()
+        call = next(iter(state.calls.values()))
+        seen.append((call.status, state.messages[-1].role))
+        return "noted"
+
+    agent, _ = make_agent(
+        reg,
+        [[tool_use("write_note", {"text": "x"})], "Done."],
+        create={"store": store},
+    )
+    holder.append(agent)
+    reply = await agent.send("note it")
+    assert reply.text == "Done."
+    assert seen == [("running", "assistant")]
+    log = await store.load(agent.session_id)
+    state = log.state()
+    assert state.messages == agent.messages and state.status == "idle"
+    assert state.usage == agent.usage
+    call = next(iter(state.calls.values()))
+    assert (call.status, call.read_only, call.idempotent, call.attempts) == (
+        "done",
+        False,
+        False,
+        1,
+    )
+    types = [e.record.type for e in log.entries]
+    assert types.index("call") > types.index("usage")  # the reply, then the call
+    assert_history_valid(agent.messages)
+    await store.aclose()
+
+
+async def test_an_agent_without_a_store_makes_no_records(reg: ToolRegistry) -> None:
+    agent, _ = make_agent(reg, ["Hi."])
+    await agent.send("hello")
+    assert agent.session.store is None and agent.session.uncommitted == 0
+
+
+async def test_a_model_request_is_a_view_of_the_history_not_a_copy(reg: ToolRegistry) -> None:
+    agent, model = make_agent(reg, ["one", "two"])
+    await agent.send("a")
+    await agent.send("b")
+    first, second = (r.messages for r in model.requests)
+    assert isinstance(first, HistoryView) and isinstance(second, HistoryView)
+    assert len(first) == 1 and len(second) == 3  # each shows the history as it was sent
+    assert second[0] is agent.messages[0]  # the same objects: nothing was copied
+    assert list(first) == [agent.messages[0]]
+
+
+async def test_the_state_round_trips_with_a_store(reg: ToolRegistry, tmp_path: Path) -> None:
+    store: Store = SQLiteStore(tmp_path / "s.db")
+    agent, _ = make_agent(reg, ["Hi."], create={"store": f"sqlite:///{tmp_path / 's.db'}"})
+    await agent.send("hello")
+    state = AgentState.model_validate_json(agent.state.model_dump_json())
+    assert state.messages == agent.messages
+    header = await store.get(agent.session_id)
+    assert (header.template, header.status, header.last_seq) == ("t", "idle", 5)
+    await store.aclose()
+    await agent.session.close()
+
+
+async def test_a_session_with_records_is_not_started_again_by_create(
+    reg: ToolRegistry, tmp_path: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    agent, _ = make_agent(reg, ["Hi."], create={"store": url, "session_id": "s1"})
+    await agent.send("hello")
+    await agent.session.close()
+    again, _ = make_agent(reg, ["Hi."], create={"store": url, "session_id": "s1"})
+    with pytest.raises(ValueError, match=r"already has 5 records.*Agent\.resume"):
+        await again.send("hello")
+
+
+def test_scripted_model_counts_only_new_messages() -> None:
+    model = ScriptedModel(["a b", "c"])
+    agent = Agent.create(AgentTemplate(id="w", tools=[]), model=model)
+    agent.send_sync("one two three")
+    agent.send_sync("four")
+    assert model.requests[1].messages[0] is agent.messages[0]
+    assert agent.usage.input_tokens == 3 + (3 + 2 + 1)
