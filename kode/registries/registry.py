@@ -48,6 +48,7 @@ from kode.registries.policy import (
     pattern_list,
 )
 from kode.registries.resolve import Resolution, factory_tools, resolve
+from kode.tools.dialects import openai_strict_limit
 from kode.tools.errors import ToolDefinitionError, ToolNotFoundError
 from kode.tools.kinds import Kind
 from kode.tools.tool import Tool
@@ -191,7 +192,16 @@ class ToolRegistry:
             aliases=tuple(normalize_name(a) for a in getattr(tool, "aliases", ())),
         )
         entry = RegisteredTool(meta=meta, tool=tool, factory=None, origin=origin_of(tool.fn))
-        self._add(entry, replace=replace)
+        if self._add(entry, replace=replace):
+            limit = openai_strict_limit(tool.input_schema)
+            if limit is not None:
+                self.report(
+                    "warning",
+                    f"tool {tool.name!r} is sent to OpenAI without strict mode: its schema has "
+                    f"{limit}",
+                    source=kind_source,
+                    plugin_id=plugin_id,
+                )
         return tool
 
     def register_factory(

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
+from collections import deque
 from typing import Any, Literal
 
 __all__ = [
@@ -17,7 +19,9 @@ __all__ = [
     "clean_schema",
     "gemini_declaration",
     "gemini_schema",
+    "OPENAI_STRICT_LIMITS",
     "openai_declaration",
+    "openai_strict_limit",
     "openai_strict_schema",
     "strip_titles",
 ]
@@ -26,6 +30,8 @@ Dialect = Literal["anthropic", "openai", "gemini"]
 """A provider whose tool-declaration format kode can produce."""
 
 JsonSchema = dict[str, Any]
+
+_logger = logging.getLogger("kode.tools")
 
 _SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties", "dependentSchemas")
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
@@ -255,12 +261,152 @@ def _strict_node(
     return node
 
 
+OPENAI_STRICT_LIMITS = {
+    "nesting": 10,
+    "properties": 5_000,
+    "enum_values": 1_000,
+    "names_length": 120_000,
+    "large_enum_values": 250,
+    "large_enum_length": 15_000,
+}
+"""OpenAI's documented limits on a strict-mode schema: at most 10 levels of nested objects, 5,000
+object properties in all, 1,000 enum values in all, 120,000 characters of property names,
+definition names, enum values and const values together, and 15,000 characters of values in
+one string enum of more than 250 values."""
+
+
+def _ref_target(root: JsonSchema, node: JsonSchema) -> tuple[str, JsonSchema] | None:
+    ref = node.get("$ref")
+    if not isinstance(ref, str):
+        return None
+    try:
+        return ref, _resolve_ref(root, ref)
+    except _NotStrict:
+        return None
+
+
+def _nesting_problem(root: JsonSchema) -> str | None:
+    """Where objects nest deeper than strict mode allows (the root object is level 1)."""
+    limit = OPENAI_STRICT_LIMITS["nesting"]
+    # (node, object level of its parent, path, references being followed)
+    stack: list[tuple[JsonSchema, int, str, tuple[str, ...]]] = [(root, 0, "", ())]
+    while stack:
+        node, level, path, following = stack.pop()
+        target = _ref_target(root, node)
+        if target is not None:
+            ref, node = target
+            if ref in following:  # a recursive model: strict mode allows it
+                continue
+            following = (*following, ref)
+        if node.get("type") == "object" or "properties" in node:
+            level += 1
+            if level > limit:
+                return (
+                    f"objects nested {level} levels deep{_where(path)}, past OpenAI strict "
+                    f"mode's limit of {limit} levels"
+                )
+        props = node.get("properties")
+        if isinstance(props, dict):
+            for key, sub in props.items():
+                if isinstance(sub, dict):
+                    stack.append((sub, level, f"{path}.{key}" if path else key, following))
+        for key in ("anyOf", "oneOf", "allOf"):
+            for sub in node.get(key) or ():
+                if isinstance(sub, dict):
+                    stack.append((sub, level, path, following))
+        for key in ("items", "additionalProperties"):
+            sub = node.get(key)
+            if isinstance(sub, dict):
+                stack.append((sub, level, f"{path}[]", following))
+    return None
+
+
+def _size_problem(root: JsonSchema) -> str | None:
+    """Which of strict mode's size limits the schema passes, and where."""
+    limits = OPENAI_STRICT_LIMITS
+    properties = enum_values = names_length = 0
+    first_property = first_enum = ""
+    stack: deque[tuple[JsonSchema, str]] = deque([(root, "")])  # in order, to name the first
+    while stack:
+        node, path = stack.popleft()
+        props = node.get("properties")
+        if isinstance(props, dict):
+            properties += len(props)
+            names_length += sum(len(k) for k in props)
+            if properties > limits["properties"] and not first_property:
+                first_property = path or "the top level"
+            for key, sub in props.items():
+                if isinstance(sub, dict):
+                    stack.append((sub, f"{path}.{key}" if path else key))
+        for defs in ("$defs", "definitions"):
+            if isinstance(node.get(defs), dict):
+                names_length += sum(len(k) for k in node[defs])
+                for key, sub in node[defs].items():
+                    if isinstance(sub, dict):
+                        stack.append((sub, f"{defs}.{key}"))
+        values = node.get("enum")
+        if isinstance(values, list):
+            enum_values += len(values)
+            if enum_values > limits["enum_values"] and not first_enum:
+                first_enum = path or "the top level"
+            texts = [v for v in values if isinstance(v, str)]
+            length = sum(len(v) for v in texts)
+            names_length += length
+            if len(texts) > limits["large_enum_values"] and length > limits["large_enum_length"]:
+                return (
+                    f"an enum of {len(texts)} strings with {length:,} characters in all"
+                    f"{_where(path)}, past OpenAI strict mode's limit of "
+                    f"{limits['large_enum_length']:,} characters for an enum of more than "
+                    f"{limits['large_enum_values']} values"
+                )
+        if isinstance(node.get("const"), str):
+            names_length += len(node["const"])
+        for key in ("anyOf", "oneOf", "allOf"):
+            for sub in node.get(key) or ():
+                if isinstance(sub, dict):
+                    stack.append((sub, path))
+        for key in ("items", "additionalProperties"):
+            sub = node.get(key)
+            if isinstance(sub, dict):
+                stack.append((sub, f"{path}[]"))
+    if properties > limits["properties"]:
+        return (
+            f"{properties:,} object properties in all (the limit is passed at "
+            f"'{first_property}'), past OpenAI strict mode's limit of {limits['properties']:,}"
+        )
+    if enum_values > limits["enum_values"]:
+        return (
+            f"{enum_values:,} enum values in all (the limit is passed at '{first_enum}'), past "
+            f"OpenAI strict mode's limit of {limits['enum_values']:,}"
+        )
+    if names_length > limits["names_length"]:
+        return (
+            f"{names_length:,} characters of property names, definition names, enum and const "
+            f"values, past OpenAI strict mode's limit of {limits['names_length']:,}"
+        )
+    return None
+
+
+def openai_strict_limit(schema: JsonSchema) -> str | None:
+    """Which of OpenAI's documented strict-mode limits the schema passes, and where, or `None`.
+
+    The limits are `OPENAI_STRICT_LIMITS`. The answer is a noun phrase naming the limit and the
+    place, e.g. ``"objects nested 11 levels deep at 'a.b.c.d.e.f.g.h.i.j', past OpenAI strict
+    mode's limit of 10 levels"``. Such a schema is sent with strict mode off.
+    """
+    return _nesting_problem(schema) or _size_problem(schema)
+
+
 def _strict_or_reason(schema: JsonSchema) -> tuple[JsonSchema | None, str]:
     root = copy.deepcopy(schema)
     try:
-        return _strict_node(root, root), ""
+        strict = _strict_node(root, root)
     except _NotStrict as exc:
         return None, str(exc)
+    limit = openai_strict_limit(strict)
+    if limit is not None:
+        return None, limit
+    return strict, ""
 
 
 def openai_strict_schema(schema: JsonSchema) -> JsonSchema | None:
@@ -271,7 +417,8 @@ def openai_strict_schema(schema: JsonSchema) -> JsonSchema | None:
     property as "use the default"); ``default`` is removed, a ``$ref`` with siblings is
     unravelled, ``oneOf`` becomes ``anyOf`` and keywords strict mode lacks move into the
     description. Free-form dicts, tuples, pattern properties and values of any type make strict
-    mode impossible.
+    mode impossible, and so does a schema past OpenAI's documented limits
+    (`openai_strict_limit`).
     """
     return _strict_or_reason(schema)[0]
 
@@ -294,6 +441,12 @@ def openai_declaration(
         if parameters is None and strict:
             raise ValueError(
                 f"tool {name!r} cannot use OpenAI strict mode: its schema has {reason}"
+            )
+        if parameters is None and "OpenAI strict mode's limit" in reason:
+            # Unlike a dict or a tuple, which strict mode can never take, a limit is passed
+            # by a schema that looks strict-ready: say why it is not.
+            _logger.warning(
+                "tool %r is sent to OpenAI without strict mode: its schema has %s", name, reason
             )
     use_strict = parameters is not None
     function: JsonSchema = {
