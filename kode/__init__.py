@@ -10,10 +10,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kode.agent import Agent, AgentTemplate
-    from kode.models import Message, Model
+    from kode.agent import Agent, AgentError, AgentReply, AgentTemplate, TemplateError
+    from kode.mcp.errors import MCPConnectionError
+    from kode.models import Message, Model, ModelError
+    from kode.models.script_file import ScriptError
     from kode.registries import (
         PluginApi,
+        PolicyError,
         ToolFactoryContext,
         ToolPolicy,
         ToolRegistry,
@@ -22,6 +25,18 @@ if TYPE_CHECKING:
         load_plugins,
         registry,
         tool_factory,
+    )
+    from kode.registries.deps import DepsSpecError
+    from kode.registries.discovery import DiscoveryError
+    from kode.sessions.errors import (
+        SchemaVersionError,
+        SessionError,
+        SessionExistsError,
+        SessionLeaseError,
+        SessionNotFoundError,
+        SessionRecordError,
+        StoreError,
+        StoreURLError,
     )
     from kode.tools import (
         Image,
@@ -52,15 +67,32 @@ __version__ = "0.1.0"
 
 _SOURCES: dict[str, str] = {
     "Agent": "kode.agent",
+    "AgentError": "kode.agent",
+    "AgentReply": "kode.agent",
     "AgentTemplate": "kode.agent",
+    "DepsSpecError": "kode.registries.deps",
+    "DiscoveryError": "kode.registries.discovery",
     "FilePool": "kode.tools.workspace",
     "Image": "kode.tools",
     "ImageBlock": "kode.tools",
     "Kind": "kode.tools",
     "KodeError": "kode.tools",
+    "MCPConnectionError": "kode.mcp.errors",
     "Message": "kode.models",
     "Model": "kode.models",
+    "ModelError": "kode.models",
     "PluginApi": "kode.registries",
+    "PolicyError": "kode.registries",
+    "SchemaVersionError": "kode.sessions.errors",
+    "ScriptError": "kode.models.script_file",
+    "SessionError": "kode.sessions.errors",
+    "SessionExistsError": "kode.sessions.errors",
+    "SessionLeaseError": "kode.sessions.errors",
+    "SessionNotFoundError": "kode.sessions.errors",
+    "SessionRecordError": "kode.sessions.errors",
+    "StoreError": "kode.sessions.errors",
+    "StoreURLError": "kode.sessions.errors",
+    "TemplateError": "kode.agent",
     "TextBlock": "kode.tools",
     "Tool": "kode.tools",
     "ToolContext": "kode.tools",
@@ -91,15 +123,32 @@ _SOURCES: dict[str, str] = {
 
 __all__ = [
     "Agent",
+    "AgentError",
+    "AgentReply",
     "AgentTemplate",
+    "DepsSpecError",
+    "DiscoveryError",
     "FilePool",
     "Image",
     "ImageBlock",
     "Kind",
     "KodeError",
+    "MCPConnectionError",
     "Message",
     "Model",
+    "ModelError",
     "PluginApi",
+    "PolicyError",
+    "SchemaVersionError",
+    "ScriptError",
+    "SessionError",
+    "SessionExistsError",
+    "SessionLeaseError",
+    "SessionNotFoundError",
+    "SessionRecordError",
+    "StoreError",
+    "StoreURLError",
+    "TemplateError",
     "TextBlock",
     "Tool",
     "ToolContext",

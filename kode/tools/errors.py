@@ -1,14 +1,31 @@
-"""Every exception kode raises, and the error kinds a tool result can carry.
+"""The root of every exception kode raises, the tools' own, and the error kinds of a result.
 
-This module owns the exception hierarchy and `ToolErrorType`. It does not decide how an
-error becomes a `tool_result`; `kode.tools.results` does that.
+This module owns `KodeError`, the tools' exceptions and `ToolErrorType`. Each layer defines
+its exceptions next to what raises them, all below `KodeError`, and `kode` exports every one.
+It does not decide how an error becomes a `tool_result`; `kode.tools.results` does that.
 
-Hierarchy::
+Hierarchy (docs/errors.md has it too; tests/test_errors.py checks both against the classes)::
 
     KodeError
+    ├── AgentError               an agent cannot be made or cannot go on (kode.agent)
+    ├── DepsSpecError            a module:factory deps spec gives no deps (also a ValueError)
+    ├── DiscoveryError           a discovery command failed or printed no declarations
+    ├── MCPConnectionError       an MCP server could not be started or reached (kode.mcp)
+    ├── ModelError               a provider failed (kode.models)
+    ├── PolicyError              a tool policy is malformed (also a ValueError)
+    ├── ScriptError              a file of scripted turns is invalid (also a ValueError)
+    ├── SessionError             a session store refused an operation (kode.sessions)
+    │   ├── SchemaVersionError   the database's schema is newer than this kode knows
+    │   ├── SessionExistsError   a session by that id exists already
+    │   ├── SessionLeaseError    another owner holds the session's lease
+    │   ├── SessionNotFoundError no session by that id (also a KeyError)
+    │   ├── SessionRecordError   a record cannot follow the records before it
+    │   ├── StoreError           the database itself failed
+    │   └── StoreURLError        a store URL kode cannot open (also a ValueError)
+    ├── TemplateError            an agent template is malformed or unknown (also a ValueError)
     ├── ToolDefinitionError      a function cannot be a tool (raised at decoration time)
-    ├── ToolNotFoundError        a registry has no tool by that name (also a KeyError)
-    └── ToolError                raised by a tool on purpose; becomes an error result
+    ├── ToolError                raised by a tool on purpose; becomes an error result
+    └── ToolNotFoundError        a registry has no tool by that name (also a KeyError)
 """
 
 from __future__ import annotations
