@@ -14,12 +14,14 @@ import functools
 import html
 import os
 import re
-import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from kode.tools.errors import ToolError, ToolErrorType
+
+if TYPE_CHECKING:  # ssl is loaded with httpx, by the first search
+    import ssl
 
 __all__ = [
     "BRAVE_SEARCH_URL",

@@ -31,15 +31,26 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-try:  # the optional extra kode-sdk[shell]; bashlex ships no type information
-    _bashlex: Any = importlib.import_module("bashlex")
-except ImportError:  # pragma: no cover - exercised by setting BASHLEX to None
-    _bashlex = None
-
 __all__ = ["BASHLEX", "MAX_PARSED_CHARS", "ParsedCommand", "SimpleCommand", "Word", "parse_shell"]
 
-BASHLEX: Any = _bashlex
-"""The bashlex module, or `None` when it is not installed (tests may set it to `None`)."""
+_NOT_LOADED: Any = object()
+BASHLEX: Any = _NOT_LOADED
+"""The bashlex module, or `None` when it is not installed (tests may set it to `None`).
+
+Imported on the first line read, not with this module: bashlex builds its parser tables when
+imported, which took a quarter of ``import kode.builtin``."""
+
+
+def _load_bashlex() -> Any:
+    """`BASHLEX`, imported on first use (the optional extra kode-sdk[shell])."""
+    global BASHLEX
+    if BASHLEX is _NOT_LOADED:
+        try:  # bashlex ships no type information
+            BASHLEX = importlib.import_module("bashlex")
+        except ImportError:  # pragma: no cover - exercised by setting BASHLEX to None
+            BASHLEX = None
+    return BASHLEX
+
 
 MAX_PARSED_CHARS = 4_096
 """Longer command lines are not parsed, so never vouched for: they need approval. (bashlex
@@ -334,7 +345,7 @@ def parse_shell(command: str) -> ParsedCommand:
         return ParsedCommand(
             problem=f"is longer than {MAX_PARSED_CHARS:,} characters, the most that is parsed"
         )
-    rich = BASHLEX is not None
+    rich = _load_bashlex() is not None
     try:
         commands = _Lexer(text=command, rich=rich).run()
         if rich:

@@ -8,7 +8,6 @@ lives in `kode.builtin._fetch`.
 
 from __future__ import annotations
 
-import ssl
 import threading
 import time
 from collections import OrderedDict
@@ -19,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from kode.builtin._ssrf import ResolveFunc, normalize_domain
 
 if TYPE_CHECKING:
+    import ssl  # loaded with httpx, by the first fetch
+
     from kode.builtin._search import SearchProvider
 
 __all__ = ["DEFAULT_USER_AGENT", "WebCache", "WebConfig"]

@@ -7,7 +7,6 @@ short-lived worker thread, and this thread waits for it.
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import threading
 from collections.abc import Awaitable, Callable
@@ -22,12 +21,16 @@ T = TypeVar("T")
 
 def _loop_running() -> bool:
     """Whether this thread is inside a running asyncio or trio event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        return True
+    # Neither runs unless imported: asking sys.modules keeps `import kode` from loading
+    # asyncio (about a tenth of importing kode.builtin).
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            return True
     trio = sys.modules.get("trio")
     if trio is None:
         return False
