@@ -57,7 +57,7 @@ Setting the policy:
 - for the whole process: ``set_default_runtime_policy(RuntimePolicy(security="full"))``;
 - around a run: ``with using_runtime_policy(policy): await agent.send(...)``;
 - for one agent: ``POLICY.set(agent.services, policy)`` (its approval check and its calls
-  both use it).
+  both use it, ahead of a ``using_runtime_policy`` block and the default).
 """
 
 from __future__ import annotations
