@@ -38,6 +38,7 @@ from kode.registries.policy import ToolPolicy
 from kode.registries.registry import ToolRegistry, normalize_name
 from kode.registries.registry import registry as global_registry
 from kode.registries.resolve import Resolution
+from kode.sessions.records import ApprovalDecided
 from kode.sessions.store import DEFAULT_LEASE_TTL, Store
 from kode.sessions.url import store_from
 from kode.tools.context import ToolContext
@@ -302,6 +303,7 @@ class Agent:
                 template_id=template.id,
                 store=store_from(store) if store is not None else None,
                 lease_ttl=lease_ttl,
+                owns_store=isinstance(store, str),
             ),
         )
         made.workspace = space
@@ -358,12 +360,123 @@ class Agent:
         finally:
             await child.aclose()
 
+    @classmethod
+    async def resume(
+        cls,
+        session_id: str,
+        *,
+        store: Store | str,
+        model: Model | str,
+        template: AgentTemplate | None = None,
+        **create_options: Any,
+    ) -> Agent:
+        """An agent for a session kept in `store`, ready to continue where its process stopped.
+
+        It takes the session's lease and reads its records; the next ``send()`` (a prompt is
+        optional) or ``stream()`` first settles the turn that was going on, by these rules:
+        a call that ended keeps its result and never runs again; a call that had not started
+        runs; a call that was running runs again only if its tool only reads (kinds read,
+        search, think) or is idempotent (``define_tool(idempotent=True)``), otherwise it is
+        answered with an error saying a restart interrupted it and it may have partly run; a
+        call waiting for approval waits again (a decision made meanwhile, by `decide_in_store`
+        from any process, is used). Then the run goes on as usual. Client calls that waited
+        still wait for `submit_tool_result`.
+
+        Args:
+            session_id: The session's id.
+            store: The store, or its URL (see `create`).
+            model: The model to talk to (as for `create`).
+            template: The template (default: the registered template the session names).
+            **create_options: Passed to `create` (deps, registry, approver, lease_ttl, ...).
+
+        Raises:
+            SessionNotFoundError: the store has no such session.
+            SessionLeaseError: another process holds the session (it is running it, or
+                stopped less than its lease's ``ttl`` ago); the message says who, and until
+                when.
+            TemplateError: no template is given and none is registered under the session's
+                template id.
+        """
+        kept = store_from(store)
+        try:
+            header = await kept.get(session_id)
+            if template is None:
+                template = templates.get(header.template)
+            elif template.id != header.template:
+                raise TemplateError(
+                    f"session {session_id!r} runs template {header.template!r}, not {template.id!r}"
+                )
+            agent = cls.create(
+                template, model=model, session_id=session_id, store=kept, **create_options
+            )
+        except BaseException:
+            if isinstance(store, str):
+                await kept.aclose()
+            raise
+        agent.session.owns_store = isinstance(store, str)
+        try:
+            await agent.session.open(resume=True)
+        except BaseException:
+            await agent.session.close()
+            raise
+        return agent
+
+    @staticmethod
+    async def decide_in_store(
+        store: Store | str,
+        session_id: str,
+        call_id: str,
+        decision: Literal["allow", "deny", "allow_always"],
+        note: str = "",
+    ) -> None:
+        """Decide a call of a stored session that waits for approval, from any process.
+
+        The process running the session sees the decision within a moment (it reads the
+        store while it waits); a session whose process stopped uses it when resumed. The
+        first decision wins.
+
+        Raises:
+            SessionNotFoundError: the store has no such session.
+            AgentError: the call is not waiting for approval, or was decided already.
+        """
+        kept = store_from(store)
+        try:
+            await Agent._decide_in(kept, session_id, call_id, decision, note)
+        finally:
+            if isinstance(store, str):
+                await kept.aclose()
+
+    @staticmethod
+    async def _decide_in(
+        kept: Store,
+        session_id: str,
+        call_id: str,
+        decision: Literal["allow", "deny", "allow_always"],
+        note: str,
+    ) -> None:
+        state = (await kept.load(session_id)).state()
+        waiting = state.approvals.get(call_id)
+        if waiting is None or waiting.decision is not None:
+            open_ = [k for k, v in state.approvals.items() if v.decision is None]
+            why = "was decided already" if waiting is not None else "is not waiting for approval"
+            raise AgentError(
+                f"call {call_id!r} of session {session_id!r} {why}; waiting: "
+                f"{', '.join(open_) or 'none'}"
+            )
+        await kept.append(
+            session_id, [ApprovalDecided(call_id=call_id, decision=decision, note=note)]
+        )
+
     async def aclose(self) -> None:
-        """Release what the agent's tools hold.
+        """Release what the agent's tools hold, and the session's lease.
 
         Every service with an ``aclose`` or ``close`` method (background processes,
         connections) is closed; one that fails is logged and the others still close.
         """
+        try:
+            await self.session.close()
+        except Exception as exc:  # the store failed: the services must still close
+            _log.error("closing the agent's session failed", exc_info=exc)
         for name, service in list(self.services.items()):
             closer = getattr(service, "aclose", None) or getattr(service, "close", None)
             if closer is None:

@@ -189,7 +189,12 @@ class _Call:
                 "denied",
             )
         if verdict.action == "ask":
-            if agent.approver is None and not self.run_.interactive:
+            session = self.session
+            if (
+                agent.approver is None
+                and not self.run_.interactive
+                and call.id not in session.decisions  # decided in another process meanwhile
+            ):
                 return self.finish(
                     error_result(
                         f"Tool '{tool.name}' was not run: it needs approval ({verdict.reason}) "
@@ -200,7 +205,6 @@ class _Call:
                     ),
                     "denied",
                 )
-            session = self.session
             prior = session.request_approval(
                 call,
                 tool_name=tool.name,

@@ -111,6 +111,7 @@ class Session:
         template_id: The template the agent runs (kept in the store's header).
         store: Where its records go; `None` keeps it in memory only (no records are made).
         lease_ttl: Seconds the lease on the session lasts between renewals.
+        owns_store: Close the store with the session (it was made from a URL for it).
     """
 
     def __init__(
@@ -120,6 +121,7 @@ class Session:
         template_id: str,
         store: Store | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
+        owns_store: bool = False,
     ) -> None:
         self.id = session_id
         """The session's id."""
@@ -156,6 +158,8 @@ class Session:
         self._lock = anyio.Lock() if store is not None else None
         self._opened = False
         self._broken: BaseException | None = None
+        self.owns_store = owns_store
+        """Whether `close` closes the store too (it was made from a URL for this session)."""
         self._safe: dict[str, bool] = {}  # loaded calls: whether their tool may run again
 
     # --- changes (each also makes a record when there is a store) ------------------------------
@@ -523,16 +527,25 @@ class Session:
                 self.decisions[record.call_id] = record
 
     async def close(self) -> None:
-        """Give up the lease (records not committed are written first, if the store allows)."""
-        if self.store is None or self.lease is None:
+        """Give up the lease, and close the store if the session made it.
+
+        Records not committed yet are written first, if the store allows.
+        """
+        store = self.store
+        if store is None:
             return
         try:
-            if self.uncommitted and self._broken is None:
+            if self.lease is not None and self.uncommitted and self._broken is None:
                 await self.commit()
         finally:
             lease, self.lease = self.lease, None
             self._opened = False
             try:
-                await self.store.release(lease)
+                if lease is not None:
+                    await store.release(lease)
             except SessionLeaseError:
                 pass
+            finally:
+                if self.owns_store:
+                    self.owns_store = False
+                    await store.aclose()

@@ -246,9 +246,11 @@ def _define(
     *,
     registry: ToolSink | DefaultRegistry | None,
     replace: bool,
+    idempotent: bool = False,
     **options: Any,
 ) -> Tool[P, R]:
     made = build_tool(fn, **options)
+    made.idempotent = idempotent
     if registry is DEFAULT_REGISTRY:
         registry = default_registry()
     if registry is not None:
@@ -280,6 +282,7 @@ def define_tool(
     run_in_thread: bool = True,
     aliases: Iterable[str] = (),
     param_aliases: Mapping[str, str] | None = None,
+    idempotent: bool = False,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -301,6 +304,7 @@ def define_tool(
     run_in_thread: bool = True,
     aliases: Iterable[str] = (),
     param_aliases: Mapping[str, str] | None = None,
+    idempotent: bool = False,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a typed, documented function into a `Tool` and register it.
 
@@ -336,6 +340,11 @@ def define_tool(
         param_aliases: Other names accepted for parameters, ``{"file_path": "path"}``: a
             model used to another system's names still reaches the parameter (the schema
             shows the parameter's own name).
+        idempotent: Running a call twice does what running it once does (it sets rather
+            than adds, or checks before it acts). A session resumed after a restart runs a
+            call that was running again only if its tool is idempotent or only reads (kinds
+            read, search, think); any other such call is answered with an error saying it
+            may have partly run.
 
     Raises:
         ToolDefinitionError: every problem of the function, in one message.
@@ -367,6 +376,7 @@ def define_tool(
         run_in_thread=run_in_thread,
         aliases=aliases,
         param_aliases=param_aliases,
+        idempotent=idempotent,
     )
     if fn is not None:
         return _define(fn, localns=_caller_locals(fn), **options)

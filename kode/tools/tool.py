@@ -101,6 +101,10 @@ class Tool(Generic[P, R]):
     """The JSON Schema of the arguments (computed once, at definition)."""
     aliases: tuple[str, ...] = ()
     """Other names that reach the tool in a registry (e.g. ``("read",)`` for ``fs_read``)."""
+    idempotent: bool = False
+    """Whether running a call twice does what running it once does (``define_tool(idempotent=
+    True)``): a session resumed after a restart may run such a call again. Set it on the tool
+    after definition for tools made otherwise."""
     on_agent_create: Callable[[ToolContext[Any]], None] | None = None
     """Called once for each agent made with this tool (`Agent.create`), with a context holding
     the agent's ids, deps, workspace, file pool and services (no call id): for a tool to
