@@ -134,30 +134,54 @@ def too_many_values_message(tool_name: str) -> str:
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _SHORT_JSON = 2 * MAX_INPUT_DEPTH  # characters; far below MAX_INPUT_VALUES too
+_GLANCE_VALUES = 4_096
+"""Items in the containers `_within_limits_at_a_glance` accepts: with keys counted twice and
+the 64 arguments, under half of `MAX_INPUT_VALUES`."""
+if 2 * (64 + _GLANCE_VALUES) >= MAX_INPUT_VALUES or MAX_INPUT_DEPTH < 3:  # pragma: no cover
+    raise RuntimeError("kode.tools.validation: the glance must stay within both input limits")
 
 
 def _within_limits_at_a_glance(raw: dict[str, Any]) -> bool:
-    """Whether `raw` is within both input limits without counting them.
+    """Whether `raw` is within both input limits without counting them level by level.
 
-    It is when it holds at most 64 arguments, each a scalar or a list or object of at most 64
-    scalars: three levels and a few thousand values at most.
+    It is when it holds at most 64 arguments, each a scalar or a list or object whose items
+    are scalars or lists or objects of scalars, with at most `_GLANCE_VALUES` items in those
+    containers in all: three levels and under ten thousand values, keys counted. Most calls
+    look like that (a list of small objects among the arguments, say).
     """
     if len(raw) > 64:
         return False
     scalars = _SCALARS
+    budget = _GLANCE_VALUES
     for value in raw.values():
         kind = type(value)
         if kind in scalars:
             continue
-        if kind is list and len(value) <= 64:
+        if kind is list:
             items: Iterable[Any] = value
-        elif kind is dict and len(value) <= 64:
+        elif kind is dict:
             items = value.values()
         else:
             return False
+        budget -= len(value)
+        if budget < 0:
+            return False
         for item in items:
-            if type(item) not in scalars:
+            kind = type(item)
+            if kind in scalars:
+                continue
+            if kind is list:
+                inner: Iterable[Any] = item
+            elif kind is dict:
+                inner = item.values()
+            else:
                 return False
+            budget -= len(item)
+            if budget < 0:
+                return False
+            for leaf in inner:
+                if type(leaf) not in scalars:
+                    return False
     return True
 
 
@@ -381,7 +405,13 @@ class ArgumentValidator:
             # JSON text this short is within both input limits: each level takes two
             # characters, each value at least one.
             within_limits = type(raw) is str and len(raw) <= _SHORT_JSON
-            raw = self._as_dict(raw)
+            parsed: Any = None
+            if type(raw) is str:  # the common case: read it once, by pydantic's parser
+                try:
+                    parsed = from_json(raw)
+                except ValueError:  # _as_dict decides, and words the error
+                    pass
+            raw = parsed if type(parsed) is dict else self._as_dict(raw)
             if type(raw) is InvalidArguments:
                 return raw
         if not within_limits and not _within_limits_at_a_glance(raw):
@@ -394,7 +424,9 @@ class ArgumentValidator:
             return self._refused(raw, first)
         except RecursionError:
             return InvalidArguments(too_deep_message(self._tool_name))
-        return self._arguments(values)
+        if self._field_to_param:
+            return self._arguments(values)
+        return values
 
     def _refused(
         self, raw: dict[str, Any], first: ValidationError
