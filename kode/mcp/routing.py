@@ -8,9 +8,11 @@ of the caller's loop and that loop's token; `run_in_call` starts the answer in t
 cancelling the call cancels it) and waits for it from the connection's loop.
 
 MCP over stdio does not say which request a server's request belongs to, so the calls in
-flight decide: one agent's calls are one asker (its model, its approver); calls of several
-agents on one connection at the same moment cannot be told apart, and such a request is
-refused with that reason (see docs/limits.md).
+flight decide: one agent's calls are one asker (its model, its approver, its workspace), and
+the request is answered in the first of them (a call that ends waits for the answers running
+in it, so an answer is never cut short by another call ending); calls of several agents on
+one connection at the same moment cannot be told apart, and such a request is refused with
+that reason (see docs/limits.md).
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ class CallSlot:
     """The caller's event loop."""
     open: bool = field(default=True)
     """Whether the call is still running."""
+    roots_told: anyio.Event | None = None
+    """Set (in the caller's loop) once the server has asked for the roots during the call."""
 
     @property
     def asker(self) -> object:

@@ -57,6 +57,7 @@ _EVENT_KINDS: dict[type, str] = {
     types.ToolListChangedNotification: "tools_changed",
 }
 
+_ROOTS_WAIT = 2.0  # seconds a call waits for the server to ask for the roots it was told changed
 _STDERR_TAIL = 1500
 _STDERR_LINES = 6
 _LOG_LEVELS = {
@@ -202,6 +203,7 @@ class RemoteServer:
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._live: _Live | None = None
         self._last_stderr = ""
+        self._roots_told: list[str] | None = None  # the roots last sent to the server
 
     # --- state -------------------------------------------------------------------------------
 
@@ -280,7 +282,7 @@ class RemoteServer:
     async def _answer(
         self,
         what: str,
-        make: Callable[[ToolContext[Any] | None], Awaitable[T]],
+        make: Callable[[CallSlot | None], Awaitable[T]],
     ) -> T | types.ErrorData:
         """Run `make` for the call in flight, in its caller's loop (or here, outside calls)."""
         try:
@@ -292,7 +294,7 @@ class RemoteServer:
         try:
             if slot is None:
                 return await make(None)
-            return await run_in_call(slot, lambda: make(slot.ctx))
+            return await run_in_call(slot, lambda: make(slot))
         except CancelledError:
             return types.ErrorData(
                 code=types.INVALID_REQUEST, message=f"the call ended before kode answered {what}"
@@ -309,21 +311,57 @@ class RemoteServer:
     ) -> types.CreateMessageResult | types.ErrorData:
         answers = self.answers
         assert answers is not None
-        return await self._answer("a sampling request", lambda ctx: answers.sample(params, ctx))
+        return await self._answer(
+            "a sampling request", lambda slot: answers.sample(params, slot.ctx if slot else None)
+        )
 
     async def _elicitation(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
         answers = self.answers
         assert answers is not None
-        return await self._answer("an elicitation request", lambda ctx: answers.elicit(params, ctx))
+        return await self._answer(
+            "an elicitation request",
+            lambda slot: answers.elicit(params, slot.ctx if slot else None),
+        )
 
     async def _roots(
         self, context: ClientRequestContext
     ) -> types.ListRootsResult | types.ErrorData:
         answers = self.answers
         assert answers is not None
-        return await self._answer("a roots request", answers.list_roots)
+
+        async def roots(slot: CallSlot | None) -> types.ListRootsResult:
+            result = await answers.list_roots(slot.ctx if slot is not None else None)
+            self._roots_told = [str(root.uri) for root in result.roots]
+            if slot is not None and slot.roots_told is not None:
+                slot.roots_told.set()  # in the caller's loop: run_in_call runs this there
+            return result
+
+        return await self._answer("a roots request", roots)
+
+    async def _tell_roots(self, slot: CallSlot, live: _Live) -> None:
+        """Tell the server the roots changed when this call's workspace is not what it has.
+
+        A server asks for the roots when it starts, outside any call (so it is told the
+        current directory), and remembers them; a call from an agent with another workspace
+        sends ``notifications/roots/list_changed`` and waits (a little) for the server to ask
+        again before the call is made, so the server works with the agent's workspace.
+        """
+        answers = self.answers
+        if answers is None or answers.roots != "workspace" or self._roots_told is None:
+            return
+        wanted = [p.as_uri() for p in answers.root_paths(slot.ctx)]
+        if wanted == self._roots_told:
+            return
+        slot.roots_told = anyio.Event()
+        portal = self._portal
+        if portal is None:
+            return
+        notice = types.RootsListChangedNotification()
+        await anyio.to_thread.run_sync(portal.call, live.session.send_notification, notice)
+        with anyio.move_on_after(_ROOTS_WAIT):
+            await slot.roots_told.wait()
 
     async def _relist(self, live: _Live) -> None:
         try:
@@ -357,6 +395,7 @@ class RemoteServer:
                 stack.callback(errlog.close)
                 stack.callback(self._keep_stderr, errlog)  # once the server has stopped
                 self._last_stderr = ""
+                self._roots_told = None
                 read, write = await self._open_transport(stack, errlog)
                 answers = self.answers
                 sampling = answers is not None and answers.sampling is not None
@@ -601,10 +640,14 @@ class RemoteServer:
 
         async with anyio.create_task_group() as group:
             # The server's requests during the call (sampling, elicitation, roots) run in
-            # `group`, in this loop, and end with the call.
+            # `group`, in this loop. A cancelled call cancels them; a call that ended waits for
+            # those still running, which may belong to another call of the same agent in
+            # flight (stdio does not say which call a server's request is for).
             slot = CallSlot(ctx=ctx, group=group, token=anyio.lowlevel.current_token())
             self.in_flight.add(slot)
+            ended = False
             try:
+                await self._tell_roots(slot, live)
                 future: Future[types.CallToolResult] = portal.start_task_soon(remote_call)
                 future.add_done_callback(lambda _: inbox.put(_DONE))
                 try:
@@ -612,9 +655,11 @@ class RemoteServer:
                 except BaseException:
                     future.cancel()  # the SDK sends notifications/cancelled to the server
                     raise
+                ended = True
             finally:
                 self.in_flight.remove(slot)
-                group.cancel_scope.cancel()
+                if not ended:
+                    group.cancel_scope.cancel()
         try:
             return future.result()
         except MCPError as exc:
