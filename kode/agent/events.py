@@ -21,6 +21,7 @@ __all__ = [
     "Done",
     "ErrorEvent",
     "ModelRetry",
+    "PartialOutput",
     "TextDelta",
     "ThinkingDelta",
     "ToolBlockedLoop",
@@ -48,6 +49,21 @@ class ThinkingDelta:
     thinking: str
     """The new reasoning text."""
     type: Literal["thinking_delta"] = "thinking_delta"
+
+
+@dataclass(kw_only=True, slots=True)
+class PartialOutput:
+    """The typed output so far, as the model streams it (native structured output only).
+
+    Sent after each piece of the final text that changes it, when the template sets
+    ``output_type`` with ``output_mode="native"`` and the model streams the JSON. It is the
+    JSON read so far (dicts, lists, text), not yet validated; the validated value comes with
+    `Done`. A scalar output type's value is read from its ``result`` field.
+    """
+
+    output: Any
+    """The partial output, as JSON data."""
+    type: Literal["partial_output"] = "partial_output"
 
 
 def jsonable_arguments(arguments: Mapping[str, Any]) -> dict[str, Any]:
@@ -222,6 +238,8 @@ class Done:
     """Client tool calls waiting for ``agent.submit_tool_result`` (the run is paused)."""
     interrupted: bool = False
     """Whether ``agent.interrupt()`` ended the run."""
+    output: Any = None
+    """The validated final output, when the template sets ``output_type`` (else `None`)."""
     type: Literal["done"] = "done"
 
 
@@ -240,6 +258,7 @@ AgentEvent = (
     TextDelta
     | ThinkingDelta
     | ModelRetry
+    | PartialOutput
     | ToolStart
     | ToolProgress
     | ToolCustom

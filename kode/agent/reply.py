@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from kode.agent.events import AgentEvent
+from kode.agent.events import AgentEvent, Done
 from kode.agent.permissions import ApprovalRequest, check_permission
 from kode.agent.run import EventCallbackFunc
 from kode.models.base import Model
@@ -125,6 +125,18 @@ class AgentReply:
         """Client tool calls waiting for `Agent.submit_tool_result`."""
         self.interrupted = interrupted
         """Whether `Agent.interrupt` ended the run."""
+
+    @property
+    def output(self) -> Any:
+        """The validated final output, when the template sets ``output_type`` (else `None`).
+
+        Its type is the template's ``output_type``: a model or dataclass instance, a dict for a
+        TypedDict, or the value itself (an ``int``, a ``list``...).
+        """
+        for event in reversed(self.events):
+            if isinstance(event, Done):
+                return event.output
+        return None
 
     def __repr__(self) -> str:
         return f"AgentReply(text={self.text!r}, turns={self.turns}, usage={self.usage!r})"

@@ -25,19 +25,36 @@ from kode.agent.events import (
     ApprovalRequired,
     Done,
     ErrorEvent,
+    PartialOutput,
     TextDelta,
     ThinkingDelta,
+    ToolEnd,
     TurnEnd,
     jsonable_arguments,
+)
+from kode.agent.output import (
+    OUTPUT_TOOL_NAME,
+    InvalidOutput,
+    OutputValue,
+    PartialReader,
+    RunOutput,
 )
 from kode.agent.permissions import ApprovalDecision, ApprovalRequest
 from kode.agent.pipeline import CallOutcome, duplicate_result, run_turn_calls
 from kode.agent.session import HistoryView
+from kode.agent.state import ToolCallStatus
 from kode.agent.text import clean_message
 from kode.models.base import ModelError, ModelRequest, ModelResponse, ModelRetry, ModelSettings
 from kode.models.base import TextDelta as ModelTextDelta
 from kode.models.base import ThinkingDelta as ModelThinkingDelta
-from kode.models.messages import ContentBlock, Message, ToolUseContent, Usage
+from kode.models.messages import (
+    ContentBlock,
+    Message,
+    TextContent,
+    ToolResultContent,
+    ToolUseContent,
+    Usage,
+)
 from kode.tools.errors import ToolErrorType
 
 if TYPE_CHECKING:
@@ -216,6 +233,13 @@ class AgentRun:
         await session.commit()
         template = agent.template
         settings = template.settings()  # once per run: the template cannot change during it
+        output = RunOutput.start(
+            template.output_type,
+            template.output_mode,
+            template.output_retries,
+            agent.model,
+            tools=bool(agent.tools),
+        )
         used = Usage()
         turn = 0
         response: ModelResponse | None = None
@@ -236,7 +260,7 @@ class AgentRun:
                     calls = ()
                     outcomes = []
                     try:
-                        response = await self._model_turn(settings)
+                        response = await self._model_turn(settings, output)
                     except ModelError as exc:
                         session.set_status("failed")
                         await self.commit()
@@ -249,15 +273,41 @@ class AgentRun:
                     recorded = True
                     calls = turn_calls
                     used += response.usage
-                    if not calls:
+                    verdict = output.judge(response.message.text, calls) if output else None
+                    failure = (
+                        output.exhausted(verdict)
+                        if output is not None and isinstance(verdict, InvalidOutput)
+                        else None
+                    )
+                    if (not calls and verdict is None) or isinstance(verdict, OutputValue):
                         session.set_status("idle")
                     await self.commit()
                     self.emit(
                         TurnEnd(turn=turn, stop_reason=response.stop_reason, usage=response.usage)
                     )
-                    if not calls:
+                    if not calls and verdict is None:
                         return Done(text=response.message.text, usage=used, turns=turn)
+                    if verdict is not None and (isinstance(verdict, OutputValue) or failure):
+                        # The run ends with its output, or without a valid one.
+                        if calls:
+                            answers = self._output_answers(calls, verdict)
+                            session.add_message(Message(role="user", content=answers))
+                            calls = ()
+                        if isinstance(verdict, OutputValue):
+                            await self.commit()
+                            text = response.message.text
+                            return Done(text=text, usage=used, turns=turn, output=verdict.value)
+                        session.set_status("failed")
+                        await self.commit()
+                        return ErrorEvent(message=failure or "")
+                    if isinstance(verdict, InvalidOutput) and verdict.index is None:
+                        session.add_message(Message.user(verdict.message))  # no call to answer
+                        await self.commit()
+                        continue
                     outcomes = [None] * len(calls)
+                    if isinstance(verdict, InvalidOutput) and verdict.index is not None:
+                        index = verdict.index
+                        outcomes[index] = self._settle(calls[index], verdict.message, error=True)
                     for index, original in duplicates.items():
                         outcomes[index] = duplicate_result(self, calls[index], original)
                     await run_turn_calls(self, calls, outcomes)
@@ -311,21 +361,29 @@ class AgentRun:
             "a final answer; raise max_turns in the template if the task needs more"
         )
 
-    async def _model_turn(self, settings: ModelSettings) -> ModelResponse | None:
+    async def _model_turn(
+        self, settings: ModelSettings, output: RunOutput | None = None
+    ) -> ModelResponse | None:
         """Stream one model response, passing its text and thinking on as events."""
         agent = self.agent
         request = ModelRequest(
             system=agent.template.system_prompt,
             messages=HistoryView(agent.session.messages),
-            tools=agent.tools,
+            tools=agent.tools if output is None else output.tools(agent.tools),
             settings=settings,
+            output=None if output is None else output.format,
         )
         response: ModelResponse | None = None
+        partial = PartialReader(output.spec) if output is not None and output.native else None
         async for event in agent.model.stream(request):
             if isinstance(event, ModelResponse):
                 response = event
             elif isinstance(event, ModelTextDelta):
                 self.emit(TextDelta(text=event.text))
+                if partial is not None:
+                    changed, value = partial.feed(event.text)
+                    if changed:
+                        self.emit(PartialOutput(output=value))
             elif isinstance(event, ModelThinkingDelta):
                 self.emit(ThinkingDelta(thinking=event.thinking))
             elif isinstance(event, ModelRetry):
@@ -383,6 +441,44 @@ class AgentRun:
         if self._fatal is not None:
             raise self._fatal
         return scope.cancelled_caught
+
+    def _settle(self, call: ToolUseContent, text: str, *, error: bool) -> CallOutcome:
+        """The outcome of a call the agent answers itself (the output tool's, or one not run)."""
+        block = ToolResultContent(
+            tool_use_id=call.id, content=[TextContent(text=text)], is_error=error
+        )
+        status: ToolCallStatus = "failed" if error else "done"
+        error_type = ToolErrorType.INVALID_TOOL_PARAMS.value if error else None
+        self.agent.session.update_call(call, status, result=block, error_type=error_type)
+        self.emit(
+            ToolEnd(
+                call_id=call.id,
+                name=call.name.strip(),
+                duration=0.0,
+                is_error=error,
+                result=block,
+                status=status,
+            )
+        )
+        return CallOutcome(block=block, status=status)
+
+    def _output_answers(
+        self, calls: Sequence[ToolUseContent], verdict: OutputValue | InvalidOutput
+    ) -> list[ContentBlock]:
+        """The results of a turn that ends the run with its output (or without one)."""
+        outcomes: list[CallOutcome | None] = []
+        for index, call in enumerate(calls):
+            if index == verdict.index and isinstance(verdict, OutputValue):
+                outcomes.append(self._settle(call, "The final output was accepted.", error=False))
+            elif index == verdict.index and isinstance(verdict, InvalidOutput):
+                outcomes.append(self._settle(call, verdict.message, error=True))
+            else:
+                text = (
+                    f"Tool '{call.name.strip()}' was not run: the run ended with the final "
+                    f"output given by '{OUTPUT_TOOL_NAME}' in the same turn."
+                )
+                outcomes.append(self._settle(call, text, error=True))
+        return self._answer(calls, outcomes)
 
     def _answer(
         self,

@@ -13,11 +13,12 @@ import threading
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from kode.agent.hooks import AgentHooks
+from kode.agent.output import OutputSpec
 from kode.agent.permissions import PermissionConfig
 from kode.models.base import ModelSettings
 from kode.registries.policy import ToolPolicy
@@ -95,12 +96,34 @@ class AgentTemplate(BaseModel):
     """How many tool calls of one turn run at once."""
     max_result_chars: int = Field(default=100_000, ge=100)
     """Longer tool results are cut, with a marker saying how much was left out."""
+    output_type: Any = Field(default=None, exclude=True)
+    """The type of the run's final output (code only): a pydantic model, a dataclass, a
+    TypedDict, or another type pydantic validates (``int``, ``list[str]``, a ``Literal``).
+    ``reply.output`` is then the validated value; `None` (the default): no typed output, and
+    ``str``: the final text. See ``docs/models.md``."""
+    output_mode: Literal["tool", "native"] = "tool"
+    """How the output is asked for: ``"tool"``, a ``final_result`` tool the model calls (every
+    model, with or without other tools), or ``"native"``, the provider's own structured output
+    where the model supports it (the tool otherwise)."""
+    output_retries: int = Field(default=1, ge=0)
+    """How many times invalid (or missing) output goes back to the model with what was wrong
+    before the run fails."""
 
     @field_validator("tools", mode="before")
     @classmethod
     def _tools_is_a_list(cls, value: Any) -> Any:
         if isinstance(value, str):
             raise ValueError(f"tools must be a list of names, got the string {value!r}")
+        return value
+
+    @field_validator("output_type")
+    @classmethod
+    def _output_type_validates(cls, value: Any) -> Any:
+        if value is not None:
+            try:
+                OutputSpec.of(value)
+            except TypeError as exc:
+                raise ValueError(str(exc)) from None
         return value
 
     @field_validator("model_settings")

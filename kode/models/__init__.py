@@ -16,9 +16,11 @@ from kode.models.base import (
     ModelResponse,
     ModelRetry,
     ModelSettings,
+    OutputFormat,
     StopReason,
     TextDelta,
     ThinkingDelta,
+    supports_output_format,
 )
 from kode.models.messages import (
     ContentBlock,
@@ -57,6 +59,7 @@ __all__ = [
     "ModelSettings",
     "OpenAIModel",
     "OpenAIResponsesModel",
+    "OutputFormat",
     "ScriptedModel",
     "ScriptedTurn",
     "StopReason",
@@ -69,6 +72,7 @@ __all__ = [
     "Usage",
     "model_from",
     "model_from_environment",
+    "supports_output_format",
     "tool_use",
 ]
 

@@ -167,9 +167,25 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
             params["system"] = request.system
         if request.tools:
             params["tools"] = [tool.schema("anthropic") for tool in request.tools]
+        if request.output is not None:
+            # The SDK's own rewriting for structured outputs (closed objects, keywords the
+            # API lacks moved into descriptions).
+            output = {
+                "type": "json_schema",
+                "schema": anthropic.transform_schema(request.output.schema),
+            }
+            given = extra.get("output_config")
+            if isinstance(given, dict):  # settings' output_config (effort) keeps its fields
+                extra["output_config"] = {**given, "format": output}
+            else:
+                params["output_config"] = {"format": output}
         if extra:
             params["extra_body"] = extra
         return params
+
+    def supports_output_format(self, *, tools: bool) -> bool:
+        """Structured outputs (``output_config.format``), with or without tools."""
+        return True
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one response: text and thinking deltas, then the `ModelResponse`.

@@ -24,9 +24,11 @@ __all__ = [
     "ModelResponse",
     "ModelRetry",
     "ModelSettings",
+    "OutputFormat",
     "StopReason",
     "TextDelta",
     "ThinkingDelta",
+    "supports_output_format",
 ]
 
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "error"]
@@ -69,6 +71,26 @@ class ModelSettings:
     """Provider-specific request fields, passed through."""
 
 
+@dataclass(kw_only=True, frozen=True, slots=True)
+class OutputFormat:
+    """Structured output asked of the provider itself: the final text is JSON matching `schema`.
+
+    An agent whose template sets ``output_type`` with ``output_mode="native"`` puts one on its
+    requests when the model supports it (`Model.supports_output_format`); otherwise it asks
+    for the output through a tool instead. Each provider model sends it in its own form:
+    OpenAI's ``response_format`` (strict JSON schema whenever the schema allows it), the
+    Responses API's ``text.format``, Anthropic's ``output_config.format``, Gemini's
+    ``response_json_schema`` with ``response_mime_type: application/json``.
+    """
+
+    name: str
+    """A name for the schema (OpenAI asks for one), e.g. ``"final_result"``."""
+    schema: dict[str, Any]
+    """The JSON schema of the output: always an object at the top level."""
+    description: str = ""
+    """What the output is, when the provider takes a description."""
+
+
 @dataclass(kw_only=True, slots=True)
 class ModelRequest:
     """One request: everything a model needs for one response."""
@@ -81,6 +103,8 @@ class ModelRequest:
     """The tools the model may call (each model renders them in its dialect)."""
     settings: ModelSettings = field(default_factory=ModelSettings)
     """Generation settings."""
+    output: OutputFormat | None = None
+    """Structured output the provider should enforce on the final text, if any."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -158,3 +182,13 @@ class Model(Protocol):
             ModelError: the provider failed.
         """
         ...
+
+
+def supports_output_format(model: object, *, tools: bool) -> bool:
+    """Whether `model` enforces a request's `OutputFormat` itself (`tools`: with tools sent).
+
+    A model says so with a ``supports_output_format(*, tools: bool) -> bool`` method; a model
+    without one does not.
+    """
+    method = getattr(model, "supports_output_format", None)
+    return bool(method(tools=tools)) if callable(method) else False

@@ -243,7 +243,14 @@ class GeminiModel(SDKModel["genai.Client"]):
             declarations = [tool.schema("gemini") for tool in request.tools]
             config["tools"] = [{"function_declarations": declarations}]
         config["automatic_function_calling"] = {"disable": True}
+        if request.output is not None:
+            config["response_mime_type"] = "application/json"
+            config["response_json_schema"] = request.output.schema
         return config
+
+    def supports_output_format(self, *, tools: bool) -> bool:
+        """A response schema, when no tools are sent (Gemini does not take both)."""
+        return not tools
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one response: text and thinking deltas, then the `ModelResponse`.

@@ -57,6 +57,7 @@ from kode.models.base import (
     ModelRequest,
     ModelResponse,
     ModelRetry,
+    OutputFormat,
     StopReason,
     TextDelta,
     ThinkingDelta,
@@ -70,8 +71,9 @@ from kode.models.messages import (
     Usage,
 )
 from kode.models.translate import parse_arguments, to_openai_messages
+from kode.tools.dialects import openai_strict_schema
 
-__all__ = ["MaxTokensField", "OpenAIModel"]
+__all__ = ["MaxTokensField", "OpenAIModel", "openai_json_schema"]
 
 MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
 """The request field that carries the token limit."""
@@ -84,6 +86,23 @@ _FINISH_REASONS: dict[str, StopReason] = {
     "length": "max_tokens",
     "content_filter": "refusal",
 }
+
+
+def openai_json_schema(output: OutputFormat) -> dict[str, Any]:
+    """An `OutputFormat` as OpenAI's ``json_schema`` object: strict whenever the schema allows.
+
+    The schema is rewritten for strict mode as tool schemas are (`openai_strict_schema`); one
+    strict mode cannot take is sent as it is, with ``strict: false``.
+    """
+    strict = openai_strict_schema(output.schema)
+    found: dict[str, Any] = {
+        "name": output.name,
+        "schema": strict if strict is not None else output.schema,
+        "strict": strict is not None,
+    }
+    if output.description:
+        found["description"] = output.description
+    return found
 
 
 class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
@@ -183,9 +202,16 @@ class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
         }
         if request.tools:
             params["tools"] = [tool.schema("openai") for tool in request.tools]
+        if request.output is not None:
+            schema = openai_json_schema(request.output)
+            params["response_format"] = {"type": "json_schema", "json_schema": schema}
         if extra:
             params["extra_body"] = extra
         return params
+
+    def supports_output_format(self, *, tools: bool) -> bool:
+        """Structured output (``response_format`` with a JSON schema), with or without tools."""
+        return True
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one response: text (and reasoning) deltas, then the `ModelResponse`.

@@ -65,7 +65,7 @@ from kode.models.messages import (
     ToolUseContent,
     Usage,
 )
-from kode.models.openai import make_openai_client, openai_model_error
+from kode.models.openai import make_openai_client, openai_json_schema, openai_model_error
 from kode.models.responses_input import OPENAI, to_responses_input
 from kode.models.translate import parse_arguments
 from kode.tools.tool import Tool
@@ -177,9 +177,16 @@ class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
             params["instructions"] = request.system
         if request.tools:
             params["tools"] = [responses_tool(tool) for tool in request.tools]
+        if request.output is not None:
+            schema = openai_json_schema(request.output)
+            params["text"] = {"format": {"type": "json_schema", **schema}}
         if extra:
             params["extra_body"] = extra
         return params
+
+    def supports_output_format(self, *, tools: bool) -> bool:
+        """Structured output (``text.format`` with a JSON schema), with or without tools."""
+        return True
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
         """Stream one response: text and reasoning deltas, then the `ModelResponse`.

@@ -165,6 +165,10 @@ class ScriptedModel:
         for event in _play(message, self.name, self._words.count(request.messages)):
             yield event
 
+    def supports_output_format(self, *, tools: bool) -> bool:
+        """Native structured output: the scripted text stands for what the provider returns."""
+        return True
+
 
 FunctionModelFunc = Callable[[ModelRequest], "ScriptedTurn | Awaitable[ScriptedTurn]"]
 """A function of the request (sync or async) returning the reply."""
@@ -204,3 +208,7 @@ class FunctionModel:
             turn = await turn
         for event in _play(_message(turn), self.name, self._words.count(request.messages)):
             yield event
+
+    def supports_output_format(self, *, tools: bool) -> bool:
+        """Native structured output: the function sees ``request.output`` and answers JSON."""
+        return True
