@@ -240,6 +240,14 @@ class AgentRun:
             agent.model,
             tools=bool(agent.tools),
         )
+        if output is not None and output.uses_tool and agent.lookup(OUTPUT_TOOL_NAME):
+            session.set_status("failed")
+            await self.commit()
+            return ErrorEvent(
+                message=f"the agent has a tool named {OUTPUT_TOOL_NAME!r}, the name of the "
+                "tool that gives the typed output (output_type): rename the tool, or use "
+                "output_mode='native' with a model that supports it"
+            )
         used = Usage()
         turn = 0
         response: ModelResponse | None = None

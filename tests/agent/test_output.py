@@ -382,3 +382,21 @@ def test_output_type_is_code_only() -> None:
     data = template.model_dump()
     assert "output_type" not in data
     assert data["output_mode"] == "native" and data["output_retries"] == 3
+
+
+def test_a_tool_named_final_result_is_a_clear_error() -> None:
+    registry = ToolRegistry(name="clash")
+
+    @define_tool(registry=registry)
+    def final_result(text: str) -> str:
+        """Mine.
+
+        Args:
+            text: Text.
+        """
+        return text
+
+    agent, model = make_agent(registry, ["unused"], output_type=int)
+    with pytest.raises(AgentError, match="the agent has a tool named 'final_result'"):
+        agent.send_sync("Go.")
+    assert model.requests == []
