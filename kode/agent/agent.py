@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from kode.agent.blocks import result_block
+from kode.agent.caller import AgentCaller
 from kode.agent.client_calls import ClientCalls
 from kode.agent.deps import deps_problems
 from kode.agent.display import agent_markdown, agent_repr
@@ -41,10 +42,11 @@ from kode.registries.resolve import Resolution
 from kode.sessions.records import ApprovalDecided
 from kode.sessions.store import DEFAULT_LEASE_TTL, Store
 from kode.sessions.url import store_from
+from kode.tools.asking import ElicitationFunc
 from kode.tools.context import ToolContext
 from kode.tools.errors import KodeError, ToolErrorType
 from kode.tools.results import ToolResult, error_result, to_result
-from kode.tools.services import SUBAGENTS, TODOS
+from kode.tools.services import CALLER, SUBAGENTS, TODOS
 from kode.tools.sync import run_sync
 from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool, Workspace
@@ -131,6 +133,10 @@ class Agent:
         """What its tools share, by `ServiceKey` name (see `ToolContext.services`)."""
         self.services[TODOS.name] = self.session.todos  # of their keys' types: set unchecked
         self.services[SUBAGENTS.name] = AgentHandle(self)
+        self.services[CALLER.name] = AgentCaller(self)
+        self.elicitation: ElicitationFunc | None = None
+        """Answers the questions its calls ask the user (``ctx.elicit``, MCP servers'
+        elicitations): a UI, a prompt; `None`: such a question is an error the model sees."""
         self.subagent_models: dict[str, Model] = {}
         """Models for sub-agents by template id (others use this agent's model)."""
         self._create_options: dict[str, Any] = {}
@@ -185,6 +191,7 @@ class Agent:
         registry: ToolRegistry | None = None,
         policy: ToolPolicy | Sequence[ToolPolicy] | None = None,
         approver: ApproverFunc | None = None,
+        elicitation: ElicitationFunc | None = None,
         hooks: AgentHooks | None = None,
         agent_id: str | None = None,
         session_id: str | None = None,
@@ -209,6 +216,8 @@ class Agent:
             registry: Where tools are looked up (default: the global registry).
             policy: Policy layers applied before the template's own (global → agent → ...).
             approver: Decides calls that need approval.
+            elicitation: Answers the questions its calls ask the user (``ctx.elicit``, an MCP
+                server's elicitation): a form to fill in or a page to open.
             hooks: Hooks run after the template's hooks.
             agent_id: The agent's id (default: a new one).
             session_id: The session's id (default: a new one).
@@ -307,6 +316,7 @@ class Agent:
             ),
         )
         made.workspace = space
+        made.elicitation = elicitation
         made.subagent_models = dict(subagent_models or {})
         for chosen in made.tools:
             if chosen.on_agent_create is not None:
@@ -326,6 +336,7 @@ class Agent:
             "registry": reg,
             "policy": [*layers, subagent_policy or ToolPolicy(name="sub-agent", deny=["task_run"])],
             "approver": approver,
+            "elicitation": elicitation,
             "hooks": hooks,
             "config": config,
             "channel": channel,

@@ -30,9 +30,9 @@ from kode.tools.context import ToolContext
 from kode.tools.declared import DeclaredTool, declare_tool
 from kode.tools.kinds import Kind
 from kode.tools.results import ToolResult, text_result
-from kode.tools.services import AGENT
+from kode.tools.services import AGENT, CALLER
 
-__all__ = ["USER_REJECTED", "ClientAnswers", "RootsOption", "SamplingOption"]
+__all__ = ["USER_REJECTED", "ClientAnswers", "ElicitationOption", "RootsOption", "SamplingOption"]
 
 USER_REJECTED = -1
 """The error code MCP uses for a request the user refused."""
@@ -41,6 +41,8 @@ SamplingOption = SamplingFunc | Model | Literal["agent"] | None
 """What answers sampling: a function, a model, the calling agent's model, or nothing."""
 RootsOption = Sequence[str | Path] | Literal["workspace"] | None
 """Which roots a server sees: these paths, the calling agent's workspace, or none."""
+ElicitationOption = ElicitationFunc | Literal["agent"] | None
+"""Who answers elicitation: a function, whoever runs the call (`CALLER`), or nobody."""
 
 
 def _refuse(text: str, code: int = types.INVALID_REQUEST) -> types.ErrorData:
@@ -59,7 +61,7 @@ class ClientAnswers:
         server: str,
         *,
         sampling: SamplingOption,
-        elicitation: ElicitationFunc | None,
+        elicitation: ElicitationOption,
         roots: RootsOption,
         trust: bool,
     ) -> None:
@@ -69,9 +71,10 @@ class ClientAnswers:
                     "sampling must be 'agent', a kode Model, an async function or None, got "
                     f"{type(sampling).__name__}"
                 )
-        if elicitation is not None and not callable(elicitation):
+        if elicitation is not None and elicitation != "agent" and not callable(elicitation):
             raise TypeError(
-                f"elicitation must be an async function or None, got {type(elicitation).__name__}"
+                "elicitation must be 'agent', an async function or None, got "
+                f"{type(elicitation).__name__}"
             )
         if isinstance(roots, str) and roots != "workspace":
             raise TypeError(f"roots must be 'workspace', a list of paths or None, got {roots!r}")
@@ -80,7 +83,8 @@ class ClientAnswers:
         self.sampling = sampling
         """What answers sampling requests (see `SamplingOption`)."""
         self.elicitation = elicitation
-        """What answers elicitation requests (`None`: the capability is not declared)."""
+        """What answers elicitation requests (see `ElicitationOption`; `None`: the capability
+        is not declared)."""
         self.roots = roots
         """Which roots the server sees (see `RootsOption`)."""
         self.trust = trust
@@ -147,7 +151,17 @@ class ClientAnswers:
         if self.elicitation is None:
             return _refuse("elicitation is not supported by this client")
         request = elicitation_request(self.server, params, ctx)
-        reply = await self.elicitation(request)
+        if self.elicitation == "agent":
+            caller = CALLER.get(ctx.services) if ctx is not None else None
+            if caller is None:
+                return _refuse(
+                    f"MCP server '{self.server}' asked the user a question outside a call from "
+                    "an agent, and this connection leaves questions to the calling agent: pass "
+                    "elicitation= (a function) to kode.mcp.connect to answer it"
+                )
+            reply = await caller.elicit(request)
+        else:
+            reply = await self.elicitation(request)
         try:
             return elicit_result(reply, request)
         except (TypeError, ValueError) as exc:

@@ -21,9 +21,8 @@ from typing import Any
 import anyio.to_thread
 import mcp_types as types
 
-from kode.mcp.answers import ClientAnswers, RootsOption, SamplingOption
+from kode.mcp.answers import ClientAnswers, ElicitationOption, RootsOption, SamplingOption
 from kode.mcp.convert import BlobFiles, kind_from_annotations, tool_result
-from kode.mcp.elicitation import ElicitationFunc
 from kode.mcp.names import check_server_name, kode_tool_names, server_prefix
 from kode.mcp.resources import (
     MCPEvent,
@@ -526,7 +525,7 @@ def connect(
     registry: ToolRegistry | None = None,
     groups: Iterable[str] = (),
     sampling: SamplingOption = "agent",
-    elicitation: ElicitationFunc | None = None,
+    elicitation: ElicitationOption = "agent",
     roots: RootsOption = "workspace",
     tasks: bool = True,
     on_event: MCPEventFunc | None = None,
@@ -560,8 +559,11 @@ def connect(
             agent whose call is running, once the agent's permission rules allow it: see
             docs/mcp.md), a kode `Model`, an async `SamplingFunc`, or `None` (not offered, so
             the server hides tools that need it).
-        elicitation: An async `ElicitationFunc` that answers the server's questions to the
-            user (form and URL modes); `None`: not offered.
+        elicitation: What answers the server's questions to the user (form and URL modes):
+            ``"agent"`` (the calling agent's elicitation function, ``Agent.create(
+            elicitation=...)``, or the MCP client of a tool served by ``kode mcp serve``), an
+            async `ElicitationFunc`, or `None` (not offered, so the server hides tools that
+            need it).
         roots: The directories the server may work in: ``"workspace"`` (the calling agent's
             workspace, else the current directory), a list of paths, or `None` (not offered).
         tasks: Speak MCP Tasks: call tools that require it as tasks, and run the server's

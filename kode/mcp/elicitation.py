@@ -1,20 +1,20 @@
 """Elicitation: an MCP server asks the user for information (a form) or to visit a URL.
 
-This module owns what such a request looks like in kode (`ElicitationRequest`), what answers
-it (`ElicitationFunc`, returning an `ElicitationReply`: a UI, a prompt, an approver), the check
-of a form's answer against the schema the server sent, and the translations to and from MCP's
-``elicitation/create``. Form mode is for ordinary information; URL mode sends the user to a
-page (sign-in, payment) whose data never passes through the client.
+A server's request is a `kode.tools.asking.ElicitationRequest` (re-exported here, with
+`ElicitationReply` and `ElicitationFunc`), the same a kode tool's ``ctx.elicit`` makes, so one
+function answers both. This module owns the check of a form's answer against the schema the
+server sent, and the translations to and from MCP's ``elicitation/create``. Form mode is for
+ordinary information; URL mode sends the user to a page (sign-in, payment) whose data never
+passes through the client.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import mcp_types as types
 
+from kode.tools.asking import ElicitationFunc, ElicitationReply, ElicitationRequest
 from kode.tools.context import ToolContext
 
 __all__ = [
@@ -26,46 +26,13 @@ __all__ = [
 ]
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
-class ElicitationRequest:
-    """A server's request for the user's input (MCP ``elicitation/create``)."""
-
-    server: str
-    """The server's name in kode."""
-    mode: Literal["form", "url"]
-    """``form``: fill in `schema`; ``url``: open `url` (and come back)."""
-    message: str
-    """What the server says to the user."""
-    schema: dict[str, Any] | None = None
-    """Form mode: the JSON schema of the answer (an object of plain fields)."""
-    url: str | None = None
-    """URL mode: the page the user should open."""
-    elicitation_id: str | None = None
-    """URL mode: the server's id for this elicitation."""
-    ctx: ToolContext[Any] | None = field(default=None, compare=False)
-    """The context of the kode call during which the server asked (`None`: outside a call)."""
-
-
-@dataclass(kw_only=True, frozen=True, slots=True)
-class ElicitationReply:
-    """The user's answer to an `ElicitationRequest`."""
-
-    action: Literal["accept", "decline", "cancel"]
-    """``accept`` (form sent, or URL opened), ``decline`` (refused) or ``cancel`` (dismissed)."""
-    content: dict[str, Any] | None = None
-    """Form mode, with ``accept``: the answer, fitting the request's schema."""
-
-
-ElicitationFunc = Callable[[ElicitationRequest], Awaitable[ElicitationReply]]
-"""Answers a server's elicitation request (a UI, a prompt, an approver)."""
-
-
 def elicitation_request(
     server: str,
     params: types.ElicitRequestFormParams | types.ElicitRequestURLParams,
     ctx: ToolContext[Any] | None,
 ) -> ElicitationRequest:
     """The kode form of a server's ``elicitation/create`` parameters."""
+    tool_name = ctx.tool_name if ctx is not None else ""
     if isinstance(params, types.ElicitRequestURLParams):
         return ElicitationRequest(
             server=server,
@@ -73,6 +40,7 @@ def elicitation_request(
             message=params.message,
             url=params.url,
             elicitation_id=params.elicitation_id,
+            tool_name=tool_name,
             ctx=ctx,
         )
     return ElicitationRequest(
@@ -80,6 +48,7 @@ def elicitation_request(
         mode="form",
         message=params.message,
         schema=dict(params.requested_schema),
+        tool_name=tool_name,
         ctx=ctx,
     )
 

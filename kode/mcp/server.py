@@ -49,6 +49,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from kode.mcp.caller import CURRENT_REQUEST, ClientCaller
 from kode.mcp.convert import annotations_for_kind, call_result, output_schema_for
 from kode.mcp.http import HTTPAccess, disconnected, http_app
 from kode.registries.meta import ToolSource
@@ -57,6 +58,7 @@ from kode.registries.registry import registry as global_registry
 from kode.tools.context import ToolContext, ToolEvent
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult, error_result
+from kode.tools.services import CALLER
 from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool
 
@@ -203,8 +205,9 @@ class ToolServer:
         self._sessions: list[ServerSession] = []
         self._bus = InMemorySubscriptionBus()
         self._min_level: types.LoggingLevel = "debug"
-        self.services: dict[str, Any] = {}
-        """Shared by every call this server runs (`ToolContext.services`)."""
+        self.services: dict[str, Any] = {CALLER.name: ClientCaller()}
+        """Shared by every call this server runs (`ToolContext.services`); `CALLER` sends a
+        tool's ``ctx.elicit`` and ``ctx.sample`` to the client of the call."""
         self.files = FilePool()
         """What the served tools read and wrote (`ToolContext.files`)."""
         try:
@@ -349,6 +352,7 @@ class ToolServer:
         )
         gone = disconnected(ctx.request)
         result: ToolResult | None = None
+        current = CURRENT_REQUEST.set(ctx)  # what ctx.elicit and ctx.sample ask (ClientCaller)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._relay, receive, ctx, tool.name)
             with anyio.CancelScope() as call_scope:
@@ -362,6 +366,7 @@ class ToolServer:
                 finally:
                     send.close()  # the relay sends what is left, then ends
                     watch.cancel()
+                    CURRENT_REQUEST.reset(current)
         if result is None:
             result = error_result(
                 "The call was cancelled: the client disconnected.", type=ToolErrorType.CANCELLED

@@ -9,15 +9,18 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Literal
 
 from typing_extensions import TypeVar
 
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.workspace import FilePool, Workspace
+
+if TYPE_CHECKING:
+    from kode.tools.asking import ElicitationReply, ToolCaller
 
 __all__ = ["DepsT", "EventSinkFunc", "ToolContext", "ToolEvent"]
 
@@ -190,3 +193,134 @@ class ToolContext(Generic[DepsT]):
     def cancel(self) -> None:
         """Mark the call as cancelled (kode does this on timeout and cancellation)."""
         self._cancelled.set()
+
+    # --- asking the user and a model ---------------------------------------------------------
+
+    def _caller(self, what: str) -> ToolCaller:
+        from kode.tools.services import CALLER
+
+        caller = CALLER.get(self.services)
+        if caller is None:
+            raise ToolError(
+                f"Tool '{self.tool_name or '?'}' {what}, and nobody can answer outside an agent "
+                "or an MCP client: run it in an agent (Agent.create(elicitation=...) answers the "
+                "user's part), or serve it with kode mcp serve.",
+                type=ToolErrorType.EXECUTION_FAILED,
+            )
+        return caller
+
+    async def elicit(
+        self,
+        message: str,
+        schema: dict[str, Any] | type[Any] | None = None,
+        *,
+        url: str | None = None,
+    ) -> ElicitationReply:
+        """Ask the user for information (a form) or to open a page, and wait for the answer.
+
+        Inside an agent the agent's elicitation function answers (``Agent.create(
+        elicitation=...)``); in a tool served by ``kode mcp serve`` the MCP client does
+        (``elicitation/create``).
+
+        Args:
+            message: What the user is told.
+            schema: The form: a JSON schema of an object of plain fields, or a type (a
+                pydantic model, a dataclass, a TypedDict) whose schema is used and into which
+                an accepted answer is validated (`ElicitationReply.value`).
+            url: Open this page instead of filling in a form (URL mode; no `schema`).
+
+        Returns:
+            The answer: ``action`` is ``accept``, ``decline`` or ``cancel``; ``content`` holds
+            an accepted form.
+
+        Raises:
+            ToolError: nobody can answer here, the runner refused, or an accepted answer does
+                not fit `schema`'s type (the message says which).
+            ValueError: both or neither of a form and `url` were given.
+        """
+        import uuid
+
+        from kode.tools.asking import ElicitationRequest
+
+        if url is not None and schema is not None:
+            raise ValueError("ctx.elicit: give a schema (a form) or url= (a page), not both")
+        adapter = None
+        if isinstance(schema, type):
+            from pydantic import TypeAdapter
+
+            from kode.tools.dialects import strip_titles
+
+            adapter = TypeAdapter(schema)
+            schema = strip_titles(adapter.json_schema())
+        if url is None and schema is None:
+            schema = {"type": "object", "properties": {}}
+        request = ElicitationRequest(
+            message=message,
+            mode="url" if url is not None else "form",
+            schema=schema,
+            url=url,
+            elicitation_id=uuid.uuid4().hex if url is not None else None,
+            tool_name=self.tool_name,
+            ctx=self,
+        )
+        reply = await self._caller("asked the user a question").elicit(request)
+        if adapter is not None and reply.action == "accept":
+            from pydantic import ValidationError
+
+            try:
+                value = adapter.validate_python(reply.content or {})
+            except ValidationError as exc:
+                raise ToolError(
+                    f"The user's answer to tool '{self.tool_name}' does not fit its form: "
+                    + "; ".join(
+                        f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}"
+                        for e in exc.errors()
+                    ),
+                    type=ToolErrorType.EXECUTION_FAILED,
+                ) from None
+            reply = replace(reply, value=value)
+        return reply
+
+    async def sample(
+        self,
+        prompt: str | Sequence[tuple[Literal["user", "assistant"], str]],
+        *,
+        system: str = "",
+        max_tokens: int = 1024,
+        temperature: float | None = None,
+    ) -> str:
+        """Ask a model to answer `prompt`, and return its text.
+
+        Inside an agent the agent's own model answers (with no tools); in a tool served by
+        ``kode mcp serve`` the MCP client does (``sampling/createMessage``), after its user
+        allows it.
+
+        Args:
+            prompt: The user's message, or a conversation of ``(role, text)`` pairs.
+            system: The system prompt.
+            max_tokens: The most tokens the answer may have.
+            temperature: The sampling temperature, if any.
+
+        Raises:
+            ToolError: no model can answer here, or the runner refused.
+        """
+        from kode.tools.asking import SampleRequest
+
+        messages: tuple[tuple[Literal["user", "assistant"], str], ...] = (
+            (("user", prompt),) if isinstance(prompt, str) else tuple(prompt)
+        )
+        for role, text in messages:
+            if role not in ("user", "assistant") or not isinstance(text, str):
+                raise ValueError(
+                    "ctx.sample: a conversation is a list of (role, text) pairs with role "
+                    f"'user' or 'assistant', got ({role!r}, {type(text).__name__})"
+                )
+        request = SampleRequest(
+            messages=messages,
+            system=system,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            tool_name=self.tool_name,
+            ctx=self,
+        )
+        return await self._caller("asked for a model's answer").sample(request)

@@ -15,11 +15,22 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from kode.tools.asking import ToolCaller
+
 if TYPE_CHECKING:
     from kode.tools.context import ToolContext
     from kode.tools.tool import Tool
 
-__all__ = ["AGENT", "SUBAGENTS", "TODOS", "AgentLink", "ServiceKey", "SubagentRunner"]
+__all__ = [
+    "AGENT",
+    "CALLER",
+    "SUBAGENTS",
+    "TODOS",
+    "AgentLink",
+    "ServiceKey",
+    "SubagentRunner",
+    "ToolCaller",
+]
 
 T = TypeVar("T")
 
@@ -163,3 +174,10 @@ AGENT: ServiceKey[AgentLink] = ServiceKey(
     "agent", AgentLink, doc="the running agent: its model and its user's approval"
 )
 """The agent a call runs in (the same handle as `SUBAGENTS`, seen for its model and approvals)."""
+
+
+CALLER: ServiceKey[ToolCaller] = ServiceKey(
+    "caller", ToolCaller, doc="who runs the tool: its user's answers and a model's"
+)
+"""Whoever runs the call (an agent, or ``kode mcp serve`` for an MCP client): what
+`ToolContext.elicit` and `ToolContext.sample` ask."""

@@ -254,7 +254,8 @@ async def test_an_agent_uses_them_and_its_model_samples_with_approval(
             "All done.",
         ]
     )
-    async with started(command=everything, registry=reg, elicitation=user.elicit) as server:
+    # sampling and elicitation are left to the calling agent (connect's defaults)
+    async with started(command=everything, registry=reg) as server:
         # the server asks for the roots once started, outside any call: it is told the
         # current directory, and told again (roots/list_changed) when the agent calls
         with anyio.fail_after(10):
@@ -265,6 +266,7 @@ async def test_an_agent_uses_them_and_its_model_samples_with_approval(
             model=model,
             registry=reg,
             approver=approver,
+            elicitation=user.elicit,  # the agent's user answers the server's questions
             workspace=tmp_path,
         )
         async with agent:
@@ -297,6 +299,8 @@ async def test_an_agent_uses_them_and_its_model_samples_with_approval(
         assert '"text": "Forty-two."' in texts[0] and '"model": "scripted"' in texts[0]
         assert tmp_path.as_uri() in texts[1]  # roots: the agent's workspace
         assert "Ada Lovelace" in texts[2]
+        assert user.elicited[0].server == "ev"
+        assert user.elicited[0].tool_name == P + "trigger-elicitation-request"
         assert results[3].is_error and "the user denied it: not this one" in texts[3]
 
 

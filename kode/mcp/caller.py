@@ -1,0 +1,114 @@
+"""What a tool served over MCP gets when it asks (`ctx.elicit`, `ctx.sample`): the client's answer.
+
+This module owns `ClientCaller`, the `CALLER` service `kode.mcp.server.ToolServer` gives the
+tools it serves: a tool's ``ctx.elicit`` becomes an ``elicitation/create`` request to the MCP
+client and ``ctx.sample`` a ``sampling/createMessage``, each tied to the ``tools/call`` that is
+running (``related_request_id``). The server's services are shared by every call, so the call
+in progress is found through a context variable that `ToolServer` sets around each call.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
+
+from kode.tools.asking import ElicitationReply, ElicitationRequest, SampleRequest
+from kode.tools.errors import ToolError, ToolErrorType
+
+__all__ = ["CURRENT_REQUEST", "ClientCaller"]
+
+CURRENT_REQUEST: contextvars.ContextVar[ServerRequestContext[Any, Any] | None]
+CURRENT_REQUEST = contextvars.ContextVar("kode_mcp_current_request", default=None)
+"""The ``tools/call`` request being served in this task (set by `ToolServer`)."""
+
+
+def _failed(text: str) -> ToolError:
+    return ToolError(text, type=ToolErrorType.EXECUTION_FAILED)
+
+
+class ClientCaller:
+    """The MCP client of the call in progress, as a `kode.tools.asking.ToolCaller`."""
+
+    def _request(self, request: ElicitationRequest | SampleRequest, what: str) -> Any:
+        current = CURRENT_REQUEST.get()
+        if current is None:
+            raise _failed(
+                f"Tool '{request.tool_name}' {what} outside a call from an MCP client (in a "
+                "thread of its own?): ctx.elicit and ctx.sample work in the tool's own task."
+            )
+        return current
+
+    def _check(self, current: Any, capability: types.ClientCapabilities, what: str) -> None:
+        session = current.session
+        declared = session.client_capabilities
+        if declared is None or not session.check_client_capability(capability):
+            raise _failed(f"The MCP client does not {what} (it did not declare it).")
+
+    async def elicit(self, request: ElicitationRequest) -> ElicitationReply:
+        """Send ``elicitation/create`` to the client and return its answer.
+
+        Raises:
+            ToolError: the client does not answer elicitations (of this mode), or failed.
+        """
+        current = self._request(request, "asked the user a question")
+        if request.mode == "url":
+            wanted = types.ElicitationCapability(url=types.UrlElicitationCapability())
+            params: types.ElicitRequestFormParams | types.ElicitRequestURLParams
+            params = types.ElicitRequestURLParams(
+                message=request.message,
+                url=request.url or "",
+                elicitation_id=request.elicitation_id or "",
+            )
+        else:
+            wanted = types.ElicitationCapability()
+            params = types.ElicitRequestFormParams(
+                message=request.message, requested_schema=request.schema or {}
+            )
+        self._check(current, types.ClientCapabilities(elicitation=wanted), "answer elicitations")
+        try:
+            result = await current.session.send_request(
+                types.ElicitRequest(params=params),
+                types.ElicitResult,
+                metadata=ServerMessageMetadata(related_request_id=current.request_id),
+            )
+        except MCPError as exc:
+            raise _failed(f"The MCP client refused the question: {exc.message}") from None
+        return ElicitationReply(action=result.action, content=result.content)
+
+    async def sample(self, request: SampleRequest) -> str:
+        """Send ``sampling/createMessage`` to the client and return the text of its answer.
+
+        Raises:
+            ToolError: the client does not sample, refused, or answered without text.
+        """
+        current = self._request(request, "asked for a model's answer")
+        self._check(
+            current, types.ClientCapabilities(sampling=types.SamplingCapability()), "sample"
+        )
+        params = types.CreateMessageRequestParams(
+            messages=[
+                types.SamplingMessage(role=role, content=types.TextContent(text=text))
+                for role, text in request.messages
+            ],
+            system_prompt=request.system or None,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+        )
+        try:
+            result = await current.session.send_request(
+                types.CreateMessageRequest(params=params),
+                types.CreateMessageResult,
+                metadata=ServerMessageMetadata(related_request_id=current.request_id),
+            )
+        except MCPError as exc:
+            raise _failed(f"The MCP client refused to sample: {exc.message}") from None
+        blocks = result.content if isinstance(result.content, list) else [result.content]
+        texts = [b.text for b in blocks if isinstance(b, types.TextContent)]
+        if not texts:
+            raise _failed("The MCP client's model answered without text.")
+        return "".join(texts)
