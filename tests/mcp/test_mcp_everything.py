@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import mcp_types as types
 import pytest
 from npm_servers import npm_server
 
@@ -407,3 +408,24 @@ async def test_resources_prompts_and_subscriptions(everything: list[str]) -> Non
         await server.unsubscribe("demo://resource/dynamic/text/1")
         stopped = await _run(reg, "toggle-subscriber-updates", {}, ToolContext())
         assert "Stopped" in stopped.text, stopped.text  # (its timer would keep node running)
+
+
+@on_asyncio
+async def test_a_task_call_that_times_out_is_cancelled_on_the_server(everything: list[str]) -> None:
+    reg = ToolRegistry("everything-cancel")
+    async with started(command=everything, registry=reg, timeout=1.5) as server:
+        ctx: ToolContext[Any] = ToolContext()
+        result = await _run(reg, "simulate-research-query", {"topic": "tides"}, ctx)
+        assert result.is_error and "timed out after 1.5 s" in result.text
+
+        async def status() -> str:
+            listed = await server.remote.request(
+                lambda s: s.send_request(types.ListTasksRequest(), types.ListTasksResult)
+            )
+            (task,) = listed.tasks
+            return task.status
+
+        # kode sends tasks/cancel when the call is cancelled (the call does not wait for it)
+        with anyio.fail_after(5):
+            while await status() != "cancelled":
+                await anyio.sleep(0.05)
