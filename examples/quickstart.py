@@ -1,4 +1,5 @@
-"""kode in one screen: define two tools, show their schemas, run them as a model would.
+"""kode in one screen: define two tools, show their schemas, run them as a model would, then
+keep an agent's session in SQLite and continue it in a second process.
 
 Run it with:  python examples/quickstart.py
 """
@@ -6,11 +7,18 @@ Run it with:  python examples/quickstart.py
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 from typing import Annotated, Literal
 
+import anyio
 from pydantic import Field
 
-from kode import ToolContext, define_tool, registry
+from kode import Agent, AgentTemplate, ToolContext, define_tool, registry
+from kode.models import ScriptedModel, tool_use
 
 
 @define_tool(kind="search")
@@ -78,5 +86,33 @@ def main() -> None:
         show(f"{tool.name}({args}) -> tool_result", result.to_block(call_id))
 
 
+NOTES = AgentTemplate(id="notes", tools=["search_notes"])
+
+
+async def save_session() -> tuple[str, str]:
+    """An agent whose session is kept in SQLite (a second process continues it)."""
+    url = f"sqlite:///{Path(tempfile.mkdtemp()) / 'sessions.db'}"
+    model = ScriptedModel(
+        [[tool_use("search_notes", {"query": "coffee"})], "You wrote about coffee twice."]
+    )
+    async with Agent.create(NOTES, model=model, store=url) as agent:
+        reply = await agent.send("What did I write about coffee?")
+    print(f"\n=== process {os.getpid()} saved session {agent.session_id}: {reply.text}")
+    return url, agent.session_id
+
+
+async def resume_session(url: str, session_id: str) -> None:
+    model = ScriptedModel(["Yes: one note about tomatoes."])
+    async with await Agent.resume(session_id, store=url, model=model, template=NOTES) as agent:
+        kept = len(agent.messages)
+        reply = await agent.send("Anything else?")
+    print(f"=== process {os.getpid()} resumed it with {kept} messages: {reply.text}")
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["resume"]:
+        anyio.run(resume_session, sys.argv[2], sys.argv[3])
+    else:
+        main()
+        url, session_id = anyio.run(save_session)
+        subprocess.run([sys.executable, __file__, "resume", url, session_id], check=True)

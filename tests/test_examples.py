@@ -30,6 +30,10 @@ def test_quickstart_runs_and_shows_schemas_and_results() -> None:
     assert "'limit' should be less than or equal to 20, got 99" in out
     assert "'unit' should be 'C' or 'F', got \\\"K\\\"" in out
     assert "21.5 °C is 70.7 °F" in out
+    # The session kept in SQLite, continued by a second process with its history.
+    saved = re.search(r"=== process (\d+) saved session (\S+): You wrote about coffee twice.", out)
+    resumed = re.search(r"=== process (\d+) resumed it with 4 messages: Yes: one note", out)
+    assert saved and resumed and saved[1] != resumed[1], out
 
 
 def test_readme_example_runs(isolated_registry: ToolRegistry) -> None:

@@ -1,8 +1,8 @@
 """`Agent`: a template's tools, a model and a conversation that outlives each run.
 
 This module owns the agent's configuration (template, model, tools, deps, approver, hooks,
-workspace, services) and its history (messages, call records, usage, client calls waiting for
-results, tools allowed for the session), and the state that saves and restores both. Each
+workspace, services), its creation and resumption from a store, and the state that saves and
+restores it. Its history is a `Session` (`kode.agent.session`), which alone changes it; each
 ``send`` or ``stream`` runs in an `AgentRun` (`kode.agent.run`), which owns the loop.
 """
 

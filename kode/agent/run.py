@@ -6,7 +6,8 @@ back in one user message in call order, and repeat until the model answers witho
 run also owns what only exists while it goes: the approvals waiting for `Agent.decide`, the
 listener its events go to, the cancel scope `Agent.interrupt` cancels, and the event loop it
 runs on. What outlives a run (the history, the call records, client calls waiting for
-results, usage) belongs to the `Agent`.
+results, usage) belongs to the agent's `Session`, which the run changes through its methods
+and commits before each step that follows a change.
 """
 
 from __future__ import annotations

@@ -520,6 +520,9 @@ class Session:
         """Read decisions other processes appended after record `after` for calls that wait."""
         if self.store is None:
             return
+        lease = self.lease
+        if lease is not None and lease.expires_at - time.time() < self.lease_ttl / 2:
+            self.lease = await self.store.renew(lease, ttl=self.lease_ttl)  # a long wait
         log = await self.store.load(self.id, after=after, types={"approval_decision"})
         for entry in log.entries:
             record = entry.record
