@@ -119,7 +119,7 @@ class Agent:
             self._by_name[normalize_name(made.name)] = made
             for alias in getattr(made, "aliases", ()):
                 self._by_name.setdefault(normalize_name(alias), made)
-        for alias, target in registry.aliases().items():
+        for alias, target in resolution.aliases.items():
             found = self._by_name.get(normalize_name(target))
             if found is not None:
                 self._by_name.setdefault(alias, found)

@@ -24,7 +24,7 @@ import contextlib
 import difflib
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from typing import TYPE_CHECKING, Any
@@ -39,6 +39,7 @@ from kode.registries.entries import (
     same_factory,
 )
 from kode.registries.factories import ToolFactoryContext, ToolFactoryFunc
+from kode.registries.index import NameIndex
 from kode.registries.meta import Diagnostic, DiagnosticLevel, ToolMeta, ToolSource
 from kode.registries.policy import (
     BUILTIN_PROFILES,
@@ -100,6 +101,7 @@ class ToolRegistry:
         self._groups: dict[str, tuple[str, ...]] = {}
         self._profiles: dict[str, tuple[str, ...]] = dict(BUILTIN_PROFILES)
         self._diagnostics: list[Diagnostic] = []
+        self._index = NameIndex()
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -276,6 +278,7 @@ class ToolRegistry:
                 if not replace:
                     return self._conflict(entry, f"an alias of {target!r}")
                 del self._aliases[key]
+                self._index.remove_alias(key, target)
             if existing is not None and not replace and not is_rerun(existing, entry):
                 old = existing.meta
                 if new.source is ToolSource.CORE and old.source is ToolSource.PLUGIN:
@@ -292,7 +295,9 @@ class ToolRegistry:
                     return self._conflict(entry, where)
             if existing is not None:
                 self._drop_aliases(key)
+                self._index.remove(key, existing.meta)
             self._entries[key] = entry
+            self._index.add(key, new)
             for alias in new.aliases:
                 self._add_alias(alias, key, source=new)
             return True
@@ -325,8 +330,9 @@ class ToolRegistry:
         return False
 
     def _drop_aliases(self, key: str) -> None:
-        for alias in [a for a, target in self._aliases.items() if target == key]:
+        for alias in self._index.aliases_of(key):
             del self._aliases[alias]
+            self._index.remove_alias(alias, key)
 
     def _add_alias(self, alias: str, key: str, *, source: ToolMeta | None = None) -> bool:
         if alias in self._entries or (alias in self._aliases and self._aliases[alias] != key):
@@ -340,6 +346,7 @@ class ToolRegistry:
             )
             return False
         self._aliases[alias] = key
+        self._index.add_alias(alias, key)
         return True
 
     def add_alias(self, alias: str, target: str) -> None:
@@ -357,6 +364,7 @@ class ToolRegistry:
             if alias_key in self._entries or self._aliases.get(alias_key, key) != key:
                 raise ValueError(f"{alias!r} already names a tool or an alias; choose another")
             self._aliases[alias_key] = key
+            self._index.add_alias(alias_key, key)
 
     def unregister(self, name: str) -> None:
         """Remove a tool (by name or alias) and its aliases.
@@ -370,6 +378,7 @@ class ToolRegistry:
                 raise self._not_found(name)
             entry = self._entries.pop(key)
             self._drop_aliases(key)
+            self._index.remove(key, entry.meta)
             if entry.factory is not None:
                 kept: list[FactoryRecord] = []
                 for record in self._factories:
@@ -390,6 +399,7 @@ class ToolRegistry:
             self._groups.clear()
             self._profiles = dict(BUILTIN_PROFILES)
             self._diagnostics.clear()
+            self._index = NameIndex()
 
     @contextlib.contextmanager
     def isolated(self) -> Iterator[ToolRegistry]:
@@ -423,6 +433,7 @@ class ToolRegistry:
             "_groups": {},
             "_profiles": dict(BUILTIN_PROFILES),
             "_diagnostics": [],
+            "_index": NameIndex(),
         }
         with self._lock:
             old = {k: getattr(self, k) for k in fresh}
@@ -484,7 +495,7 @@ class ToolRegistry:
             if key is None:
                 raise self._not_found(name)
             meta = self._entries[key].meta
-            aliases = tuple(a for a, k in self._aliases.items() if k == key)
+            aliases = self._index.aliases_of(key)
         return dc_replace(meta, aliases=aliases) if aliases != meta.aliases else meta
 
     def get(self, name: str) -> Tool[..., Any]:
@@ -575,6 +586,23 @@ class ToolRegistry:
         """Choose an agent's tools: see `kode.registries.resolve.resolve`."""
         return resolve(self, names_or_patterns, policy, ctx)
 
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[RegistryView]:
+        """Hold the registry still for the block and show its tables and indexes.
+
+        What the view shows is live: read it inside the block only. Resolution reads through
+        it, so choosing tools never copies the whole registry.
+        """
+        with self._lock:
+            yield RegistryView(
+                entries=self._entries,
+                aliases=self._aliases,
+                index=self._index,
+                factories=tuple(self._factories),
+                groups=self._groups,
+                profiles=self._profiles,
+            )
+
     def snapshot(self) -> RegistrySnapshot:
         """Everything registered, copied at one instant (safe to read while others register)."""
         with self._lock:
@@ -601,6 +629,24 @@ class RegistrySnapshot:
     """Group name → member names."""
     profiles: dict[str, tuple[str, ...]]
     """Profile name → its entries."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class RegistryView:
+    """A `ToolRegistry`'s live tables, held still by `ToolRegistry.reading`."""
+
+    entries: Mapping[str, RegisteredTool]
+    """Normalised name → entry."""
+    aliases: Mapping[str, str]
+    """Alias → normalised name."""
+    index: NameIndex
+    """Names by group, by plugin and in sorted order."""
+    factories: tuple[FactoryRecord, ...]
+    """Every tool factory."""
+    groups: Mapping[str, tuple[str, ...]]
+    """Custom group → member patterns."""
+    profiles: Mapping[str, tuple[str, ...]]
+    """Profile → its entries."""
 
 
 registry = ToolRegistry("global")

@@ -4,7 +4,12 @@ This module owns `resolve` and its report, `Resolution`. It asks factories for t
 (a factory that raises or returns garbage is a diagnostic, never a failure of the others),
 selects what the template names, includes optional tools only when named explicitly, applies
 every policy layer, and orders the result: core, user, plugin, discovered, MCP by server,
-client. Everything left out is listed with the reason.
+client. Everything left out is listed with the reason, when asked (`Resolution.excluded`).
+
+Its cost follows what is selected, not the registry's size: a name or alias is a dictionary
+lookup, a group or plugin id reads the registry's index of its members, and a glob reads only
+the names under its literal prefix (`kode.registries.index`). Only ``*``, a glob with no
+literal start, and the report of tools left out read every registered tool.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from kode.registries.factories import ToolFactoryContext
+from kode.registries.index import compiled_glob, is_glob
 from kode.registries.meta import SOURCE_ORDER, Diagnostic, ToolMeta
 from kode.registries.policy import (
     BUILTIN_PROFILES,
@@ -30,10 +36,12 @@ from kode.registries.policy import (
 from kode.tools.tool import Tool
 
 if TYPE_CHECKING:
-    from kode.registries.entries import FactoryRecord, RegisteredTool
-    from kode.registries.registry import ToolRegistry
+    from kode.registries.entries import FactoryRecord
+    from kode.registries.registry import RegistryView, ToolRegistry
 
 __all__ = ["Exclusion", "Resolution", "UnmatchedEntry", "factory_tools", "resolve"]
+
+_NOT_LISTED = "not listed by the template"
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -56,6 +64,9 @@ class UnmatchedEntry:
     """Close tool names, group names or plugin ids, best first."""
 
 
+_SortKey = tuple[int, str, str]
+
+
 @dataclass(kw_only=True, slots=True)
 class Resolution:
     """The tools chosen for an agent, and an account of everything else."""
@@ -64,17 +75,36 @@ class Resolution:
     """The chosen tools, in a stable order."""
     metas: dict[str, ToolMeta] = field(default_factory=dict)
     """What the registry knows about each chosen tool, by name."""
-    excluded: list[Exclusion] = field(default_factory=list)
-    """Available tools that were left out, with the reason."""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """The registry's aliases of the chosen tools: alias → tool name."""
     unmatched: list[UnmatchedEntry] = field(default_factory=list)
     """Template entries that named nothing (an agent refuses to start with these)."""
     diagnostics: list[Diagnostic] = field(default_factory=list)
     """Warnings and errors met while resolving (factories, policy typos)."""
+    left_out: list[tuple[_SortKey, Exclusion]] = field(default_factory=list, repr=False)
+    """Tools the template named but that were left out (optional, denied, not made)."""
+    unlisted: Callable[[], list[tuple[_SortKey, Exclusion]]] | None = field(
+        default=None, repr=False
+    )
+    """Lists the tools the template did not name, when asked (`None`: it named everything)."""
 
     @property
     def names(self) -> list[str]:
         """The chosen tools' names, in order."""
         return [t.name for t in self.tools]
+
+    @property
+    def excluded(self) -> list[Exclusion]:
+        """Available tools that were left out, with the reason, in the order of `tools`.
+
+        Worked out each time it is read, so an agent keeps no list of the registry's other
+        tools: a tool registered after the resolution shows as not listed by the template.
+        """
+        pairs = list(self.left_out)
+        if self.unlisted is not None:
+            pairs += self.unlisted()
+        pairs.sort(key=lambda pair: pair[0])
+        return [exclusion for _, exclusion in pairs]
 
     def explain(self) -> str:
         """A readable account: chosen tools with their source, exclusions, typos, problems."""
@@ -84,9 +114,10 @@ class Resolution:
             meta = self.metas[t.name]
             extra = meta.plugin_id or meta.server
             lines.append(f"  + {t.name} ({meta.source.value}{': ' + extra if extra else ''})")
-        if self.excluded:
-            lines.append(f"{len(self.excluded)} left out:")
-            lines += [f"  - {e.name}: {e.reason}" for e in self.excluded]
+        excluded = self.excluded
+        if excluded:
+            lines.append(f"{len(excluded)} left out:")
+            lines += [f"  - {e.name}: {e.reason}" for e in excluded]
         for u in self.unmatched:
             hint = f"; did you mean {', '.join(u.suggestions)}?" if u.suggestions else ""
             lines.append(f"  ! {u.entry!r} matches no tool{hint}")
@@ -132,12 +163,102 @@ def _suggest(entry: str, names: set[str], groups: set[str], servers: set[str]) -
     return tuple(close)
 
 
-def _meta_key(meta: ToolMeta) -> tuple[int, str, str]:
+def _meta_key(meta: ToolMeta) -> _SortKey:
     return (SOURCE_ORDER[meta.source], meta.server or "", meta.name.lower())
 
 
-def _sort_key(pair: tuple[ToolMeta, Tool[..., Any]]) -> tuple[int, str, str]:
-    return _meta_key(pair[0])
+MadeTools = dict[str, tuple[ToolMeta, Tool[..., Any]]]
+
+
+class _Finder:
+    """Which tools a pattern selects, through the registry's index and the factories' tools."""
+
+    def __init__(self, view: RegistryView, made: MadeTools, failed: set[int]) -> None:
+        self.view = view
+        self.made = made
+        self.failed = failed
+        self._visiting: set[str] = set()
+
+    def keys(self, entry: str) -> set[str]:
+        """The keys (normalised names) of every known tool `entry` matches."""
+        view, made = self.view, self.made
+        if entry in view.entries and not made and not view.index.plugin(entry):
+            return {entry}  # a name: the common case, kept to one lookup
+        if entry == "*":
+            return set(view.entries) | set(made)
+        if entry.startswith("group:"):
+            found = set(view.index.group(entry))
+            found |= {k for k, (m, _) in made.items() if entry in m.groups}
+            members = view.groups.get(entry)
+            if members is not None and entry not in self._visiting:
+                self._visiting.add(entry)  # custom groups may name each other, even in a loop
+                try:
+                    for member in members:
+                        found |= self.keys(member)
+                finally:
+                    self._visiting.discard(entry)
+            return found
+        if is_glob(entry):
+            found = {view.aliases.get(name, name) for name in view.index.glob(entry)}
+            glob = compiled_glob(entry)
+            found |= {k for k, (m, _) in made.items() if glob.fullmatch(m.name.lower())}
+            return found
+        found = set(view.index.plugin(entry))
+        if entry in view.entries or entry in made:
+            found.add(entry)
+        elif entry in view.aliases:
+            found.add(view.aliases[entry])
+        found |= {k for k, (m, _) in made.items() if (m.plugin_id or "").lower() == entry}
+        return found
+
+    def candidate(self, key: str) -> tuple[ToolMeta, Tool[..., Any] | None, str] | None:
+        """A known tool: its meta, the tool (`None` when its factory did not make it), why not."""
+        if key in self.made:
+            meta, made = self.made[key]
+            return meta, made, ""
+        entry = self.view.entries.get(key)
+        if entry is None:
+            return None
+        if entry.tool is not None:
+            return entry.meta, entry.tool, ""
+        reason = (
+            "its factory failed (see the diagnostics)"
+            if id(entry.factory) in self.failed
+            else "its factory made no tool of this name in this context"
+        )
+        return entry.meta, None, reason
+
+    def aliases(self, key: str) -> tuple[str, ...]:
+        return self.view.index.aliases_of(key)
+
+    def with_groups(self, meta: ToolMeta, tool_aliases: tuple[str, ...]) -> ToolMeta:
+        """`meta` with the custom groups it belongs to (members may name other custom groups)."""
+        if not self.view.groups:
+            return meta
+        current = meta
+        changed = True
+        while changed:
+            extra = tuple(
+                g
+                for g, members in self.view.groups.items()
+                if g not in current.groups
+                and any(entry_matches(m, current, tool_aliases) for m in members)
+            )
+            changed = bool(extra)
+            if extra:
+                current = replace(current, groups=(*current.groups, *extra))
+        return current
+
+    def suggestion_pools(self) -> tuple[set[str], set[str], set[str]]:
+        """Names, groups and servers to suggest from (reads every tool: for typos only)."""
+        view = self.view
+        metas = [e.meta for e in view.entries.values()] + [m for m, _ in self.made.values()]
+        pool = {normalize_pattern(m.name) for m in metas} | set(view.aliases)
+        pool |= {normalize_pattern(m.plugin_id) for m in metas if m.plugin_id}
+        groups = set(view.groups) | set(view.index.declared_groups())
+        groups |= {g for m, _ in self.made.values() for g in m.groups}
+        servers = {normalize_pattern(m.server) for m in metas if m.server}
+        return pool, groups, servers
 
 
 def resolve(
@@ -162,7 +283,7 @@ def resolve(
     wanted = (
         ("*",)
         if names_or_patterns is None
-        else pattern_list(names_or_patterns, "the template's tools")
+        else tuple(dict.fromkeys(pattern_list(names_or_patterns, "the template's tools")))
     )
     if policy is None:
         layers: list[ToolPolicy] = []
@@ -175,10 +296,6 @@ def resolve(
                 raise PolicyError(
                     f"policy layers must be ToolPolicy objects, got {type(layer).__name__}"
                 )
-    snap = registry.snapshot()
-    entries, factories, aliases = snap.entries, snap.factories, snap.aliases
-    groups, profiles = snap.groups, snap.profiles
-    layer_patterns = [layer.patterns(profiles) for layer in layers]
     factory_ctx = ctx if ctx is not None else ToolFactoryContext()
     out = Resolution()
 
@@ -194,77 +311,114 @@ def resolve(
             )
         )
 
-    # 1. every candidate tool, static or made by a factory for this context
-    candidates, missing = _candidates(entries, factories, factory_ctx, diag)
+    # 1. what the factories make in this context (called outside the registry's lock)
+    with registry.reading() as view:
+        records = view.factories
+    produced = [(record, _call_factory(record, factory_ctx, diag)) for record in records]
+    with registry.reading() as view:
+        made, failed = _place_factory_tools(view, produced, diag)
+        layer_patterns = [layer.patterns(view.profiles) for layer in layers]
+        finder = _Finder(view, made, failed)
+        selected, left_out, hits = _select(finder, wanted, layer_patterns, out)
+        _warn_unused_patterns(finder, wanted, layers, layer_patterns, view, diag)
+    # 3. policy layers: a tool must pass every one
+    chosen: list[tuple[ToolMeta, Tool[..., Any], tuple[str, ...]]] = []
+    for meta, made_tool, tool_aliases in selected:
+        for layer, patterns in zip(layers, layer_patterns, strict=True):
+            why = ToolPolicy.decide(patterns, meta, tool_aliases)
+            if why is not None:
+                left_out.append((meta, f"{layer.name}: {why}"))
+                break
+        else:
+            chosen.append((meta, made_tool, tool_aliases))
+    chosen.sort(key=lambda item: _meta_key(item[0]))
+    out.tools = [t for _, t, _ in chosen]
+    out.metas = {m.name: m for m, _, _ in chosen}
+    out.aliases = {alias: m.name for m, _, tool_aliases in chosen for alias in tool_aliases}
+    out.left_out = [(_meta_key(m), Exclusion(name=m.name, reason=r)) for m, r in left_out]
+    if names_or_patterns is not None:
+        handled = frozenset(hits)
+        unlisted_made = [m for key, (m, _) in made.items() if key not in handled]
+        out.unlisted = _unlisted(registry, handled, frozenset(made), unlisted_made)
+    return out
 
-    # custom groups: a tool is in group:x when it matches one of its member patterns (members
-    # may name other custom groups, so repeat until nothing changes)
-    def with_groups(meta: ToolMeta, tool_aliases: tuple[str, ...]) -> ToolMeta:
-        current = meta
-        changed = True
-        while changed:
-            extra = tuple(
-                g
-                for g, members in groups.items()
-                if g not in current.groups
-                and any(entry_matches(m, current, tool_aliases) for m in members)
-            )
-            changed = bool(extra)
-            if extra:
-                current = replace(current, groups=(*current.groups, *extra))
-        return current
 
-    alias_of: dict[str, list[str]] = {}
-    for alias, target in aliases.items():
-        alias_of.setdefault(target, []).append(alias)
+def _unlisted(
+    registry: ToolRegistry,
+    handled: frozenset[str],
+    made_keys: frozenset[str],
+    unlisted_made: list[ToolMeta],
+) -> Callable[[], list[tuple[_SortKey, Exclusion]]]:
+    def unlisted() -> list[tuple[_SortKey, Exclusion]]:
+        with registry.reading() as view:
+            metas = [
+                entry.meta
+                for key, entry in view.entries.items()
+                if entry.tool is not None and key not in handled and key not in made_keys
+            ]
+        metas += unlisted_made
+        return [(_meta_key(m), Exclusion(name=m.name, reason=_NOT_LISTED)) for m in metas]
 
-    def aliases_of(meta: ToolMeta) -> tuple[str, ...]:
-        return tuple(alias_of.get(normalize_pattern(meta.name), ()))
+    return unlisted
 
-    prepared = [
-        (with_groups(meta, aliases_of(meta)), made, aliases_of(meta)) for meta, made in candidates
-    ]
-    absent = [
-        (with_groups(meta, aliases_of(meta)), reason, aliases_of(meta)) for meta, reason in missing
-    ]
 
-    # 2. selection by the template's entries
+def _select(
+    finder: _Finder,
+    wanted: tuple[str, ...],
+    layer_patterns: list[dict[str, tuple[str, ...]]],
+    out: Resolution,
+) -> tuple[
+    list[tuple[ToolMeta, Tool[..., Any], tuple[str, ...]]],
+    list[tuple[ToolMeta, str]],
+    dict[str, list[str]],
+]:
+    """2. Selection by the template's entries: what is selected, what is left out and why."""
+    hits: dict[str, list[str]] = {}
+    matched_entries: set[str] = set()
+    for entry in wanted:
+        for key in finder.keys(entry):
+            matched_entries.add(entry)
+            hits.setdefault(key, []).append(entry)
     explicit_allow = [
         e for layer in layer_patterns for key in ("allow", "also_allow") for e in layer.get(key, ())
     ]
-    matched_entries: set[str] = set()
-    excluded: list[tuple[ToolMeta, str]] = []
     selected: list[tuple[ToolMeta, Tool[..., Any], tuple[str, ...]]] = []
-    for meta, made, tool_aliases in prepared:
-        hits = [e for e in wanted if entry_matches(e, meta, tool_aliases)]
-        matched_entries.update(hits)
-        if not hits:
-            if names_or_patterns is not None:
-                excluded.append((meta, "not listed by the template"))
+    left_out: list[tuple[ToolMeta, str]] = []
+    for key, entry_hits in hits.items():
+        found = finder.candidate(key)
+        if found is None:
+            continue
+        meta, made, reason = found
+        tool_aliases = finder.aliases(key)
+        meta = finder.with_groups(meta, tool_aliases)
+        if made is None:
+            left_out.append((meta, reason))  # a factory's declared tool not made here
             continue
         if meta.optional and not any(
-            is_explicit_for_optional(e, meta, tool_aliases) for e in (*hits, *explicit_allow)
+            is_explicit_for_optional(e, meta, tool_aliases) for e in (*entry_hits, *explicit_allow)
         ):
-            excluded.append((meta, "optional: name it, its plugin or group:plugins to include it"))
+            left_out.append((meta, "optional: name it, its plugin or group:plugins to include it"))
             continue
         selected.append((meta, made, tool_aliases))
-    # a factory's declared tool it did not make here: a known name, not a typo
-    for meta, reason, tool_aliases in absent:
-        hits = [e for e in wanted if entry_matches(e, meta, tool_aliases)]
-        if hits:
-            matched_entries.update(hits)
-            excluded.append((meta, reason))
-    known = [(m, a) for m, _, a in prepared] + [(m, a) for m, _, a in absent]
-    pool = {normalize_pattern(m.name) for m, _ in known} | set(aliases)
-    pool |= {normalize_pattern(m.plugin_id) for m, _ in known if m.plugin_id}
-    all_groups = set(groups) | {g for m, _ in known for g in m.groups}
-    servers = {normalize_pattern(m.server) for m, _ in known if m.server}
-    for entry in wanted:
-        if entry not in matched_entries and entry != "*":
+    missing = [e for e in wanted if e not in matched_entries and e != "*"]
+    if missing:
+        pool, all_groups, servers = finder.suggestion_pools()
+        for entry in missing:
             suggestions = _suggest(entry, pool, all_groups, servers)
             out.unmatched.append(UnmatchedEntry(entry=entry, suggestions=suggestions))
+    return selected, left_out, hits
 
-    # 3. policy layers: a tool must pass every one; a pattern that matches nothing is reported
+
+def _warn_unused_patterns(
+    finder: _Finder,
+    wanted: tuple[str, ...],
+    layers: list[ToolPolicy],
+    layer_patterns: list[dict[str, tuple[str, ...]]],
+    view: RegistryView,
+    diag: Callable[..., None],
+) -> None:
+    """A policy pattern, or a used custom group's member, that matches no registered tool."""
+    profiles = view.profiles
     for layer, patterns in zip(layers, layer_patterns, strict=True):
         profile_key = normalize_pattern(layer.profile) if layer.profile is not None else None
         builtin_profile = (
@@ -275,7 +429,7 @@ def resolve(
             if key == "profile" and builtin_profile:
                 continue  # kode's own profiles name groups an application may not use
             for pattern in patterns.get(key, ()):
-                if pattern == "*" or any(entry_matches(pattern, m, a) for m, a in known):
+                if pattern == "*" or finder.keys(pattern):
                     continue
                 label = f"profile {layer.profile!r}" if key == "profile" else key
                 tail = (
@@ -287,88 +441,74 @@ def resolve(
                     "warning",
                     f"{layer.name}: {label} entry {pattern!r} matches no registered tool{tail}",
                 )
-    # a custom group the template or a policy uses, with a member that matches nothing
     used = set(wanted) | {p for layer in layer_patterns for ps in layer.values() for p in ps}
-    for group, members in groups.items():
+    for group, members in view.groups.items():
         for member in members if group in used else ():
-            if member != "*" and not any(entry_matches(member, m, a) for m, a in known):
+            if member != "*" and not finder.keys(member):
                 diag(
                     "warning",
                     f"{group}: member {member!r} matches no registered tool — a typo here "
                     "leaves the group short",
                 )
-    chosen: list[tuple[ToolMeta, Tool[..., Any]]] = []
-    for meta, made, tool_aliases in selected:
-        for layer, patterns in zip(layers, layer_patterns, strict=True):
-            why = ToolPolicy.decide(patterns, meta, tool_aliases)
-            if why is not None:
-                excluded.append((meta, f"{layer.name}: {why}"))
-                break
-        else:
-            chosen.append((meta, made))
-
-    chosen.sort(key=_sort_key)
-    excluded.sort(key=lambda pair: _meta_key(pair[0]))
-    out.excluded = [Exclusion(name=meta.name, reason=reason) for meta, reason in excluded]
-    out.tools = [t for _, t in chosen]
-    out.metas = {m.name: m for m, _ in chosen}
-    return out
 
 
-def _candidates(
-    entries: list[RegisteredTool],
-    factories: list[FactoryRecord],
-    ctx: ToolFactoryContext,
+def _call_factory(
+    record: FactoryRecord, ctx: ToolFactoryContext, diag: Callable[..., None]
+) -> list[Tool[..., Any]] | None:
+    """The tools one factory makes for `ctx`, or `None` when it failed (a diagnostic says why)."""
+    label = record.plugin_id or ".".join(p for p in record.origin if p)
+    who = ToolMeta(name=label, source=record.source, plugin_id=record.plugin_id)
+    try:
+        produced = record.factory(ctx)
+    except Exception as exc:
+        diag(
+            "error",
+            f"tool factory {label} raised {type(exc).__name__}: {exc}; its tools were skipped",
+            who,
+        )
+        return None
+    tools, problem = factory_tools(produced)
+    if problem is not None:
+        diag("error", f"tool factory {label} returned {problem}; its tools were skipped", who)
+        return None
+    return tools
+
+
+def _place_factory_tools(
+    view: RegistryView,
+    produced: list[tuple[FactoryRecord, list[Tool[..., Any]] | None]],
     diag: Callable[..., None],
-) -> tuple[list[tuple[ToolMeta, Tool[..., Any]]], list[tuple[ToolMeta, str]]]:
-    """Every tool available in `ctx`, and the factory-declared names not made there (and why).
+) -> tuple[MadeTools, set[int]]:
+    """The factories' tools that take their names, and the ids of the factories that failed.
 
     A factory's tool takes a name only if the registry gave that name to this factory (its
     ``names=``) or nobody else has it: a plugin factory never overrides a core tool by making a
     tool of the same name.
     """
-    candidates: dict[str, tuple[ToolMeta, Tool[..., Any]]] = {}
-    owners: dict[str, RegisteredTool] = {}
-    for registered in entries:
-        key = normalize_pattern(registered.meta.name)
-        if registered.tool is not None:
-            candidates[key] = (registered.meta, registered.tool)
-        else:
-            owners[key] = registered
+    made: MadeTools = {}
     failed: set[int] = set()
-    for record in factories:
+    for record, tools in produced:
+        if tools is None:
+            failed.add(id(record.factory))
+            continue
         label = record.plugin_id or ".".join(p for p in record.origin if p)
         who = ToolMeta(name=label, source=record.source, plugin_id=record.plugin_id)
-        try:
-            produced = record.factory(ctx)
-        except Exception as exc:
-            failed.add(id(record.factory))
-            diag(
-                "error",
-                f"tool factory {label} raised {type(exc).__name__}: {exc}; its tools were skipped",
-                who,
-            )
-            continue
-        tools, problem = factory_tools(produced)
-        if problem is not None:
-            failed.add(id(record.factory))
-            diag("error", f"tool factory {label} returned {problem}; its tools were skipped", who)
-            continue
-        for made in tools:
-            key = normalize_pattern(made.name)
+        for tool in tools:
+            key = normalize_pattern(tool.name)
             if key in record.removed:
                 continue
-            owner = owners.get(key)
+            registered = view.entries.get(key)
+            owner = registered if registered is not None and registered.tool is None else None
             if owner is not None and owner.factory is not record.factory:
                 diag(
                     "warning",
-                    f"tool {made.name!r} from factory {label} skipped: the name belongs to "
+                    f"tool {tool.name!r} from factory {label} skipped: the name belongs to "
                     f"another factory",
                     who,
                 )
                 continue
-            if owner is None and key in candidates:
-                taken = candidates[key][0]
+            if owner is None and (key in made or registered is not None):
+                taken = made[key][0] if key in made else registered.meta  # type: ignore[union-attr]
                 by = (
                     f"plugin {taken.plugin_id!r}"
                     if taken.plugin_id
@@ -376,31 +516,21 @@ def _candidates(
                 )
                 diag(
                     "warning",
-                    f"tool {made.name!r} from factory {label} skipped: the name is taken by {by}",
+                    f"tool {tool.name!r} from factory {label} skipped: the name is taken by {by}",
                     who,
                 )
                 continue
             made_groups = tuple(
-                dict.fromkeys(normalize_group(g) for g in (*made.groups, *record.groups))
+                dict.fromkeys(normalize_group(g) for g in (*tool.groups, *record.groups))
             )
             meta = ToolMeta(
-                name=made.name,
+                name=tool.name,
                 source=record.source,
                 plugin_id=record.plugin_id,
-                optional=record.optional or made.optional,
+                optional=record.optional or tool.optional,
                 groups=made_groups,
-                kind=made.kind,
+                kind=tool.kind,
                 factory=True,
             )
-            candidates[key] = (meta, made)
-    missing = [
-        (
-            owner.meta,
-            "its factory failed (see the diagnostics)"
-            if id(owner.factory) in failed
-            else "its factory made no tool of this name in this context",
-        )
-        for key, owner in owners.items()
-        if key not in candidates
-    ]
-    return list(candidates.values()), missing
+            made[key] = (meta, tool)
+    return made, failed
