@@ -332,6 +332,9 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Each event is its own small write: with Nagle's algorithm on, one waits for the client's
+    # delayed acknowledgement of the last (some 40 ms on Linux), every request.
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
