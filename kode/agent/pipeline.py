@@ -407,7 +407,12 @@ def duplicate_result(run: AgentRun, call: ToolUseContent, original: str) -> Call
 
 
 async def _run_into(
-    results: list[CallOutcome | None], index: int, run: AgentRun, call: ToolUseContent
+    results: list[CallOutcome | None],
+    index: int,
+    run: AgentRun,
+    call: ToolUseContent,
+    *,
+    commit: bool = True,
 ) -> None:
     """Run one call into ``results[index]``; the one place a call's exceptions end.
 
@@ -420,7 +425,8 @@ async def _run_into(
         session = run.agent.session
         if session.store is not None:  # the call's end is written before what follows it
             session.sync_todos()
-            await run.commit()
+            if commit:  # (a turn's only call: with the turn's results, the next step)
+                await run.commit()
     except (KeyboardInterrupt, SystemExit) as exc:  # stop the whole run
         run.abort(exc)
     except ToolError as exc:  # defensive: the pipeline should not raise these
@@ -490,7 +496,7 @@ async def run_turn_calls(
     """
     if len(calls) == 1:  # one call: no task group to make and start (half a turn's cost)
         if results[0] is None:
-            await _run_into(results, 0, run, calls[0])
+            await _run_into(results, 0, run, calls[0], commit=False)
         return
     agent = run.agent
     limit = agent.template.max_concurrent_tools

@@ -290,7 +290,8 @@ class AgentRun:
                     )
                     if (not calls and verdict is None) or isinstance(verdict, OutputValue):
                         session.set_status("idle")
-                    await self.commit()
+                    if not calls or verdict is not None:  # else: written with the calls' first step
+                        await self.commit()
                     self.emit(
                         TurnEnd(turn=turn, stop_reason=response.stop_reason, usage=response.usage)
                     )

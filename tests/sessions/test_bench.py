@@ -30,3 +30,24 @@ def test_the_sessions_bench_runs() -> None:
     figures = ("page_first", "page_deep", "page_filtered", "append", "load_100")
     assert rows == {(s, f) for s in stores for f in figures}
     assert all(r["median_us"] > 0 for r in report["rows"])
+
+
+RUNS = SCRIPT.with_name("session_runs.py")
+
+
+def test_the_session_runs_bench_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, str(RUNS), "--quick", "--json", "--no-peers"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    rows = {(r["figure"], r["subject"]) for r in report["rows"]}
+    subjects = ("kode, SQLite NORMAL", "kode, SQLite FULL", "kode, MemoryStore", "kode, no store")
+    expected = {(f, s) for f in ("round_trip", "turns_50") for s in subjects}
+    assert rows - expected == {("depth_1000", "kode, SQLite NORMAL: last 10 turns vs turns 6-15")}
+    assert expected <= rows
+    assert all(r["median_ms"] > 0 for r in report["rows"])

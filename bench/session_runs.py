@@ -1,0 +1,394 @@
+"""Agent runs with their sessions kept in SQLite: kode against in memory, and against peers.
+
+Run ``python bench/session_runs.py`` (``--quick`` for fewer rounds and a shorter long
+conversation, ``--json`` for machine-readable output, ``--check`` to exit 1 when a target is
+missed, ``--no-peers`` for kode's rows alone). Every subject does the same canned work in this
+one process: a tool ``add(a: int, b: int)`` and a model that asks for it ``turns`` times, then
+answers ``"The sum is 5."`` (the canned models of ``bench/peers.py``):
+
+- ``round_trip``: one tool round trip (two model turns) per run;
+- ``turns_50``: 50 tool round trips per run.
+
+Each run is a new session (a new session id, thread id) in a store opened once. The subjects:
+kode with no store; kode with `MemoryStore`; kode with `SQLiteStore` (a file, WAL,
+``synchronous`` NORMAL and FULL: FULL syncs each commit to disk); the OpenAI Agents SDK with
+its ``SQLiteSession`` (a file); LangGraph's ``create_react_agent`` with ``AsyncSqliteSaver``
+(``langgraph-checkpoint-sqlite``, a file). kode commits several times per turn (write-ahead:
+the reply, each call's start and end, the results), the peers once per item or per step.
+
+Target: kode with SQLite (NORMAL) at least 10x faster per run than the faster of the two peers
+with their SQLite persistence. A peer that is not installed (``pip install -e '.[bench]'``)
+gets no row and no check.
+
+``depth``: one conversation of 5,000 tool turns (1,000 with ``--quick``) with kode's SQLite
+store: the median cost of turns 6-15 against that of the last 10 (target: within 1.3x), so a
+turn's cost does not grow with the history.
+
+No network, no pytest: a plain script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import itertools
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+import warnings
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peers import ANSWER, RESULT, A, B, _call_id, _next_turn, _version, add
+
+PEER_TARGET = 10.0
+DEPTH_TARGET = 1.3
+
+
+@dataclass
+class Row:
+    figure: str
+    subject: str
+    median_ms: float
+    ratio: float | None  # the subject's time over kode's with SQLite NORMAL
+    target: str
+    passed: bool | None
+
+
+RunFunc = Callable[[int], Awaitable[None]]
+
+
+# --- kode --------------------------------------------------------------------------------------
+
+
+def kode_runner(store: Any) -> RunFunc:
+    from kode import Agent, AgentTemplate, define_tool
+    from kode.models import ScriptedModel, tool_use
+    from kode.models.messages import Message, TextContent
+    from kode.registries.registry import ToolRegistry
+
+    registry = ToolRegistry()
+    define_tool(registry=registry)(add)
+    template = AgentTemplate(id="bench_sessions", tools=["add"], max_turns=10_000)
+    scripts: dict[int, list[Message]] = {}
+
+    def script(turns: int) -> list[Message]:
+        if turns not in scripts:
+            scripts[turns] = [
+                Message(
+                    role="assistant", content=[tool_use("add", {"a": A, "b": B}, id=_call_id(k))]
+                )
+                for k in range(turns)
+            ] + [Message(role="assistant", content=[TextContent(text=ANSWER)])]
+        return scripts[turns]
+
+    async def run(turns: int) -> None:
+        agent = Agent.create(
+            template,
+            model=ScriptedModel(script(turns)),
+            registry=registry,
+            store=store,
+            session_id=f"s_{uuid.uuid4().hex}",
+        )
+        reply = await agent.send("Go.")
+        await agent.session.close()
+        assert reply.text == ANSWER and len(agent.messages) == 2 + 2 * turns
+
+    return run
+
+
+async def kode_depth(store: Any, turns: int) -> tuple[float, float]:
+    """Median seconds of turns 6-15 and of the last 10, in one conversation of `turns`."""
+    from kode import Agent, AgentTemplate, define_tool
+    from kode.agent import TurnEnd
+    from kode.models import ScriptedModel, tool_use
+    from kode.models.messages import Message, TextContent
+    from kode.registries.registry import ToolRegistry
+
+    registry = ToolRegistry()
+    define_tool(registry=registry)(add)
+    template = AgentTemplate(id="bench_depth", tools=["add"], max_turns=turns + 5)
+    script = [
+        Message(role="assistant", content=[tool_use("add", {"a": A, "b": B}, id=_call_id(k))])
+        for k in range(turns)
+    ] + [Message(role="assistant", content=[TextContent(text=ANSWER)])]
+    stamps: list[int] = []
+
+    def on_event(event: Any) -> None:
+        if isinstance(event, TurnEnd):
+            stamps.append(time.perf_counter_ns())
+
+    agent = Agent.create(
+        template, model=ScriptedModel(script), registry=registry, store=store, session_id="deep"
+    )
+    await agent.send("Go.", on_event=on_event)
+    await agent.session.close()
+    costs = [(b - a) / 1e9 for a, b in itertools.pairwise(stamps)]
+    return statistics.median(costs[5:15]), statistics.median(costs[-10:])
+
+
+# --- peers ---------------------------------------------------------------------------------------
+
+
+def openai_agents_runner(db: Path) -> RunFunc:
+    from agents import Agent, Runner, SQLiteSession, function_tool, set_tracing_disabled
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+
+    set_tracing_disabled(True)
+
+    class CannedModel(Model):
+        turns = 1
+
+        async def get_response(
+            self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any
+        ) -> ModelResponse:
+            k = 0
+            last = input[-1] if isinstance(input, list) else None
+            if isinstance(last, dict) and last.get("type") == "function_call_output":
+                k = _next_turn(last["call_id"])
+            output: list[Any]
+            if k < self.turns:
+                output = [
+                    ResponseFunctionToolCall(
+                        type="function_call",
+                        id=f"fc_{k}",
+                        call_id=_call_id(k),
+                        name="add",
+                        arguments=json.dumps({"a": A, "b": B}),
+                        status="completed",
+                    )
+                ]
+            else:
+                text = ResponseOutputText(type="output_text", text=ANSWER, annotations=[])
+                output = [
+                    ResponseOutputMessage(
+                        type="message",
+                        id="msg_final",
+                        role="assistant",
+                        status="completed",
+                        content=[text],
+                    )
+                ]
+            return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError("the bench does not stream")
+
+    model = CannedModel()
+    agent = Agent(name="bench", model=model, tools=[function_tool(add)])
+
+    async def run(turns: int) -> None:
+        model.turns = turns
+        session = SQLiteSession(f"s_{uuid.uuid4().hex}", str(db))
+        result = await Runner.run(agent, "Go.", max_turns=turns + 5, session=session)
+        assert result.final_output == ANSWER
+        session.close()
+
+    return run
+
+
+async def langgraph_runner(db: Path, stack: Any) -> RunFunc:
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from langgraph.prebuilt import create_react_agent
+
+    for name in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGCHAIN_TRACING"):
+        os.environ.pop(name, None)
+    state = {"turns": 1}
+
+    class CannedChatModel(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "bench-canned"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
+            raise NotImplementedError("the bench runs the graph asynchronously")
+
+        async def _agenerate(self, messages: list[Any], *args: Any, **kw: Any) -> ChatResult:
+            k = 0
+            last = messages[-1]
+            if isinstance(last, ToolMessage):
+                k = _next_turn(last.tool_call_id)
+            if k < state["turns"]:
+                call = {"name": "add", "args": {"a": A, "b": B}, "id": _call_id(k)}
+                message = AIMessage(content="", tool_calls=[{**call, "type": "tool_call"}])
+            else:
+                message = AIMessage(content=ANSWER)
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+    saver = await stack.enter_async_context(AsyncSqliteSaver.from_conn_string(str(db)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = create_react_agent(CannedChatModel(), [tool(add)], checkpointer=saver)
+
+    async def run(turns: int) -> None:
+        state["turns"] = turns
+        config: Any = {
+            "recursion_limit": 2 * turns + 10,
+            "configurable": {"thread_id": f"t_{uuid.uuid4().hex}"},
+        }
+        result = await graph.ainvoke({"messages": [("user", "Go.")]}, config)
+        assert result["messages"][-1].content == ANSWER
+        assert sum(isinstance(m, ToolMessage) for m in result["messages"]) == turns
+        assert all(
+            m.content == str(RESULT) for m in result["messages"] if isinstance(m, ToolMessage)
+        )
+
+    return run
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+async def median_ms(run: RunFunc, turns: int, rounds: int) -> float:
+    for _ in range(2):
+        await run(turns)  # warm: connections, caches, first-use imports
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter_ns()
+        await run(turns)
+        times.append(time.perf_counter_ns() - start)
+    return statistics.median(times) / 1e6
+
+
+def installed(*modules: str) -> bool:
+    return all(importlib.util.find_spec(m) is not None for m in modules)
+
+
+async def run_all(quick: bool, peers: bool) -> tuple[list[Row], list[str]]:
+    from contextlib import AsyncExitStack
+
+    from kode.sessions import MemoryStore, SQLiteStore
+
+    rows: list[Row] = []
+    notes: list[str] = []
+    folder = Path(tempfile.mkdtemp(prefix="kode-bench-sessions-"))
+    async with AsyncExitStack() as stack:
+        normal = SQLiteStore(folder / "kode-normal.db")
+        full = SQLiteStore(folder / "kode-full.db", synchronous="FULL")
+        memory = MemoryStore()
+        for store in (normal, full, memory):
+            stack.push_async_callback(store.aclose)
+        subjects: list[tuple[str, RunFunc, bool]] = [
+            ("kode, SQLite NORMAL", kode_runner(normal), False),
+            ("kode, SQLite FULL", kode_runner(full), False),
+            ("kode, MemoryStore", kode_runner(memory), False),
+            ("kode, no store", kode_runner(None), False),
+        ]
+        if peers and installed("agents", "openai"):
+            label = f"openai-agents {_version('openai-agents')}, SQLiteSession"
+            subjects.append((label, openai_agents_runner(folder / "openai-agents.db"), True))
+        elif peers:
+            notes.append("openai-agents is not installed: pip install -e '.[bench]'")
+        if peers and installed("langgraph", "langgraph.checkpoint.sqlite", "aiosqlite"):
+            label = f"langgraph {_version('langgraph')}, AsyncSqliteSaver"
+            subjects.append((label, await langgraph_runner(folder / "langgraph.db", stack), True))
+        elif peers:
+            notes.append(
+                "langgraph with langgraph-checkpoint-sqlite is not installed: "
+                "pip install -e '.[bench]'"
+            )
+        for figure, turns, rounds in (
+            ("round_trip", 1, 20 if quick else 100),
+            ("turns_50", 50, 3 if quick else 15),
+        ):
+            times = {label: await median_ms(run, turns, rounds) for label, run, _ in subjects}
+            base = times["kode, SQLite NORMAL"]
+            peer_times = [times[label] for label, _, peer in subjects if peer]
+            best = min(peer_times) if peer_times else None
+            for label, _, _ in subjects:
+                ratio = times[label] / base
+                if label == "kode, SQLite NORMAL" and best is not None:
+                    speedup = best / base
+                    rows.append(
+                        Row(
+                            figure,
+                            label,
+                            times[label],
+                            speedup,
+                            f"faster peer >= {PEER_TARGET:g}x this",
+                            speedup >= PEER_TARGET,
+                        )
+                    )
+                else:
+                    rows.append(Row(figure, label, times[label], ratio, "", None))
+        turns = 1_000 if quick else 5_000
+        early, late = await kode_depth(normal, turns)
+        ratio = late / early
+        rows.append(
+            Row(
+                f"depth_{turns}",
+                "kode, SQLite NORMAL: last 10 turns vs turns 6-15",
+                late * 1e3,
+                ratio,
+                f"<= {DEPTH_TARGET:g}x",
+                ratio <= DEPTH_TARGET,
+            )
+        )
+    return rows, notes
+
+
+def print_table(rows: list[Row]) -> None:
+    print(f"{'figure':<12} {'subject':<52} {'ms/run':>10} {'ratio':>8}  target")
+    for r in rows:
+        ratio = f"{r.ratio:.2f}x" if r.ratio is not None else ""
+        mark = {True: " ok", False: " MISSED", None: ""}[r.passed]
+        print(f"{r.figure:<12} {r.subject:<52} {r.median_ms:>10.3f} {ratio:>8}  {r.target}{mark}")
+    print(
+        "ratio: the subject's time over kode's with SQLite NORMAL; on kode's SQLite NORMAL "
+        "row: the faster peer's time over kode's. depth: ms of one late turn; ratio: late/early."
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--no-peers", action="store_true", help="kode's rows alone")
+    args = parser.parse_args()
+    rows, notes = anyio.run(run_all, args.quick, not args.no_peers)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "python": platform.python_version(),
+                    "rows": [asdict(r) for r in rows],
+                    "notes": notes,
+                },
+                indent=2,
+            )
+        )
+    else:
+        print_table(rows)
+        for note in notes:
+            print("note:", note)
+    missed = [r for r in rows if r.passed is False]
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
