@@ -39,6 +39,7 @@ from kode.registries.policy import ToolPolicy
 from kode.registries.registry import ToolRegistry, normalize_name
 from kode.registries.registry import registry as global_registry
 from kode.registries.resolve import Resolution
+from kode.registries.tool_search import TOOL_SEARCH, TOOL_SEARCH_TOOL, ToolSearch
 from kode.sessions.records import ApprovalDecided
 from kode.sessions.store import DEFAULT_LEASE_TTL, Store
 from kode.sessions.url import store_from
@@ -113,7 +114,14 @@ class Agent:
         self.session_id = session_id
         """The session's id."""
         self.tools: list[Tool[..., Any]] = list(resolution.tools)
-        """The tools the model is shown, in order."""
+        """The tools it may call, in order (`request_tools`: those a model request carries)."""
+        self.tool_search: ToolSearch | None = None
+        """Its deferred tools and what loaded them (`None`: it has none): ``tool_search``."""
+        if resolution.deferred:
+            self.tool_search = ToolSearch(
+                [t for t in self.tools if t.name in resolution.deferred], registry
+            )
+            self.tools.append(TOOL_SEARCH_TOOL)
         self._by_name: dict[str, Tool[..., Any]] = {}
         for made in self.tools:
             self._by_name[normalize_name(made.name)] = made
@@ -133,6 +141,8 @@ class Agent:
         """What its tools share, by `ServiceKey` name (see `ToolContext.services`)."""
         self.services[TODOS.name] = self.session.todos  # of their keys' types: set unchecked
         self.services[SUBAGENTS.name] = AgentHandle(self)
+        if self.tool_search is not None:
+            TOOL_SEARCH.set(self.services, self.tool_search)
         self.services[CALLER.name] = AgentCaller(self)
         self.elicitation: ElicitationFunc | None = None
         """Answers the questions its calls ask the user (``ctx.elicit``, MCP servers'
@@ -274,7 +284,9 @@ class Agent:
             deps=deps,
         )
         try:
-            resolution = reg.resolve(template.tools, layers, factory_ctx)
+            resolution = reg.resolve(
+                template.tools, layers, factory_ctx, deferred=template.deferred
+            )
         except ValueError as exc:
             raise AgentError(f"agent template {template.id!r}: {exc}") from None
         if resolution.unmatched:
@@ -511,9 +523,17 @@ class Agent:
         """The agent's tool for a name as a model wrote it (trimmed, any case, aliases)."""
         return self._by_name.get(normalize_name(name))
 
+    def request_tools(self) -> list[Tool[..., Any]]:
+        """The tools the next model request carries: all but the deferred ones not loaded yet."""
+        if self.tool_search is None:
+            return self.tools
+        return self.tool_search.visible(self.tools, self.session.messages)
+
     def unknown_tool_result(self, name: str) -> ToolResult:
         """The error result for a call to a tool the agent does not have (names close ones)."""
-        names = [t.name for t in self.tools]
+        names = [t.name for t in self.request_tools()]
+        if self.tool_search is not None:
+            names.append("and more that tool_search finds")
         close = difflib.get_close_matches(normalize_name(name), list(self._by_name), n=1)
         hint = f" Did you mean '{self._by_name[close[0]].name}'?" if close else ""
         return error_result(

@@ -379,7 +379,7 @@ class AgentRun:
         request = ModelRequest(
             system=agent.template.system_prompt,
             messages=HistoryView(agent.session.messages),
-            tools=agent.tools if output is None else output.tools(agent.tools),
+            tools=agent.request_tools() if output is None else output.tools(agent.request_tools()),
             settings=settings,
             output=None if output is None else output.format,
         )

@@ -78,6 +78,9 @@ class AgentTemplate(BaseModel):
     """The system prompt."""
     tools: list[str] = Field(default_factory=list)
     """Tool names, aliases, globs (``fs_*``), ``group:...``, plugin ids, ``mcp__server__*``."""
+    deferred: list[str] = Field(default_factory=list)
+    """Entries like `tools` whose tools the agent has deferred: their definitions are sent
+    only once the agent's ``tool_search`` has found them (see the "Many tools" page)."""
     policy: PolicyConfig | None = None
     """A policy layer applied on top of the tool list."""
     permission: PermissionConfig = Field(default_factory=PermissionConfig)

@@ -42,11 +42,12 @@ def compiled_glob(pattern: str) -> re.Pattern[str]:
 class NameIndex:
     """Keys (normalised tool names) by group, by plugin id and in sorted order, and aliases."""
 
-    __slots__ = ("_aliases_of", "_by_group", "_by_plugin", "_sorted")
+    __slots__ = ("_aliases_of", "_by_group", "_by_plugin", "_by_server", "_sorted")
 
     def __init__(self) -> None:
         self._by_group: dict[str, set[str]] = {}
         self._by_plugin: dict[str, set[str]] = {}
+        self._by_server: dict[str, set[str]] = {}
         self._sorted: list[str] = []  # every key and alias, sorted (a name is in once)
         self._aliases_of: dict[str, dict[str, None]] = {}  # in the order they were added
 
@@ -56,6 +57,8 @@ class NameIndex:
             self._by_group.setdefault(group, set()).add(key)
         if meta.plugin_id is not None:
             self._by_plugin.setdefault(meta.plugin_id.lower(), set()).add(key)
+        if meta.server is not None:
+            self._by_server.setdefault(meta.server, set()).add(key)
         self._insert(key)
 
     def remove(self, key: str, meta: ToolMeta) -> None:
@@ -64,6 +67,8 @@ class NameIndex:
             self._discard(self._by_group, group, key)
         if meta.plugin_id is not None:
             self._discard(self._by_plugin, meta.plugin_id.lower(), key)
+        if meta.server is not None:
+            self._discard(self._by_server, meta.server, key)
         self._delete(key)
 
     def add_alias(self, alias: str, key: str) -> None:
@@ -91,6 +96,10 @@ class NameIndex:
     def plugin(self, plugin_id: str) -> set[str]:
         """Keys of the tools a plugin registered."""
         return self._by_plugin.get(plugin_id, set())
+
+    def server_size(self, server: str) -> int:
+        """How many tools an MCP server registered."""
+        return len(self._by_server.get(server, ()))
 
     def declared_groups(self) -> Iterator[str]:
         """Every group some tool declared."""

@@ -63,6 +63,8 @@ class ToolMeta:
     """Other names that reach it."""
     factory: bool = False
     """Whether it is made per context by a factory."""
+    defer_loading: bool = False
+    """Whether an agent sends its definition only once ``tool_search`` has found it."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)

@@ -24,7 +24,7 @@ import contextlib
 import difflib
 import logging
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as dc_replace
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,7 @@ from kode.registries.policy import (
     pattern_list,
 )
 from kode.registries.resolve import Resolution, factory_tools, resolve
+from kode.registries.search import SearchHit, SearchIndex
 from kode.tools.dialects import openai_strict_limit
 from kode.tools.errors import ToolDefinitionError, ToolNotFoundError
 from kode.tools.kinds import Kind
@@ -92,6 +93,9 @@ class ToolRegistry:
     MAX_DIAGNOSTICS = 1000
     """How many distinct diagnostics a registry keeps (the oldest go first)."""
 
+    DEFER_MCP_ABOVE = 20
+    """An MCP server with more tools than this has them deferred (see `defer_mcp_above`)."""
+
     def __init__(self, name: str = "default") -> None:
         self.name = name
         """A label for messages and reprs."""
@@ -102,6 +106,11 @@ class ToolRegistry:
         self._profiles: dict[str, tuple[str, ...]] = dict(BUILTIN_PROFILES)
         self._diagnostics: list[Diagnostic] = []
         self._index = NameIndex()
+        self._search: SearchIndex | None = None
+        self._deferred: tuple[str, ...] = ()
+        self.defer_mcp_above: int | None = self.DEFER_MCP_ABOVE
+        """An MCP server registering more tools than this has all of them deferred: an agent
+        sends their definitions only once ``tool_search`` has found them (`None`: never)."""
         self._lock = threading.RLock()
 
     def __repr__(self) -> str:
@@ -151,6 +160,7 @@ class ToolRegistry:
         remote_name: str | None = None,
         optional: bool | None = None,
         groups: Iterable[str] = (),
+        defer_loading: bool | None = None,
     ) -> Tool[..., Any]:
         """Register a tool; return it.
 
@@ -163,6 +173,8 @@ class ToolRegistry:
             remote_name: Its own name on its server or command, when kode renamed it.
             optional: Override the tool's own `optional`.
             groups: Extra groups, in addition to the tool's own.
+            defer_loading: Override the tool's own `defer_loading`: an agent sends a deferred
+                tool's definition only once ``tool_search`` has found it.
 
         Raises:
             ToolDefinitionError: a ``user`` tool's name is taken by another tool and `replace`
@@ -192,6 +204,7 @@ class ToolRegistry:
             groups=all_groups,
             kind=tool.kind,
             aliases=tuple(normalize_name(a) for a in getattr(tool, "aliases", ())),
+            defer_loading=tool.defer_loading if defer_loading is None else defer_loading,
         )
         entry = RegisteredTool(meta=meta, tool=tool, factory=None, origin=origin_of(tool.fn))
         if self._add(entry, replace=replace):
@@ -218,6 +231,7 @@ class ToolRegistry:
         source: ToolSource | str = ToolSource.USER,
         plugin_id: str | None = None,
         replace: bool = False,
+        defer_loading: bool = False,
     ) -> None:
         """Register a factory: a function of a `ToolFactoryContext` returning tools.
 
@@ -261,6 +275,7 @@ class ToolRegistry:
                 groups=group_names,
                 kind=Kind(kind),
                 factory=True,
+                defer_loading=defer_loading,
             )
             self._add(
                 RegisteredTool(meta=meta, tool=None, factory=factory, origin=record.origin),
@@ -298,6 +313,8 @@ class ToolRegistry:
                 self._index.remove(key, existing.meta)
             self._entries[key] = entry
             self._index.add(key, new)
+            if self._search is not None:
+                self._search.add(key, entry.tool, new)
             for alias in new.aliases:
                 self._add_alias(alias, key, source=new)
             return True
@@ -379,6 +396,8 @@ class ToolRegistry:
             entry = self._entries.pop(key)
             self._drop_aliases(key)
             self._index.remove(key, entry.meta)
+            if self._search is not None:
+                self._search.remove(key)
             if entry.factory is not None:
                 kept: list[FactoryRecord] = []
                 for record in self._factories:
@@ -400,6 +419,8 @@ class ToolRegistry:
             self._profiles = dict(BUILTIN_PROFILES)
             self._diagnostics.clear()
             self._index = NameIndex()
+            self._search = None
+            self._deferred = ()
 
     @contextlib.contextmanager
     def isolated(self) -> Iterator[ToolRegistry]:
@@ -434,6 +455,8 @@ class ToolRegistry:
             "_profiles": dict(BUILTIN_PROFILES),
             "_diagnostics": [],
             "_index": NameIndex(),
+            "_search": None,
+            "_deferred": (),
         }
         with self._lock:
             old = {k: getattr(self, k) for k in fresh}
@@ -470,6 +493,70 @@ class ToolRegistry:
             raise PolicyError("a profile needs a name")
         with self._lock:
             self._profiles[key] = patterns
+
+    def defer(self, patterns: Sequence[str]) -> None:
+        """Defer every tool matching `patterns`, now or registered later.
+
+        An agent sends a deferred tool's definition only once ``tool_search`` has found it
+        (the tool is still allowed: only its definition waits). Patterns are what a template
+        lists: names, globs (``mcp__github__*``), ``group:...``, plugin ids.
+
+        Example:
+            ```python
+            from kode import ToolRegistry
+
+            tools = ToolRegistry()
+            tools.defer(["group:github", "mcp__jira__*"])
+            assert tools.deferred_patterns() == ("group:github", "mcp__jira__*")
+            ```
+        """
+        added = pattern_list(patterns, "defer: patterns")
+        with self._lock:
+            self._deferred = tuple(dict.fromkeys((*self._deferred, *added)))
+
+    def deferred_patterns(self) -> tuple[str, ...]:
+        """The patterns given to `defer`."""
+        with self._lock:
+            return self._deferred
+
+    def search_index(self) -> SearchIndex:
+        """The index ``tool_search`` reads: made on first use, then kept up to date.
+
+        Each registration and removal updates it; a search never rebuilds it.
+        """
+        with self._lock:
+            if self._search is None:
+                index = SearchIndex()
+                for key, entry in self._entries.items():
+                    index.add(key, entry.tool, entry.meta)
+                self._search = index
+            return self._search
+
+    def search(
+        self,
+        query: str = "",
+        *,
+        regex: str | None = None,
+        allowed: Collection[str] | None = None,
+        limit: int = 5,
+    ) -> list[SearchHit]:
+        """Find tools by words (BM25) or, with `regex`, by a regular expression.
+
+        Args:
+            query: Words, as a user or a model would ask (``"open a github issue"``).
+            regex: A regular expression matched against names, descriptions and parameter
+                names, case-insensitive (used instead of `query` when given).
+            allowed: The normalised names a search may return (`None`: every tool).
+            limit: At most this many hits, best first.
+
+        Raises:
+            re.error: `regex` is not a valid regular expression.
+        """
+        with self._lock:
+            index = self.search_index()
+            if regex:
+                return index.search_regex(regex, allowed=allowed, limit=limit)
+            return index.search(query, allowed=allowed, limit=limit)
 
     def profiles(self) -> dict[str, tuple[str, ...]]:
         """Every profile (built-in and custom) and its allow-list."""
@@ -582,9 +669,11 @@ class ToolRegistry:
         names_or_patterns: Sequence[str] | None = None,
         policy: ToolPolicy | Sequence[ToolPolicy] | None = None,
         ctx: ToolFactoryContext | None = None,
+        *,
+        deferred: Sequence[str] = (),
     ) -> Resolution:
         """Choose an agent's tools: see `kode.registries.resolve.resolve`."""
-        return resolve(self, names_or_patterns, policy, ctx)
+        return resolve(self, names_or_patterns, policy, ctx, deferred)
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[RegistryView]:
@@ -601,6 +690,8 @@ class ToolRegistry:
                 factories=tuple(self._factories),
                 groups=self._groups,
                 profiles=self._profiles,
+                deferred=self._deferred,
+                defer_mcp_above=self.defer_mcp_above,
             )
 
     def snapshot(self) -> RegistrySnapshot:
@@ -647,6 +738,10 @@ class RegistryView:
     """Custom group → member patterns."""
     profiles: Mapping[str, tuple[str, ...]]
     """Profile → its entries."""
+    deferred: tuple[str, ...]
+    """Patterns of deferred tools (`ToolRegistry.defer`)."""
+    defer_mcp_above: int | None
+    """MCP servers with more tools than this have them deferred."""
 
 
 registry = ToolRegistry("global")

@@ -77,6 +77,8 @@ class Resolution:
     """What the registry knows about each chosen tool, by name."""
     aliases: dict[str, str] = field(default_factory=dict)
     """The registry's aliases of the chosen tools: alias → tool name."""
+    deferred: frozenset[str] = frozenset()
+    """Names of the chosen tools whose definitions wait until ``tool_search`` finds them."""
     unmatched: list[UnmatchedEntry] = field(default_factory=list)
     """Template entries that named nothing (an agent refuses to start with these)."""
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -266,6 +268,7 @@ def resolve(
     names_or_patterns: Sequence[str] | None = None,
     policy: ToolPolicy | Sequence[ToolPolicy] | None = None,
     ctx: ToolFactoryContext | None = None,
+    deferred: Sequence[str] = (),
 ) -> Resolution:
     """Choose tools from `registry` for one agent.
 
@@ -276,14 +279,22 @@ def resolve(
         policy: One `ToolPolicy` or layers of them (global → agent → sandbox → sub-agent); a
             tool must pass every layer.
         ctx: Passed to factories (an empty `ToolFactoryContext` when omitted).
+        deferred: More entries like `names_or_patterns` whose tools are chosen deferred: their
+            definitions wait until ``tool_search`` finds them (`Resolution.deferred`). Tools
+            defined or registered with ``defer_loading=True``, matching `ToolRegistry.defer`,
+            or from an MCP server with more tools than `ToolRegistry.defer_mcp_above` are
+            deferred too.
 
     Raises:
         PolicyError: a layer names an unknown profile, or an entry is not a list of strings.
     """
+    later = pattern_list(deferred, "the template's deferred tools")
     wanted = (
         ("*",)
         if names_or_patterns is None
-        else tuple(dict.fromkeys(pattern_list(names_or_patterns, "the template's tools")))
+        else tuple(
+            dict.fromkeys((*pattern_list(names_or_patterns, "the template's tools"), *later))
+        )
     )
     if policy is None:
         layers: list[ToolPolicy] = []
@@ -321,6 +332,9 @@ def resolve(
         finder = _Finder(view, made, failed)
         selected, left_out, hits = _select(finder, wanted, layer_patterns, out)
         _warn_unused_patterns(finder, wanted, layers, layer_patterns, view, diag)
+        defer_patterns = (*view.deferred, *later)
+        mcp_above = view.defer_mcp_above
+        server_size = view.index.server_size
     # 3. policy layers: a tool must pass every one
     chosen: list[tuple[ToolMeta, Tool[..., Any], tuple[str, ...]]] = []
     for meta, made_tool, tool_aliases in selected:
@@ -335,6 +349,14 @@ def resolve(
     out.tools = [t for _, t, _ in chosen]
     out.metas = {m.name: m for m, _, _ in chosen}
     out.aliases = {alias: m.name for m, _, tool_aliases in chosen for alias in tool_aliases}
+    out.deferred = frozenset(
+        m.name
+        for m, t, tool_aliases in chosen
+        if m.defer_loading
+        or t.defer_loading
+        or (m.server is not None and mcp_above is not None and server_size(m.server) > mcp_above)
+        or any(entry_matches(p, m, tool_aliases) for p in defer_patterns)
+    )
     out.left_out = [(_meta_key(m), Exclusion(name=m.name, reason=r)) for m, r in left_out]
     if names_or_patterns is not None:
         handled = frozenset(hits)

@@ -247,10 +247,12 @@ def _define(
     registry: ToolSink | DefaultRegistry | None,
     replace: bool,
     idempotent: bool = False,
+    defer_loading: bool = False,
     **options: Any,
 ) -> Tool[P, R]:
     made = build_tool(fn, **options)
     made.idempotent = idempotent
+    made.defer_loading = defer_loading
     if registry is DEFAULT_REGISTRY:
         registry = default_registry()
     if registry is not None:
@@ -283,6 +285,7 @@ def define_tool(
     aliases: Iterable[str] = (),
     param_aliases: Mapping[str, str] | None = None,
     idempotent: bool = False,
+    defer_loading: bool = False,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
 
@@ -305,6 +308,7 @@ def define_tool(
     aliases: Iterable[str] = (),
     param_aliases: Mapping[str, str] | None = None,
     idempotent: bool = False,
+    defer_loading: bool = False,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a typed, documented function into a `Tool` and register it.
 
@@ -345,6 +349,9 @@ def define_tool(
             call that was running again only if its tool is idempotent or only reads (kinds
             read, search, think); any other such call is answered with an error saying it
             may have partly run.
+        defer_loading: Send the definition to the model only once the agent's
+            ``tool_search`` has found the tool (for agents with many tools; see the "Many
+            tools" page). The tool is allowed all along.
 
     Raises:
         ToolDefinitionError: every problem of the function, in one message.
@@ -377,6 +384,7 @@ def define_tool(
         aliases=aliases,
         param_aliases=param_aliases,
         idempotent=idempotent,
+        defer_loading=defer_loading,
     )
     if fn is not None:
         return _define(fn, localns=_caller_locals(fn), **options)

@@ -105,6 +105,10 @@ class Tool(Generic[P, R]):
     """Whether running a call twice does what running it once does (``define_tool(idempotent=
     True)``): a session resumed after a restart may run such a call again. Set it on the tool
     after definition for tools made otherwise."""
+    defer_loading: bool = False
+    """Whether an agent sends the definition only once ``tool_search`` has found the tool
+    (``define_tool(defer_loading=True)``); the tool is allowed all along. Set it on the tool
+    after definition for tools made otherwise."""
     on_agent_create: Callable[[ToolContext[Any]], None] | None = None
     """Called once for each agent made with this tool (`Agent.create`), with a context holding
     the agent's ids, deps, workspace, file pool and services (no call id): for a tool to
