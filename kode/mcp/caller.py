@@ -4,13 +4,15 @@ This module owns `ClientCaller`, the `CALLER` service `kode.mcp.server.ToolServe
 tools it serves: a tool's ``ctx.elicit`` becomes an ``elicitation/create`` request to the MCP
 client and ``ctx.sample`` a ``sampling/createMessage``, each tied to the ``tools/call`` that is
 running (``related_request_id``). The server's services are shared by every call, so the call
-in progress is found through a context variable that `ToolServer` sets around each call.
+in progress is found through a context variable that `ToolServer` sets around each call. A call
+run as an MCP task has answered its request already: its questions go on the connection's own
+channel, tied to the task (``_meta`` ``io.modelcontextprotocol/related-task``).
 """
 
 from __future__ import annotations
 
 import contextvars
-from typing import Any
+from typing import Any, TypeVar
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
@@ -20,11 +22,17 @@ from mcp.shared.message import ServerMessageMetadata
 from kode.tools.asking import ElicitationReply, ElicitationRequest, SampleRequest
 from kode.tools.errors import ToolError, ToolErrorType
 
-__all__ = ["CURRENT_REQUEST", "ClientCaller"]
+ResultT = TypeVar("ResultT", bound=types.Result)
+
+__all__ = ["CURRENT_REQUEST", "CURRENT_TASK", "ClientCaller"]
 
 CURRENT_REQUEST: contextvars.ContextVar[ServerRequestContext[Any, Any] | None]
 CURRENT_REQUEST = contextvars.ContextVar("kode_mcp_current_request", default=None)
 """The ``tools/call`` request being served in this task (set by `ToolServer`)."""
+CURRENT_TASK: contextvars.ContextVar[str | None]
+CURRENT_TASK = contextvars.ContextVar("kode_mcp_current_task", default=None)
+"""The id of the MCP task the call runs as, if it does (set by `kode.mcp.served_tasks`)."""
+_RELATED_TASK = "io.modelcontextprotocol/related-task"
 
 
 def _failed(text: str) -> ToolError:
@@ -49,6 +57,25 @@ class ClientCaller:
         if declared is None or not session.check_client_capability(capability):
             raise _failed(f"The MCP client does not {what} (it did not declare it).")
 
+    async def _send(self, current: Any, request: Any, result_type: type[ResultT]) -> ResultT:
+        """Send a request to the client: on the call's request, or, for a task, the connection."""
+        task_id = CURRENT_TASK.get()
+        if task_id is None:
+            sent: ResultT = await current.session.send_request(
+                request,
+                result_type,
+                metadata=ServerMessageMetadata(related_request_id=current.request_id),
+            )
+            return sent
+        # without related_request_id the SDK sends on the connection's standalone channel
+        params = request.params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        params["_meta"] = {**params.get("_meta", {}), _RELATED_TASK: {"taskId": task_id}}
+        tied = request.model_copy(
+            update={"params": type(request.params).model_validate(params, by_name=False)}
+        )
+        standalone: ResultT = await current.session.send_request(tied, result_type)
+        return standalone
+
     async def elicit(self, request: ElicitationRequest) -> ElicitationReply:
         """Send ``elicitation/create`` to the client and return its answer.
 
@@ -71,10 +98,8 @@ class ClientCaller:
             )
         self._check(current, types.ClientCapabilities(elicitation=wanted), "answer elicitations")
         try:
-            result = await current.session.send_request(
-                types.ElicitRequest(params=params),
-                types.ElicitResult,
-                metadata=ServerMessageMetadata(related_request_id=current.request_id),
+            result = await self._send(
+                current, types.ElicitRequest(params=params), types.ElicitResult
             )
         except MCPError as exc:
             raise _failed(f"The MCP client refused the question: {exc.message}") from None
@@ -100,10 +125,8 @@ class ClientCaller:
             temperature=request.temperature,
         )
         try:
-            result = await current.session.send_request(
-                types.CreateMessageRequest(params=params),
-                types.CreateMessageResult,
-                metadata=ServerMessageMetadata(related_request_id=current.request_id),
+            result = await self._send(
+                current, types.CreateMessageRequest(params=params), types.CreateMessageResult
             )
         except MCPError as exc:
             raise _failed(f"The MCP client refused to sample: {exc.message}") from None

@@ -22,6 +22,10 @@ What a client sees:
   (its result is discarded);
 - over HTTP, ``Host`` and ``Origin`` are checked whatever the bind address, and a non-loopback
   one needs authentication (`kode.mcp.http.HTTPAccess`);
+- a tool's ``ctx.elicit`` and ``ctx.sample`` become ``elicitation/create`` and
+  ``sampling/createMessage`` requests to the client (`kode.mcp.caller`);
+- over stdio, a ``tools/call`` with a ``task`` field runs as an MCP task
+  (`kode.mcp.served_tasks`);
 - tools registered (or removed) after the server started: ``notifications/tools/list_changed``,
   on the connection for handshake-era clients and through ``subscriptions/listen`` for
   2026-07-28 clients. The registry is watched by polling, every `poll_interval` seconds.
@@ -29,14 +33,16 @@ What a client sees:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import anyio
+import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
 import mcp_types as types
@@ -52,6 +58,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from kode.mcp.caller import CURRENT_REQUEST, ClientCaller
 from kode.mcp.convert import annotations_for_kind, call_result, output_schema_for
 from kode.mcp.http import HTTPAccess, disconnected, http_app
+from kode.mcp.served_tasks import TASK_EXECUTION, ServedTasks, TaskReplies, tasks_capability
 from kode.registries.meta import ToolSource
 from kode.registries.registry import ToolRegistry, normalize_name
 from kode.registries.registry import registry as global_registry
@@ -135,6 +142,28 @@ class _LowLevelServer(Server[Any]):
             extensions,
         )
 
+    serves_tasks = False
+    """Whether ``tasks`` is announced (tool calls as MCP tasks; 2025-11-25 clients only)."""
+
+    def get_capabilities(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+        *,
+        protocol_version: str | None = None,
+    ) -> types.ServerCapabilities:
+        """The SDK's capabilities, with ``tasks`` for the handshake-era protocols."""
+        found = super().get_capabilities(
+            notification_options,
+            experimental_capabilities,
+            extensions,
+            protocol_version=protocol_version,
+        )
+        if not self.serves_tasks or protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return found
+        return found.model_copy(update={"tasks": tasks_capability()})
+
 
 @dataclass(kw_only=True, slots=True)
 class _Listed:
@@ -169,6 +198,8 @@ class ToolServer:
         instructions: Text telling clients what the server is for.
         deps: The application's dependencies, given to every call as ``ctx.deps`` (as
             `Agent.create`'s ``deps``): one object, shared by all clients.
+        tasks: Let clients run calls as MCP tasks (protocol 2025-11-25), over stdio or any
+            stream pair given to `run` (`kode.mcp.served_tasks`).
     """
 
     def __init__(
@@ -181,6 +212,7 @@ class ToolServer:
         tool_timeout: float | None = None,
         instructions: str | None = None,
         deps: Any = None,
+        tasks: bool = True,
     ) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
@@ -210,6 +242,8 @@ class ToolServer:
         tool's ``ctx.elicit`` and ``ctx.sample`` to the client of the call."""
         self.files = FilePool()
         """What the served tools read and wrote (`ToolContext.files`)."""
+        self.served_tasks = ServedTasks() if tasks else None
+        """The calls clients asked to run as MCP tasks (`None`: tasks are not offered)."""
         try:
             kode_version = version("kode-sdk")
         except PackageNotFoundError:  # running from a source tree, or an older distribution
@@ -231,6 +265,8 @@ class ToolServer:
             "logging/setLevel", types.SetLevelRequestParams, self._set_level
         )
         self.server.middleware.append(self._remember_sessions)
+        if self.served_tasks is not None:
+            self.served_tasks.install(self.server)
         self.refresh()
 
     # --- selection ---------------------------------------------------------------------------
@@ -287,7 +323,10 @@ class ToolServer:
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         await self._look()
-        return types.ListToolsResult(tools=[listed.entry for listed in self._listing.values()])
+        entries = [listed.entry for listed in self._listing.values()]
+        if self.served_tasks is not None and self.served_tasks.running:
+            entries = [e.model_copy(update={"execution": TASK_EXECUTION}) for e in entries]
+        return types.ListToolsResult(tools=entries)
 
     def _unknown(self, name: str) -> MCPError:
         import difflib
@@ -326,6 +365,22 @@ class ToolServer:
             listed = self._listing.get(normalize_name(params.name))
             if listed is None:
                 raise self._unknown(params.name)
+        served = self.served_tasks
+        if params.task is not None and served is not None and served.running:
+            # a task: answered at once with its id; the call runs on in the server's task group
+            return served.start(
+                lambda status: self._run_call(ctx, params, listed, status), params.task
+            )
+        return await self._run_call(ctx, params, listed, None)
+
+    async def _run_call(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        params: types.CallToolRequestParams,
+        listed: _Listed,
+        status: Callable[[str], None] | None,
+    ) -> types.CallToolResult:
+        """Run one call of a served tool (as the request, or as a task: `status` is given)."""
         tool = listed.tool
         send, receive = anyio.create_memory_object_stream[ToolEvent | _LogItem](math.inf)
         token = anyio.lowlevel.current_token()
@@ -350,11 +405,11 @@ class ToolServer:
             files=self.files,
             services=self.services,
         )
-        gone = disconnected(ctx.request)
+        gone = disconnected(ctx.request) if status is None else None
         result: ToolResult | None = None
         current = CURRENT_REQUEST.set(ctx)  # what ctx.elicit and ctx.sample ask (ClientCaller)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._relay, receive, ctx, tool.name)
+            tg.start_soon(self._relay, receive, ctx, tool.name, status)
             with anyio.CancelScope() as call_scope:
                 watch = anyio.CancelScope()
                 if gone is not None:  # an HTTP client that hangs up cancels its call
@@ -380,8 +435,12 @@ class ToolServer:
         receive: MemoryObjectReceiveStream[ToolEvent | _LogItem],
         ctx: ServerRequestContext[Any, Any],
         tool_name: str,
+        status: Callable[[str], None] | None = None,
     ) -> None:
-        """Send a call's progress and log messages to the client, in order."""
+        """Send a call's progress and log messages to the client, in order.
+
+        A call run as a task also makes each progress message the task's status message.
+        """
         levels = self._levels_for(ctx)
         last: float | None = None
         async with receive:
@@ -389,6 +448,8 @@ class ToolServer:
                 try:
                     if isinstance(item, ToolEvent) and item.event == "progress":
                         data = item.data if isinstance(item.data, Mapping) else {}
+                        if status is not None and data.get("message"):
+                            status(str(data["message"]))
                         fraction = data.get("fraction")
                         # A fraction is progress out of 1.0; without one, count the steps.
                         total: float | None
@@ -466,14 +527,31 @@ class ToolServer:
         """Serve one connection over a pair of SDK streams until it closes."""
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.watch)
-            await self.server.run(
-                read_stream, write_stream, self.server.create_initialization_options()
-            )
+            with self._tasks_in(tg):
+                if self.served_tasks is not None:
+                    write_stream = TaskReplies(write_stream)
+                await self.server.run(
+                    read_stream, write_stream, self.server.create_initialization_options()
+                )
             tg.cancel_scope.cancel()
+
+    @contextlib.contextmanager
+    def _tasks_in(self, tg: anyio.abc.TaskGroup) -> Iterator[None]:
+        """Offer tasks, and run the calls clients ask for as tasks in `tg`, while serving."""
+        served = self.served_tasks
+        if served is None:
+            yield
+            return
+        served.tasks.task_group = tg
+        self.server.serves_tasks = True  # type: ignore[attr-defined]  # a _LowLevelServer
+        try:
+            yield
+        finally:
+            served.tasks.task_group = None
+            self.server.serves_tasks = False  # type: ignore[attr-defined]
 
     async def run_stdio(self) -> None:
         """Serve one client over this process's stdin and stdout until it closes them."""
-        import contextlib
         import sys
 
         from mcp.server.stdio import stdio_server

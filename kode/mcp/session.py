@@ -40,7 +40,7 @@ from mcp.shared.message import SessionMessage
 from kode.mcp.answers import ClientAnswers
 from kode.mcp.errors import MCPConnectionError
 from kode.mcp.routing import AmbiguousCallError, CallSlot, InFlight, run_in_call
-from kode.mcp.tasks import ClientTasks, TaskDispatcher, call_as_task, tasks_capability
+from kode.mcp.tasks import PeerTasks, TaskDispatcher, call_as_task, tasks_capability
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 
@@ -400,7 +400,7 @@ class RemoteServer:
                 answers = self.answers
                 sampling = answers is not None and answers.sampling is not None
                 elicitation = answers is not None and answers.elicitation is not None
-                client_tasks = ClientTasks() if self.tasks else None
+                client_tasks = PeerTasks() if self.tasks else None
                 extra = (
                     {"tasks": tasks_capability(sampling=sampling, elicitation=elicitation)}
                     if self.tasks

@@ -10,7 +10,7 @@ and hands to the ``ClientSession``):
   server's ``pollInterval`` and reads ``notifications/tasks/status`` for progress, and
   cancels with ``tasks/cancel`` when the kode call is cancelled. Tools that say
   ``execution.taskSupport: "required"`` are always called so.
-- **a server asks kode for a task** (`ClientTasks`): a ``sampling/createMessage`` or
+- **a server asks kode for a task** (`PeerTasks`): a ``sampling/createMessage`` or
   ``elicitation/create`` with a ``task`` field is answered at once with a task, the answer is
   worked out in the background by the same callbacks as a plain request, and the server's
   ``tasks/get``, ``tasks/result``, ``tasks/cancel`` and ``tasks/list`` are answered here.
@@ -43,7 +43,7 @@ from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.transport_context import TransportContext
 
-__all__ = ["ClientTasks", "TaskDispatcher", "call_as_task", "tasks_capability"]
+__all__ = ["PeerTasks", "TaskDispatcher", "call_as_task", "tasks_capability"]
 
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 """The ``_meta`` key that ties a message to a task."""
@@ -104,8 +104,12 @@ class _ClientTask:
         self.done.set()
 
 
-class ClientTasks:
-    """The tasks a server asked kode to run (its sampling and elicitation requests)."""
+class PeerTasks:
+    """Tasks kode runs for its peer: a server's requests, or a client's tool calls.
+
+    On the client side, a server's sampling and elicitation requests sent as tasks; when
+    serving, a client's tool calls sent as tasks (`kode.mcp.served_tasks`).
+    """
 
     def __init__(self) -> None:
         self.tasks: dict[str, _ClientTask] = {}
@@ -141,6 +145,13 @@ class ClientTasks:
 
         self.task_group.start_soon(run)
         return {"task": task.wire()}
+
+    def update(self, task_id: str, message: str) -> None:
+        """Set a running task's status message (what ``tasks/get`` says it is doing)."""
+        task = self.tasks.get(task_id)
+        if task is not None and not task.done.is_set():
+            task.status_message = message
+            task.updated_at = _now()
 
     def _forget_expired(self) -> None:
         now = datetime.datetime.now(datetime.UTC)
@@ -191,7 +202,7 @@ class TaskDispatcher(JSONRPCDispatcher[TransportContext]):
         write_stream: Any,
         *,
         capabilities: Mapping[str, Any],
-        tasks: ClientTasks | None,
+        tasks: PeerTasks | None,
     ) -> None:
         super().__init__(read_stream, write_stream)
         self.extra_capabilities = dict(capabilities)

@@ -301,7 +301,11 @@ async def test_an_agent_uses_them_and_its_model_samples_with_approval(
         assert tmp_path.as_uri() in texts[1]  # roots: the agent's workspace
         assert "Ada Lovelace" in texts[2]
         assert user.elicited[0].server == "ev"
-        assert user.elicited[0].tool_name == P + "trigger-elicitation-request"
+        # stdio does not say which of the turn's calls in flight asked (docs/limits.md)
+        assert user.elicited[0].tool_name in {
+            P + "trigger-elicitation-request",
+            P + "get-roots-list",
+        }
         assert results[3].is_error and "the user denied it: not this one" in texts[3]
 
 
