@@ -431,5 +431,5 @@ async def test_a_task_call_that_times_out_is_cancelled_on_the_server(everything:
 
         # kode sends tasks/cancel when the call is cancelled (the call does not wait for it)
         with anyio.fail_after(5):
-            while await status() != "cancelled":
+            while await status() != "cancelled":  # noqa: ASYNC110 (the server's state)
                 await anyio.sleep(0.05)
