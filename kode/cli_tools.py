@@ -322,6 +322,68 @@ async def _prompt(question: str) -> str:
     return answer[0]
 
 
+def _field_value(text: str, spec: dict[str, Any]) -> Any:
+    """A form field's answer typed as its schema says (``ValueError`` when it does not fit)."""
+    kind = spec.get("type", "string")
+    try:
+        if kind == "integer":
+            return int(text)
+        if kind == "number":
+            return float(text)
+    except ValueError:
+        raise ValueError("a whole number" if kind == "integer" else "a number") from None
+    if kind == "boolean":
+        if text.strip().lower() in ("y", "yes", "true", "1"):
+            return True
+        if text.strip().lower() in ("n", "no", "false", "0"):
+            return False
+        raise ValueError("answer y or n")
+    if kind == "array":
+        return [part.strip() for part in text.split(",") if part.strip()]
+    choices = spec.get("enum") or [o.get("const") for o in spec.get("oneOf", [])]
+    if choices and text not in choices:
+        raise ValueError(f"one of {', '.join(map(str, choices))}")
+    return text
+
+
+async def _elicit(request: Any) -> Any:
+    """``kode run``'s answer to a question for the user: one prompt per field, or a page.
+
+    A blank answer takes the field's default; a blank required field without one cancels the
+    form; the end of input declines.
+    """
+    from kode.tools.asking import ElicitationReply
+
+    who = f"MCP server '{request.server}'" if request.server else f"tool {request.tool_name}"
+    print(f"\n? {who} asks: {request.message}", flush=True)
+    if request.mode == "url":
+        answer = await _prompt(f"  Open {request.url} and come back here. Done? [y/N] ")
+        done = answer.strip()[:1].lower() == "y"
+        return ElicitationReply(action="accept" if done else "decline")
+    schema = request.schema or {}
+    required = set(schema.get("required", ()))
+    content: dict[str, Any] = {}
+    for name, spec in (schema.get("properties") or {}).items():
+        what = spec.get("description") or spec.get("title") or spec.get("type", "text")
+        default = spec.get("default")
+        shown = f" [{default}]" if default is not None else ""
+        while True:
+            text = await _prompt(f"  {name} ({what}){shown}: ")
+            if not text.strip():
+                if default is not None:
+                    content[name] = default
+                elif name in required:
+                    print("  (no answer: the form is cancelled)", flush=True)
+                    return ElicitationReply(action="cancel")
+                break
+            try:
+                content[name] = _field_value(text.strip(), spec)
+                break
+            except ValueError as exc:
+                print(f"  ({exc})", flush=True)
+    return ElicitationReply(action="accept", content=content)
+
+
 async def _show(agent: Any, event: Any, started: dict[str, float]) -> int:
     """Print one event of ``kode run``; return 1 for an error event."""
     from kode.agent import events as ev
@@ -383,7 +445,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     model = _model_from(args.model)
     deps = _deps(args)
     try:
-        agent = Agent.create(template, model=model, workspace=args.workspace, deps=deps)
+        agent = Agent.create(
+            template, model=model, workspace=args.workspace, deps=deps, elicitation=_elicit
+        )
     except AgentError as exc:
         hint = "" if args.builtin else _builtin_hint(reg, list(template.tools or ()))
         raise CommandError(str(exc) + hint) from None
