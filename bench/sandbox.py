@@ -33,9 +33,8 @@ from pathlib import Path
 import anyio
 
 from kode import ToolContext
-from kode.builtin import _sandbox
-from kode.builtin._processes import run_command
-from kode.builtin.runtime import RuntimePolicy, bash_run, sandbox_support
+from kode.builtin.runtime import RuntimePolicy, _sandbox, bash_run, sandbox_support
+from kode.builtin.runtime._processes import run_command
 from kode.tools.workspace import Workspace
 
 Runner = Callable[[], Awaitable[None]]

@@ -1,4 +1,5 @@
-"""docs/builtin-tools.md is generated from the built-in tools: it must equal `render()`.
+"""docs/builtin-tools.md is generated from the built-in tools by scripts/builtin_reference.py: it
+must equal `render()`.
 
 To rewrite the page from the code as it is now, run
 
@@ -10,13 +11,28 @@ and review the diff.
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
 from pathlib import Path
 
 from kode.builtin import MODULES
-from kode.builtin._reference import render
 
-PAGE = Path(__file__).resolve().parent.parent / "docs" / "builtin-tools.md"
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = ROOT / "docs" / "builtin-tools.md"
+
+
+def _load_generator() -> object:
+    """scripts/builtin_reference.py, the page's generator (not part of the package)."""
+    spec = importlib.util.spec_from_file_location(
+        "builtin_reference", ROOT / "scripts" / "builtin_reference.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+render = _load_generator().render  # type: ignore[attr-defined]
 
 
 def test_builtin_tools_page_is_generated_from_the_tools() -> None:

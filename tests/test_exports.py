@@ -54,7 +54,7 @@ def test_tools_layer_does_not_import_the_layers_above_at_import_time() -> None:
 def test_what_users_look_for_is_exported_where_they_look() -> None:
     import kode.builtin
     import kode.registries
-    from kode.builtin import _runtime_policy
+    from kode.builtin.runtime import _policy
     from kode.registries import plugins
     from kode.tools import workspace
 
@@ -65,7 +65,7 @@ def test_what_users_look_for_is_exported_where_they_look() -> None:
     for name in ("PluginApi", "load_plugin", "load_plugins"):
         assert getattr(kode, name) is getattr(plugins, name), name
     for name in ("RuntimePolicy", "set_default_runtime_policy", "using_runtime_policy"):
-        assert getattr(kode.builtin, name) is getattr(_runtime_policy, name), name
+        assert getattr(kode.builtin, name) is getattr(_policy, name), name
         assert name in kode.builtin.__all__, name
 
 

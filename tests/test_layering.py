@@ -155,3 +155,121 @@ def test_the_checks_catch_what_they_are_for(tmp_path: Path) -> None:
     ]
     assert "kode.agent" not in ALLOWED["tools"]
     assert "_record_for" not in _defined_private_names(bad)
+
+
+# --- kode.builtin: three independent clusters, and no import cycle ----------------------------
+
+MODULE_NAMES = {name for name, _ in MODULES}
+
+# The sub-packages of kode.builtin that hold one cluster of tools each; a cluster imports
+# nothing of another (the package's own __init__, todo and tasks import from any).
+BUILTIN_CLUSTERS = ("fs", "runtime", "web")
+
+
+def _resolved(target: str, names: list[str]) -> list[str]:
+    """The kode modules an import of `names` from `target` loads: `from pkg import sub`
+    loads ``pkg.sub`` when that is a module, else ``pkg`` itself."""
+    found = [f"{target}.{n}" for n in names if f"{target}.{n}" in MODULE_NAMES]
+    if len(found) < len(names) or not names:
+        found.append(target)
+    return [m for m in found if m in MODULE_NAMES]
+
+
+def import_graph(prefix: str) -> dict[str, set[str]]:
+    """Module → the modules under `prefix` it imports anywhere (top level, in functions,
+    under TYPE_CHECKING): a cycle through any of them is a cycle of the design."""
+    graph: dict[str, set[str]] = {}
+    for module, path in MODULES:
+        if module != prefix and not module.startswith(prefix + "."):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        edges = graph.setdefault(module, set())
+        for _, target, names in kode_imports(module, tree):
+            for imported in _resolved(target, names):
+                if imported != module and imported.startswith(prefix + "."):
+                    edges.add(imported)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of `graph` as a path that ends where it starts, or `None`."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (cycle := visit(nxt)) is not None:
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)) is not None:
+            return cycle
+    return None
+
+
+def test_kode_builtin_has_no_import_cycle() -> None:
+    cycle = find_cycle(import_graph("kode.builtin"))
+    assert cycle is None, "import cycle in kode.builtin: " + " -> ".join(cycle or [])
+
+
+def test_the_builtin_clusters_import_nothing_of_each_other() -> None:
+    wrong = []
+    for module, imported in import_graph("kode.builtin").items():
+        mine = module.split(".")[2] if module.count(".") >= 2 else ""
+        if mine not in BUILTIN_CLUSTERS:
+            continue
+        for target in sorted(imported):
+            theirs = target.split(".")[2]
+            if theirs in BUILTIN_CLUSTERS and theirs != mine:
+                wrong.append(f"{module} imports {target}")
+    assert not wrong, wrong
+
+
+def test_the_builtin_package_ships_only_tools_and_their_plumbing() -> None:
+    """The flat files became one sub-package per cluster; the docs generator is not shipped."""
+    flat = sorted(p.name for p in (ROOT / "builtin").glob("*.py"))
+    assert flat == ["__init__.py", "tasks.py", "todo.py"], flat
+    assert {p.name for p in (ROOT / "builtin").iterdir() if p.is_dir()} >= set(BUILTIN_CLUSTERS)
+    assert not (ROOT / "builtin" / "_reference.py").exists()
+
+
+def test_the_cycle_check_finds_cycles() -> None:
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set(), "c": {"a", "b"}}) is None
+    assert find_cycle({"a": {"a"}}) == ["a", "a"]
+    grep = ast.parse(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from kode.builtin.fs._grep import GrepFile\n"
+        "def f():\n"
+        "    from kode.builtin.fs import _grep\n"
+    )
+    found = {t for _, t, _ in kode_imports("kode.builtin.fs._grep_files", grep)}
+    assert found == {"kode.builtin.fs._grep", "kode.builtin.fs"}
+    assert _resolved("kode.builtin.fs", ["_grep"]) == ["kode.builtin.fs._grep"]
+
+
+def test_no_package_of_kode_builtin_hides_a_module_of_its_own() -> None:
+    """A name its __init__ defines would hide the submodule of that name from
+    ``from kode.builtin.runtime import _sandbox`` (it once did, for four of them)."""
+    wrong = []
+    for package in ROOT.joinpath("builtin").rglob("__init__.py"):
+        modules = {p.stem for p in package.parent.glob("*.py")} | {
+            p.name for p in package.parent.iterdir() if (p / "__init__.py").exists()
+        }
+        tree = ast.parse(package.read_text(encoding="utf-8"))
+        for node in tree.body:
+            names: list[str] = []
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names = [node.name]
+            elif isinstance(node, ast.Assign):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            wrong += [f"{package.parent.name}.{n}" for n in names if n in modules]
+    assert not wrong, wrong

@@ -25,7 +25,7 @@ for _name in MODULES:
             raise
 
 # After the loop, so the tool modules register in the order of MODULES.
-from kode.builtin._runtime_policy import (  # noqa: E402
+from kode.builtin.runtime._policy import (  # noqa: E402
     RuntimePolicy,
     set_default_runtime_policy,
     using_runtime_policy,

@@ -142,6 +142,19 @@ _SYNONYMS: dict[str, tuple[str, ...]] = {
     "translate": ("language",),
     "summarize": ("summary",),
     "summary": ("summarize",),
+    "remember": ("memory", "observation"),
+    "recall": ("memory", "search"),
+    "rain": ("weather", "precipitation"),
+    "snow": ("weather", "precipitation"),
+    "canned": ("macro",),
+    "template": ("macro",),
+    "several": ("multiple",),
+    "many": ("multiple",),
+    "column": ("describe", "schema"),
+    "route": ("direction",),
+    "navigate": ("direction", "url"),
+    "readme": ("file",),
+    "contents": ("read",),
 }
 _SPLIT = re.compile(r"[^0-9a-zA-Z]+")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")

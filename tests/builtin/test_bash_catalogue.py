@@ -19,9 +19,9 @@ import pytest
 from bash_catalogue import BENIGN, HOSTILE, MARKER, Hostile, markers, prepare_workspace
 
 from kode import Agent, AgentTemplate, ToolRegistry
-from kode.builtin import _shell_parse
 from kode.builtin.runtime import (
     RuntimePolicy,
+    _shell_parse,
     bash_run,
     check_command,
     set_default_runtime_policy,

@@ -21,10 +21,11 @@ import anyio
 import pytest
 
 from kode import ToolContext, ToolErrorType
-from kode.builtin import _kill, _reaper
 from kode.builtin.runtime import (
     ProcessManager,
     RuntimePolicy,
+    _launch_and_kill,
+    _supervisor,
     bash_kill,
     bash_run,
     set_default_runtime_policy,
@@ -124,7 +125,11 @@ def exists(path: str) -> bool:
 
 
 def comm(pid: int) -> str:
-    return Path(f"/proc/{pid}/comm").read_text().strip()
+    """The process's name; empty when it ended since it was listed (a double fork's middle)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
 
 
 @pytest.fixture
@@ -229,11 +234,11 @@ async def test_the_subreaper_alone_finds_orphans(
 ) -> None:
     """Without the environment tag, double-forked orphans are still found: they are
     re-parented to the supervisor, not to init."""
-    monkeypatch.setattr(_reaper, "tagged", lambda name, value: set())
+    monkeypatch.setattr(_supervisor, "tagged", lambda name, value: set())
     started = await run(ctx, command=scenario.command(technique, "sleep 1000"), background=True)
     await scenario.wait_ready()
-    table = _reaper.process_table()
-    below = _reaper.descendants([started.details["pid"]], table)
+    table = _supervisor.process_table()
+    below = _supervisor.descendants([started.details["pid"]], table)
     assert scenario.name in {comm(pid) for pid in below}
     await bash_kill.run({"shell_id": "shell_1"}, ctx)
     await scenario.assert_none_left()
@@ -272,7 +277,7 @@ async def test_cancelling_while_the_supervisor_starts(
 async def test_an_escapee_ignoring_sigterm_gets_sigkill(
     ctx: ToolContext[None], scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_kill, "KILL_GRACE", 0.3)
+    monkeypatch.setattr(_launch_and_kill, "KILL_GRACE", 0.3)
     command = scenario.command("python_setsid", "sleep 1000").replace(
         f"export {MARK}", f"trap '' TERM\nexport {MARK}"
     )
@@ -281,7 +286,7 @@ async def test_an_escapee_ignoring_sigterm_gets_sigkill(
     await scenario.assert_none_left()
 
 
-@pytest.mark.skipif(not _kill.TRACKING, reason="the supervisor runs on Linux only")
+@pytest.mark.skipif(not _launch_and_kill.TRACKING, reason="the supervisor runs on Linux only")
 def test_the_supervisor_kills_everything_when_its_parent_dies(scenario: Scenario) -> None:
     """Even when the kode process is SIGKILLed, the supervisor takes its command down."""
     import subprocess
@@ -291,8 +296,8 @@ def test_the_supervisor_kills_everything_when_its_parent_dies(scenario: Scenario
             PY,
             "-c",
             "import subprocess, sys, time\n"
-            "from kode.builtin import _kill\n"
-            "argv, env, tag = _kill.launch(sys.argv[1], {'PATH': '/usr/bin:/bin'})\n"
+            "from kode.builtin.runtime import _launch_and_kill\n"
+            "argv, env, tag = _launch_and_kill.launch(sys.argv[1], {'PATH': '/usr/bin:/bin'})\n"
             "subprocess.Popen(argv, env=env, cwd=sys.argv[2], start_new_session=True)\n"
             "time.sleep(1000)",
             scenario.command("daemonize", "sleep 1000"),

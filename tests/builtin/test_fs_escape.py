@@ -16,9 +16,6 @@ from typing import Any
 import pytest
 
 from kode.agent import Agent, AgentTemplate, ApprovalDecision, ApprovalRequest
-from kode.builtin._files import GIT_WRITE_REASON
-from kode.builtin._grep import GrepFile, GrepOutcome, GrepQuery, python_grep
-from kode.builtin._grep_files import confirm, line_digest
 from kode.builtin.fs import (
     fs_edit,
     fs_glob,
@@ -28,6 +25,9 @@ from kode.builtin.fs import (
     fs_read,
     fs_write,
 )
+from kode.builtin.fs._grep import GrepFile, GrepOutcome, GrepQuery, python_grep
+from kode.builtin.fs._grep_files import confirm, line_digest
+from kode.builtin.fs._workspace_files import GIT_WRITE_REASON
 from kode.models import ScriptedModel, ToolResultContent, tool_use
 from kode.registries import ToolRegistry
 from kode.tools.context import ToolContext
@@ -78,7 +78,7 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     if request.param == "python":
         monkeypatch.setenv("KODE_RG", "off")
     else:
-        from kode.builtin._grep import find_ripgrep
+        from kode.builtin.fs._grep import find_ripgrep
 
         monkeypatch.delenv("KODE_RG", raising=False)
         if find_ripgrep() is None:

@@ -10,9 +10,17 @@ from typing import Any
 
 import pytest
 
-from kode.builtin import _text
-from kode.builtin._text import read_numbered
-from kode.builtin.fs import fs_edit, fs_glob, fs_grep, fs_ls, fs_multi_edit, fs_read, fs_write
+from kode.builtin.fs import (
+    _text_edits,
+    fs_edit,
+    fs_glob,
+    fs_grep,
+    fs_ls,
+    fs_multi_edit,
+    fs_read,
+    fs_write,
+)
+from kode.builtin.fs._text_edits import read_numbered
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import ToolResult
@@ -76,7 +84,7 @@ async def test_reading_across_a_4_gib_hole_steps_over_it(ctx: ToolContext, ws: P
     lines = result.text.splitlines()
     assert lines[0] == "   999\tline number 999 of text"
     assert lines[1] == "  1000\tline number 1000 of text"
-    hidden = 4 * GIB - len(TEXT_HEAD) + len(b"after the hole") - _text.MAX_LINE_CHARS
+    hidden = 4 * GIB - len(TEXT_HEAD) + len(b"after the hole") - _text_edits.MAX_LINE_CHARS
     assert lines[2].endswith(f" … [line truncated: {hidden} more characters]")
     assert result.details["total_lines"] == 1001
     # Past the end: the whole file was "scanned", holes included, without reading them.
@@ -95,7 +103,7 @@ async def test_a_hole_to_the_end_of_the_file_is_stepped_over(ctx: ToolContext, w
     result = await call(fs_read, ctx, path="tail.log", offset=1001, limit=1)
     assert bytes_read() - before < 16 * 1024 * 1024
     assert not result.is_error, result.text
-    hidden = 4 * GIB - len(TEXT_HEAD) - _text.MAX_LINE_CHARS
+    hidden = 4 * GIB - len(TEXT_HEAD) - _text_edits.MAX_LINE_CHARS
     assert result.text.endswith(f" … [line truncated: {hidden} more characters]")
 
 
@@ -103,7 +111,7 @@ async def test_one_call_reads_a_bounded_number_of_bytes(
     ctx: ToolContext, ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The limit is 256 MB; a smaller one shows the same behaviour on a small real file.
-    monkeypatch.setattr(_text, "MAX_SCAN_BYTES", 200_000)
+    monkeypatch.setattr(_text_edits, "MAX_SCAN_BYTES", 200_000)
     (ws / "big.txt").write_bytes(b"".join(b"row %06d\n" % n for n in range(1, 60_001)))
     result = await call(fs_read, ctx, path="big.txt", offset=50_000, limit=10)
     assert result.is_error and result.error_type is ToolErrorType.TOOL_ERROR

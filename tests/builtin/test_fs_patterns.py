@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kode.builtin._globs import (
+from kode.builtin.fs import fs_glob, fs_grep
+from kode.builtin.fs._globs import (
     MAX_BRACE_DEPTH,
     MAX_GLOB_ALTERNATIVES,
     MAX_GLOB_CHARS,
@@ -27,14 +28,13 @@ from kode.builtin._globs import (
     file_filter,
     glob_regex,
 )
-from kode.builtin._grep import (
+from kode.builtin.fs._grep import (
     MAX_REGEX_CHARS,
     PYTHON_GREP_SECONDS,
     GrepQuery,
     python_search,
     ripgrep,
 )
-from kode.builtin.fs import fs_glob, fs_grep
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import ToolResult

@@ -11,9 +11,9 @@ from typing import Any
 import anyio
 import pytest
 
-from kode.builtin._globs import file_filter, glob_regex
-from kode.builtin._grep import GrepQuery, ripgrep
 from kode.builtin.fs import fs_glob, fs_grep, fs_ls
+from kode.builtin.fs._globs import file_filter, glob_regex
+from kode.builtin.fs._grep import GrepQuery, ripgrep
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult

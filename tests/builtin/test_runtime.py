@@ -14,10 +14,10 @@ import anyio
 import pytest
 
 from kode import ToolContext, ToolErrorType
-from kode.builtin import _kill
 from kode.builtin.runtime import (
     ProcessManager,
     RuntimePolicy,
+    _launch_and_kill,
     bash_kill,
     bash_logs,
     bash_run,
@@ -175,7 +175,7 @@ async def test_timeout_kills_the_whole_process_group(ctx: ToolContext[None]) -> 
 async def test_timeout_escalates_to_sigkill(
     ctx: ToolContext[None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_kill, "KILL_GRACE", 0.3)
+    monkeypatch.setattr(_launch_and_kill, "KILL_GRACE", 0.3)
     result = await run(
         ctx,
         command="trap '' TERM; echo leader=$$; sleep 30 & echo child=$!; wait",
@@ -372,7 +372,7 @@ async def test_background_shell_limit(ctx: ToolContext[None]) -> None:
 async def test_closing_the_manager_kills_everything(
     ctx: ToolContext[None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_kill, "KILL_GRACE", 0.3)
+    monkeypatch.setattr(_launch_and_kill, "KILL_GRACE", 0.3)
     first = await run(ctx, command="sleep 30 & echo child=$!; wait", background=True)
     second = await run(ctx, command="trap '' TERM; sleep 30", background=True)
     manager = ctx.services["processes"]
@@ -533,7 +533,7 @@ async def test_git_runs_no_program_from_the_repository_config(
 
 
 def test_relative_path_entries_are_dropped_from_a_commands_path() -> None:
-    from kode.builtin._environment import command_environment
+    from kode.builtin.runtime._environment import command_environment
 
     env = command_environment(source={"PATH": f".:bin::/usr/bin:/bin:{'x' * 3}"})
     assert env["PATH"] == "/usr/bin:/bin"

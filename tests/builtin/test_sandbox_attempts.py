@@ -247,7 +247,7 @@ def world() -> Iterator[World]:
     )
     made.notes["git"] = tree_digest(ws / ".git")
     made.notes["existing-mode"] = (outside / "existing.txt").stat().st_mode
-    made.notes["reaper"] = file_digest(Path(_reaper_path()))
+    made.notes["supervisor"] = file_digest(Path(_supervisor_path()))
     try:
         with pytest.MonkeyPatch.context() as patch:
             patch.setenv("HOME", str(home))  # ~ in the hidden paths, for kode and its commands
@@ -268,10 +268,10 @@ def world() -> Iterator[World]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _reaper_path() -> str:
-    from kode.builtin import _reaper
+def _supervisor_path() -> str:
+    from kode.builtin.runtime import _supervisor
 
-    return _reaper.__file__
+    return _supervisor.__file__
 
 
 def file_digest(path: Path) -> str:
@@ -819,7 +819,7 @@ NAMESPACE_ATTEMPTS: dict[str, Callable[[World], str]] = {
     "unmount-hidden": lambda w: f"umount ~/.ssh && {SAY_ESCAPED}; ls ~/.ssh",
     "chroot": lambda w: f"chroot / true && {SAY_ESCAPED}",
     "keyring": lambda w: keyctl_code(),
-    "supervisor-code": lambda w: f"echo 'import os' >> {_reaper_path()}",
+    "supervisor-code": lambda w: f"echo 'import os' >> {_supervisor_path()}",
 }
 TAMPER_COMMANDS: dict[str, str] = {
     # Each ends its own command in its own way; SLEEPER must be gone afterwards.
@@ -867,6 +867,15 @@ def running(pid: str) -> bool:
     return False
 
 
+def still_ours(pid: str, world: World) -> bool:
+    """Whether `pid` still runs and is still this world's command (bubblewrap, with the
+    workspace on its command line): pids are reused, by other processes of the machine too."""
+    with contextlib.suppress(OSError, ValueError):
+        cmdline = Path(f"/proc/{int(pid)}/cmdline").read_bytes()
+        return running(pid) and str(world.ws).encode() in cmdline.split(b"\0")
+    return False
+
+
 def state(pid: int) -> str:
     stat = Path(f"/proc/{pid}/stat").read_text()
     return stat[stat.rindex(")") + 2 :].split()[0]
@@ -882,7 +891,8 @@ def namespaces(world: World) -> World:
         result = world.run(code.replace("SLEEPER", f"./{binary} 1000"), timeout=2)
         world.notes[f"tamper-{name}"] = (
             time.monotonic() - started,
-            sleeping(binary) + [p for p in [str(result.details.get("pid"))] if running(p)],
+            sleeping(binary)
+            + [p for p in [str(result.details.get("pid"))] if still_ours(p, world)],
             result.text,
             result.details.get("sandboxed"),
         )
@@ -905,7 +915,7 @@ async def stopped_in_background(world: World) -> tuple[float, list[str], str, bo
         await anyio.sleep(0.3)
         killed = await bash_kill.run({"shell_id": started.details["shell_id"]}, ctx)
         bwrap = str(started.details["pid"])
-        left = sleeping(binary) + ([bwrap] if running(bwrap) else [])
+        left = sleeping(binary) + ([bwrap] if still_ours(bwrap, world) else [])
         return time.monotonic() - started_at, left, killed.text, started.details["sandboxed"]
     finally:
         await manager.aclose()
@@ -936,7 +946,7 @@ def test_escape_the_namespaces_or_tamper(namespaces: World, attempt: str) -> Non
     if attempt == "see-environ":
         assert "HOME=" not in output
     if attempt == "supervisor-code":
-        assert file_digest(Path(_reaper_path())) == world.notes["reaper"]
+        assert file_digest(Path(_supervisor_path())) == world.notes["supervisor"]
 
 
 def test_there_are_at_least_a_hundred_attempts() -> None:

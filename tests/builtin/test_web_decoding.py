@@ -14,8 +14,8 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 from test_web_fetch import context, respond, serve
 
-from kode.builtin._decode import BodyDecoder, EncodingError, content_encodings
 from kode.builtin.web import web_fetch
+from kode.builtin.web._content_encoding import BodyDecoder, EncodingError, content_encodings
 from kode.tools.errors import ToolErrorType
 
 pytestmark = pytest.mark.anyio

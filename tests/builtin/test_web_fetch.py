@@ -527,7 +527,7 @@ async def test_a_bad_services_entry_is_reported() -> None:
 async def test_without_httpx_the_result_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.delitem(sys.modules, "kode.builtin._fetch")
+    monkeypatch.delitem(sys.modules, "kode.builtin.web._fetch")
     monkeypatch.setitem(sys.modules, "httpx", None)
     result = await web_fetch.run({"url": "http://example.com/"}, context())
     assert result.is_error

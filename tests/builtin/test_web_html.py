@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kode.builtin._html import _strip_noise, convert, decode, is_html, is_text
+from kode.builtin.web._html_to_text import _strip_noise, convert, decode, is_html, is_text
 
 BASE = "https://site.example/docs/page"
 

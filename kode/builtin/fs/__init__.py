@@ -13,10 +13,10 @@ a file that exists must have been read first and must not have changed on disk s
 agent never overwrites edits it has not seen. Writes are atomic (a temporary file renamed in
 the same directory descriptor) and keep the file's mode; a write inside ``.git``, or into
 any directory that is or would become a git directory (``HEAD`` beside ``objects``, ``refs``
-or ``commondir``), asks for approval, since git config and hooks can run commands. Each tool
-is an ordinary ``@define_tool`` function; the plumbing lives in `kode.builtin._files`,
-`kode.builtin._beneath`, `kode.builtin._text`, `kode.builtin._globs`, `kode.builtin._grep` and
-`kode.builtin._grep_files`.
+or ``commondir``), asks for approval, since git config and hooks can run commands. Each tool is an
+ordinary ``@define_tool`` function; the plumbing lives in `kode.builtin.fs._workspace_files`,
+`kode.builtin.fs._safe_open`, `kode.builtin.fs._text_edits`, `kode.builtin.fs._globs`,
+`kode.builtin.fs._grep` and `kode.builtin.fs._grep_files`.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ from typing import Annotated, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kode.builtin._files import (
+from kode.builtin.fs._text_edits import apply_edit, read_numbered, short_diff
+from kode.builtin.fs._workspace_files import (
     BINARY_SNIFF_BYTES,
     HUGE_FILE_BYTES,
     Target,
@@ -44,7 +45,6 @@ from kode.builtin._files import (
     target,
     write_file,
 )
-from kode.builtin._text import apply_edit, read_numbered, short_diff
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError
@@ -375,9 +375,9 @@ def fs_multi_edit(
     return _edit(ctx, target(ctx, path), list(edits))
 
 
-# fs_glob and fs_grep live in kode.builtin.fs_search; imported here so that they register
+# fs_glob and fs_grep live in kode.builtin.fs.search; imported here so that they register
 # between fs_multi_edit and fs_ls, as they always have, and stay importable from this module.
-from kode.builtin.fs_search import fs_glob, fs_grep  # noqa: E402
+from kode.builtin.fs.search import fs_glob, fs_grep  # noqa: E402
 
 
 @define_tool(kind="read", groups=["group:fs"], aliases=["ls", "list_directory"])

@@ -20,7 +20,7 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from kode.builtin._beneath import WalkEntry, open_dir, walk_fds
+from kode.builtin.fs._safe_open import WalkEntry, open_dir, walk_fds
 
 __all__ = [
     "MAX_BRACE_DEPTH",
@@ -287,7 +287,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
 
     Example:
         ```python
-        from kode.builtin._globs import glob_regex
+        from kode.builtin.fs._globs import glob_regex
 
         assert glob_regex("src/**/*.{py,pyi}").match("src/a/b/c.pyi")
         assert not glob_regex("*.py").match("src/c.py")

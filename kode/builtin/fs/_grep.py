@@ -1,13 +1,13 @@
 """The search behind `fs_grep`: ripgrep when it is installed, pure Python otherwise.
 
-This module owns both search paths and what they share: one `GrepQuery`, one `_Collector`
-that applies the result cap and gathers context lines (so both paths stop at the same place
-and say the same), and one formatter. Both search hidden files, skip binary files, files over
-`MAX_GREP_FILE_BYTES`, symlinks and the noise directories the caller prunes, read no
-``.gitignore``, and list files in path order — so a model sees the same answer whichever ran.
-ripgrep is found on ``PATH`` (or at ``$KODE_RG``; ``KODE_RG=off`` disables it). A pattern
-ripgrep's regex engine refuses (look-around, back-references) is searched in Python, in a
-worker process that a deadline or a cancellation kills: Python's `re` backtracks, and may take
+This module owns both search paths and what they share: one `GrepQuery` (with the outcome, in
+`kode.builtin.fs._grep_types`), one `_Collector` that applies the result cap and gathers context
+lines (so both paths stop at the same place and say the same), and one formatter. Both search hidden
+files, skip binary files, files over `MAX_GREP_FILE_BYTES`, symlinks and the noise directories the
+caller prunes, read no ``.gitignore``, and list files in path order — so a model sees the same
+answer whichever ran. ripgrep is found on ``PATH`` (or at ``$KODE_RG``; ``KODE_RG=off`` disables
+it). A pattern ripgrep's regex engine refuses (look-around, back-references) is searched in Python,
+in a worker process that a deadline or a cancellation kills: Python's `re` backtracks, and may take
 exponential time while holding the interpreter lock.
 """
 
@@ -23,23 +23,32 @@ import subprocess
 import sys
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 import anyio
 from anyio.abc import ByteReceiveStream
 
-from kode.builtin._beneath import open_dir
-from kode.builtin._files import BINARY_SNIFF_BYTES, is_binary
-from kode.builtin._globs import file_filter, walk
-from kode.builtin._grep_files import line_digest, open_searchable, scan_lines
+from kode.builtin.fs._globs import file_filter, walk
+from kode.builtin.fs._grep_files import line_digest, open_searchable, scan_lines
+from kode.builtin.fs._grep_types import (
+    MAX_CHECKED_LINES,
+    MAX_GREP_FILE_BYTES,
+    GrepFile,
+    GrepMode,
+    GrepOutcome,
+    GrepQuery,
+)
+from kode.builtin.fs._safe_open import open_dir
+from kode.builtin.fs._workspace_files import BINARY_SNIFF_BYTES, is_binary
 from kode.tools.errors import ToolError, ToolErrorType
 
 __all__ = [
+    "MAX_CHECKED_LINES",
     "MAX_GREP_FILE_BYTES",
     "MAX_REGEX_CHARS",
     "PYTHON_GREP_SECONDS",
+    "GrepFile",
+    "GrepMode",
     "GrepOutcome",
     "GrepQuery",
     "find_ripgrep",
@@ -49,16 +58,10 @@ __all__ = [
     "ripgrep",
 ]
 
-MAX_GREP_FILE_BYTES = 20 * 1024 * 1024
-"""Files larger than this are skipped when a directory is searched."""
 MAX_REGEX_CHARS = 2000
 """The longest regular expression accepted, in characters."""
-MAX_CHECKED_LINES = 10_000
-"""Matching lines per file whose text is kept to check ripgrep's answer (``count`` mode)."""
 _MAX_SHOWN_CHARS = 500
 _MAX_STDERR = 16 * 1024
-
-GrepMode = Literal["content", "files", "count"]
 
 
 def find_ripgrep() -> str | None:
@@ -69,59 +72,6 @@ def find_ripgrep() -> str | None:
             return None
         return shutil.which(configured)
     return shutil.which("rg")
-
-
-@dataclass(kw_only=True, frozen=True, slots=True)
-class GrepQuery:
-    """One search, as both paths run it."""
-
-    pattern: str
-    """The regular expression."""
-    ignore_case: bool
-    """Match case-insensitively."""
-    base: Path
-    """The directory the search runs in; reported paths are relative to it."""
-    file: str | None
-    """The one file to search (a name in `base`), or `None` to search all of `base`."""
-    glob: str | None
-    """ripgrep-style file filter, for a directory search."""
-    prune: frozenset[str]
-    """Directory names to skip at any depth."""
-    mode: GrepMode
-    """``content`` (lines), ``files`` (paths) or ``count`` (matching lines per file)."""
-    context: int
-    """Lines shown before and after each match (``content`` only)."""
-    limit: int
-    """Matching lines (``content``) or files (``files``, ``count``) to report at most."""
-
-
-@dataclass(kw_only=True, slots=True)
-class GrepFile:
-    """What was found in one file."""
-
-    path: str
-    """The path relative to the search's base, ``/``-separated."""
-    lines: list[tuple[int, str, bool]] = field(default_factory=list)
-    """(line number, text, is a match), in order (``content`` only)."""
-    count: int = 0
-    """Matching lines reported."""
-    checks: list[tuple[int, bytes]] = field(default_factory=list)
-    """(line number, `line_digest` of its text) of the first `MAX_CHECKED_LINES` matching
-    lines (``files`` and ``count`` only), to check ripgrep's answer against the file."""
-
-
-@dataclass(kw_only=True, slots=True)
-class GrepOutcome:
-    """The result of a search."""
-
-    files: list[GrepFile]
-    """Files with matches, in path order."""
-    truncated: bool
-    """Whether more matches exist beyond the cap."""
-    engine: Literal["ripgrep", "python"]
-    """Which search path ran."""
-    linked: int = 0
-    """Files skipped because they have more than one hard link."""
 
 
 class _Collector:
@@ -257,14 +207,17 @@ def python_grep(query: GrepQuery, cancelled: Callable[[], bool]) -> GrepOutcome:
     return out.outcome("python")
 
 
-# Starts the worker without running kode/builtin/__init__.py, which imports (and registers)
-# every built-in tool: the worker needs the search, and that import was most of its start-up.
+# Starts the worker without running kode/builtin/__init__.py and kode/builtin/fs/__init__.py,
+# which import (and register) the built-in tools: the worker needs the search, and those
+# imports were most of its start-up.
 _WORKER = (
     "import sys, types; import kode; "
-    "package = types.ModuleType('kode.builtin'); "
-    f"package.__path__ = [{os.path.dirname(__file__)!r}]; "
-    "sys.modules['kode.builtin'] = package; "
-    "from kode.builtin._grep_worker import main; main()"
+    "builtin = types.ModuleType('kode.builtin'); "
+    f"builtin.__path__ = [{os.path.dirname(os.path.dirname(__file__))!r}]; "
+    "files = types.ModuleType('kode.builtin.fs'); "
+    f"files.__path__ = [{os.path.dirname(__file__)!r}]; "
+    "sys.modules.update({'kode.builtin': builtin, 'kode.builtin.fs': files}); "
+    "from kode.builtin.fs._grep_worker import main; main()"
 )
 
 

@@ -17,12 +17,10 @@ import os
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import Any, BinaryIO
 
-from kode.builtin._beneath import open_dir, open_file, open_relative
-
-if TYPE_CHECKING:
-    from kode.builtin._grep import GrepFile, GrepOutcome
+from kode.builtin.fs._grep_types import MAX_GREP_FILE_BYTES, GrepFile, GrepOutcome
+from kode.builtin.fs._safe_open import open_dir, open_file, open_relative
 
 __all__ = [
     "LINE_WINDOW_BYTES",
@@ -36,7 +34,6 @@ LINE_WINDOW_BYTES = 256 * 1024
 """Bytes of one line searched at a time; a longer line is searched in overlapping windows."""
 _OVERLAP_BYTES = 4096
 """How far windows of a long line overlap: a match longer than this across two may be missed."""
-_MAX_FILE_BYTES = 20 * 1024 * 1024  # MAX_GREP_FILE_BYTES, repeated to avoid an import cycle
 
 
 def line_digest(text: str) -> bytes:
@@ -55,7 +52,7 @@ def open_searchable(dir_fd: int, name: str, *, limit_size: bool) -> tuple[Binary
     except OSError:
         return None, False
     linked = stat.S_ISREG(st.st_mode) and st.st_nlink > 1
-    if not stat.S_ISREG(st.st_mode) or linked or (limit_size and st.st_size > _MAX_FILE_BYTES):
+    if not stat.S_ISREG(st.st_mode) or linked or (limit_size and st.st_size > MAX_GREP_FILE_BYTES):
         os.close(fd)
         return None, linked
     return os.fdopen(fd, "rb"), False
@@ -140,8 +137,6 @@ def confirm(outcome: GrepOutcome, base: Path) -> tuple[GrepOutcome, int]:
     hard-linked file is left out and counted in ``linked``. Returns the outcome and how many
     files were left out for changing.
     """
-    from kode.builtin._grep import GrepOutcome
-
     try:
         base_fd = open_dir(base, listable=False)
     except OSError:

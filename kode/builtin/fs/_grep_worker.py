@@ -1,6 +1,6 @@
 """The worker process that runs `python_grep`, so a runaway regex can always be killed.
 
-Run as ``python -m kode.builtin._grep_worker PARENT_PID``: it reads one pickled `GrepQuery` on
+Run as ``python -m kode.builtin.fs._grep_worker PARENT_PID``: it reads one pickled `GrepQuery` on
 stdin and writes one pickled ``("ok", GrepOutcome)`` or ``("error", message)`` on stdout. Both
 ends are kode's own, so pickle carries nothing foreign. The parent side is `python_search`.
 
@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 
-from kode.builtin._grep import GrepQuery, python_grep
+from kode.builtin.fs._grep import GrepQuery, python_grep
 
 _PR_SET_PDEATHSIG = 1
 _PARENT_POLL = 0.5

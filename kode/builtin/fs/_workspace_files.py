@@ -5,7 +5,7 @@ model's path in the workspace (the current directory when the context has none),
 for missing files and directories, binary sniffing, reading a file as UTF-8 text for an edit,
 and writing a file atomically (a temporary file in the same directory, then a rename) while
 keeping its mode. Files are opened and written relative to a descriptor of their directory,
-opened without following symlinks (`kode.builtin._beneath`), so the path used is the path the
+opened without following symlinks (`kode.builtin.fs._safe_open`), so the path used is the path the
 workspace checked; files with more than one hard link are refused. It does not format
 anything for the model.
 """
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from kode.builtin._beneath import is_swapped, open_dir, open_file, open_parent, write_at
+from kode.builtin.fs._safe_open import is_swapped, open_dir, open_file, open_parent, write_at
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.workspace import Workspace

@@ -3,8 +3,8 @@
 Both walk the workspace by directory descriptor without following symlinks and skip files with
 more than one hard link, like the other file tools (see `kode.builtin.fs`, which re-exports
 them). Patterns are bounded before any work is done: globs compile in linear time
-(`kode.builtin._globs`), and a regular expression runs in ripgrep when it is installed and
-accepts it, else in a worker process a deadline can kill (`kode.builtin._grep`).
+(`kode.builtin.fs._globs`), and a regular expression runs in ripgrep when it is installed and
+accepts it, else in a worker process a deadline can kill (`kode.builtin.fs._grep`).
 """
 
 from __future__ import annotations
@@ -17,15 +17,8 @@ from typing import Annotated, Literal
 import anyio
 from pydantic import Field
 
-from kode.builtin._files import (
-    PRUNED_DIRS,
-    Target,
-    grep_single,
-    open_directory,
-    target,
-)
-from kode.builtin._globs import GlobError, file_filter, find_files, glob_regex
-from kode.builtin._grep import (
+from kode.builtin.fs._globs import GlobError, file_filter, find_files, glob_regex
+from kode.builtin.fs._grep import (
     MAX_GREP_FILE_BYTES,
     MAX_REGEX_CHARS,
     GrepQuery,
@@ -34,7 +27,14 @@ from kode.builtin._grep import (
     python_search,
     ripgrep,
 )
-from kode.builtin._grep_files import confirm
+from kode.builtin.fs._grep_files import confirm
+from kode.builtin.fs._workspace_files import (
+    PRUNED_DIRS,
+    Target,
+    grep_single,
+    open_directory,
+    target,
+)
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType

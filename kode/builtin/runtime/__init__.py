@@ -7,7 +7,7 @@ output and the exit status, and ``bash_kill`` kills the shell and every process 
 Background shells live in the agent's `PROCESSES` service (a `ProcessManager`), so closing
 the agent kills them. Processes a foreground command leaves running when it exits are killed too.
 
-Every command first goes through a `RuntimePolicy` (see `kode.builtin._runtime_policy`): a
+Every command first goes through a `RuntimePolicy` (see `kode.builtin.runtime._policy`): a
 block-list of the obviously destructive, refused before anything runs; a ``security`` level
 (``deny | allowlist | full``); and two knobs, one for approval and one for confinement:
 
@@ -18,7 +18,7 @@ block-list of the obviously destructive, refused before anything runs; a ``secur
   workspace, even through a symlink; anything they cannot read asks (see the known limits).
 - ``sandbox`` (``workspace-write | read-only | off``): *what a command that skips approval may
   touch*. Every such command runs in an OS sandbox (Linux, bubblewrap; see
-  `kode.builtin._sandbox`): the file system read-only except the workspace
+  `kode.builtin.runtime._sandbox`): the file system read-only except the workspace
   (``workspace-write``; ``read-only`` keeps that read-only too) and a private ``/tmp``; the
   workspace's ``.git`` read-only; credentials and keys hidden (``hidden_paths``:
   ``~/.ssh``, ``~/.aws``, ``~/.config/gcloud``, ``~/.netrc``, ``/etc/shadow``, ...); no
@@ -50,7 +50,7 @@ lets through by name (``RuntimePolicy(env_allow=("AWS_REGION", "MYAPP_*"))``) an
 ``GIT_CONFIG_NOSYSTEM=1``, and settings passed through ``GIT_CONFIG_COUNT`` (which win over
 every configuration file) turn off the fsmonitor, hooks, the external diff (plain ``diff -u``
 instead), the pager, editors, credential helpers, signing and the ``ext::`` transport. This
-module owns the tools; processes are `kode.builtin._processes`.
+module owns the tools; processes are `kode.builtin.runtime._processes`.
 
 Setting the policy:
 
@@ -73,9 +73,8 @@ import anyio
 import anyio.to_thread
 from pydantic import Field
 
-from kode.builtin._environment import command_environment
-from kode.builtin._processes import BackgroundShell, ProcessManager, run_command
-from kode.builtin._runtime_policy import (
+from kode.builtin.runtime._environment import command_environment
+from kode.builtin.runtime._policy import (
     DEFAULT_BLOCKED,
     DEFAULT_HIDDEN_PATHS,
     DEFAULT_SAFE_COMMANDS,
@@ -90,14 +89,15 @@ from kode.builtin._runtime_policy import (
     set_default_runtime_policy,
     using_runtime_policy,
 )
-from kode.builtin._sandbox import (
+from kode.builtin.runtime._processes import BackgroundShell, ProcessManager, run_command
+from kode.builtin.runtime._sandbox import (
     Sandbox,
     SandboxSupport,
     announce_unavailable,
     known_support,
     sandbox_support,
 )
-from kode.builtin._shell_dirs import sweep_once
+from kode.builtin.runtime._shell_dirs import sweep_once
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
@@ -208,14 +208,14 @@ def _on_agent_create(ctx: ToolContext[Any]) -> None:
             announce_unavailable(policy.bwrap)
 
 
-def _policy(ctx: ToolContext[Any]) -> RuntimePolicy:
+def _policy_of(ctx: ToolContext[Any]) -> RuntimePolicy:
     try:
         return runtime_policy_for(ctx.services)
     except TypeError as exc:
         raise ToolError(str(exc), type=ToolErrorType.EXECUTION_FAILED) from None
 
 
-def _processes(ctx: ToolContext[Any]) -> ProcessManager:
+def _manager_of(ctx: ToolContext[Any]) -> ProcessManager:
     try:
         return PROCESSES.get_or_set(ctx.services, ProcessManager)
     except TypeError as exc:
@@ -268,7 +268,9 @@ def _enforce(
     return check
 
 
-def _sandbox(policy: RuntimePolicy, ctx: ToolContext[Any], check: CommandCheck) -> Sandbox | None:
+def _sandbox_for(
+    policy: RuntimePolicy, ctx: ToolContext[Any], check: CommandCheck
+) -> Sandbox | None:
     """The sandbox a command runs in: one that skips approval, under a policy that wants one."""
     if not check.sandboxed or policy.sandbox == "off":
         return None
@@ -284,7 +286,7 @@ def _sandbox(policy: RuntimePolicy, ctx: ToolContext[Any], check: CommandCheck) 
     )
 
 
-def _environment(policy: RuntimePolicy, *, confined: bool) -> dict[str, str]:
+def _environment_for(policy: RuntimePolicy, *, confined: bool) -> dict[str, str]:
     try:
         return command_environment(allow=policy.env_allow, values=policy.env, confined=confined)
     except ValueError as exc:
@@ -370,15 +372,15 @@ async def bash_run(
         cwd: A directory inside the workspace to run in (default: the workspace root).
         ctx: Injected by kode (not shown to the model).
     """
-    policy = _policy(ctx)
+    policy = _policy_of(ctx)
     where = _directory(ctx, cwd)
     if policy.sandbox != "off" and known_support(policy.bwrap) is None:
         await anyio.to_thread.run_sync(sandbox_support, policy.bwrap)  # runs bubblewrap once
     check = _enforce(policy, command, ctx, where)
-    env = _environment(policy, confined=check.action == "run")
-    sandbox = _sandbox(policy, ctx, check)
+    env = _environment_for(policy, confined=check.action == "run")
+    sandbox = _sandbox_for(policy, ctx, check)
     if background:
-        manager = _processes(ctx)
+        manager = _manager_of(ctx)
         manager.max_shells = policy.max_background
         shell = manager.start(command, cwd=where, env=env, sandbox=sandbox)
         note = " (timeout does not apply to background shells)" if timeout is not None else ""
@@ -449,7 +451,7 @@ async def bash_logs(shell_id: str, *, ctx: ToolContext) -> ToolResult:
         shell_id: The id bash_run(background=true) returned, e.g. "shell_1".
         ctx: Injected by kode (not shown to the model).
     """
-    read = _processes(ctx).read_new(shell_id, max_chars=_policy(ctx).max_output_chars)
+    read = _manager_of(ctx).read_new(shell_id, max_chars=_policy_of(ctx).max_output_chars)
     shell = read.shell
     text = read.output if read.output else "(no new output)"
     return _result(
@@ -477,10 +479,10 @@ async def bash_kill(shell_id: str, *, ctx: ToolContext) -> ToolResult:
         shell_id: The id bash_run(background=true) returned, e.g. "shell_1".
         ctx: Injected by kode (not shown to the model).
     """
-    manager = _processes(ctx)
+    manager = _manager_of(ctx)
     shell = manager.get(shell_id)
     sent = await manager.kill(shell.id)
-    read = manager.read_new(shell.id, max_chars=_policy(ctx).max_output_chars)
+    read = manager.read_new(shell.id, max_chars=_policy_of(ctx).max_output_chars)
     if sent is None:
         head = f"{shell.id} had already ended; nothing was left to kill."
     else:

@@ -1,16 +1,16 @@
 """Start a command so that everything it starts can be found, and kill all of it.
 
 This module owns how a runtime command is launched (`launch`, `prepare`) and killed (`kill`,
-`kill_now`). On Linux a command runs under a supervisor (`kode.builtin._reaper`) that is a child
-subreaper, and carries a tag variable in its environment; killing it means SIGTERM to every
-descendant of the supervisor and every tagged process, then, after a grace period, a
-freeze-and-kill (SIGSTOP until the set is closed, then SIGKILL). A sandboxed command
-(`kode.builtin._sandbox`) runs with its supervisor inside a PID namespace of its own, under
+`kill_now`). On Linux a command runs under a supervisor (`kode.builtin.runtime._supervisor`) that is
+a child subreaper, and carries a tag variable in its environment; killing it means SIGTERM to every
+descendant of the supervisor and every tagged process, then, after a grace period, a freeze-and-kill
+(SIGSTOP until the set is closed, then SIGKILL). A sandboxed command
+(`kode.builtin.runtime._sandbox`) runs with its supervisor inside a PID namespace of its own, under
 bubblewrap: killing it means SIGTERM to every process below the supervisor, then SIGKILL to the
 namespace's first process, which takes every process of the namespace with it (the kernel's
 guarantee, whatever they did). Elsewhere a command runs in a new session and killing it means
 signalling its process group. It does not capture output or keep shells
-(`kode.builtin._processes`).
+(`kode.builtin.runtime._processes`).
 
 What is guaranteed on Linux: every process that stays a descendant of the supervisor
 (``setsid``, ``setpgid``, ``set -m``, ``nohup``, ``disown``, double forks: orphans are
@@ -36,8 +36,8 @@ from typing import Literal
 
 import anyio
 
-from kode.builtin import _reaper
-from kode.builtin._sandbox import Sandbox, seccomp_fd
+from kode.builtin.runtime import _supervisor
+from kode.builtin.runtime._sandbox import Sandbox, seccomp_fd
 
 __all__ = [
     "KILL_GRACE",
@@ -60,7 +60,7 @@ TRACKING = sys.platform.startswith("linux") and os.path.isdir("/proc/self") and 
 """Whether commands run under a supervisor that tracks every process they start."""
 _POLL = 0.02
 _SHELL = "bash"
-_SUPERVISOR = str(Path(_reaper.__file__).resolve())
+_SUPERVISOR = str(Path(_supervisor.__file__).resolve())
 
 Signal = Literal["SIGTERM", "SIGKILL"]
 ReapFunc = Callable[[], object]
@@ -82,16 +82,16 @@ class Target:
         """The supervisor and every process carrying the tag (read from ``/proc``)."""
         if self.tag is None:
             return {self.pid}
-        return {self.pid} | _reaper.tagged(TAG, self.tag)
+        return {self.pid} | _supervisor.tagged(TAG, self.tag)
 
-    def find(self, roots: set[int]) -> tuple[set[int], _reaper.ProcessTable]:
+    def find(self, roots: set[int]) -> tuple[set[int], _supervisor.ProcessTable]:
         """The live processes at or below `roots`, without the supervisor and this process."""
-        table = _reaper.process_table()
+        table = _supervisor.process_table()
         if self.sandboxed:  # below the supervisor, two levels down from bubblewrap
             supervisors = _children(_children({self.pid}, table), table)
-            found = _reaper.live(_reaper.descendants(supervisors, table), table)
+            found = _supervisor.live(_supervisor.descendants(supervisors, table), table)
             return found - {os.getpid()}, table
-        found = _reaper.live(_reaper.descendants(roots, table) | roots, table)
+        found = _supervisor.live(_supervisor.descendants(roots, table) | roots, table)
         return found - {self.pid, os.getpid()}, table
 
     def alive(self) -> bool:
@@ -101,7 +101,7 @@ class Target:
         return bool(self.find(self.roots())[0])
 
 
-def _children(pids: set[int], table: _reaper.ProcessTable) -> set[int]:
+def _children(pids: set[int], table: _supervisor.ProcessTable) -> set[int]:
     return {pid for pid, (ppid, _) in table.items() if ppid in pids}
 
 
@@ -136,7 +136,7 @@ def launch(command: str, env: dict[str, str]) -> tuple[list[str], dict[str, str]
     if not TRACKING:
         return [_SHELL, "-c", command], env, None
     tag = secrets.token_hex(8)
-    parent = f"{_reaper.PARENT_OPTION}{os.getpid()}"
+    parent = f"{_supervisor.PARENT_OPTION}{os.getpid()}"
     argv = [sys.executable, "-I", "-S", _SUPERVISOR, parent, _SHELL, "-c", command]
     return argv, {**env, TAG: tag}, tag
 
@@ -204,7 +204,7 @@ def group_alive(pgid: int) -> bool:
 
 def _kill_namespace(target: Target) -> None:
     """SIGKILL the first process of a sandbox's PID namespace: the kernel kills the rest."""
-    inits = _children({target.pid}, _reaper.process_table()) or {target.pid}
+    inits = _children({target.pid}, _supervisor.process_table()) or {target.pid}
     for pid in inits:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
@@ -272,7 +272,7 @@ def _steps(target: Target, reap: ReapFunc, grace: float) -> Generator[float, Non
             elif target.tag is None:
                 _signal(target, found, signal.SIGKILL)
             else:
-                _reaper.freeze_and_kill(lambda: target.find(roots))
+                _supervisor.freeze_and_kill(lambda: target.find(roots))
             deadline = time.monotonic() + grace
         elif found - termed:  # started after the SIGTERM: it gets one too
             _signal(target, found - termed, signal.SIGTERM)

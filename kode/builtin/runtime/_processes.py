@@ -1,12 +1,13 @@
 """Processes for the runtime tools: run one to completion, or keep it in the background.
 
-This module owns `run_command` (a foreground ``bash -c``, output captured and capped, a timeout
-that kills every process the command started), `ProcessManager` (background shells whose output
-goes to a log file, read incrementally, killed with everything they started; closing the
-manager kills them all) and `OutputBuffer` (head and tail of a long output, with a marker in
-between). How a command is launched and killed, and what that guarantees on each platform, is
-`kode.builtin._kill`; the environment it gets is `kode.builtin._environment`. It does not decide
-what may run (`kode.builtin._runtime_policy`).
+This module owns `run_command` (a foreground ``bash -c``, output captured and capped, a timeout that
+kills every process the command started), `ProcessManager` (background shells whose output goes to a
+log file, read incrementally, killed with everything they started; closing the manager kills them
+all) and `OutputBuffer` (head and tail of a long output, with a marker in between). How a command is
+launched and killed, and what that guarantees on each platform, is
+`kode.builtin.runtime._launch_and_kill`; the environment it gets is
+`kode.builtin.runtime._environment`. It does not decide what may run
+(`kode.builtin.runtime._policy`).
 
 Background shells are `subprocess.Popen` processes writing to files rather than anyio
 processes writing to pipes: they outlive the tool call (and, with ``send_sync``, the event loop)
@@ -14,7 +15,7 @@ that started them, and nobody has to keep reading a pipe for them to make progre
 files live in a temporary directory ``kode-shells-<pid>-*`` whose ``owner`` file names the
 kode process; a process killed without closing its managers leaves it behind, and the next
 kode process to start a shell (or make an agent with ``bash_run``) removes the directories
-whose owner is gone (`kode.builtin._shell_dirs`).
+whose owner is gone (`kode.builtin.runtime._shell_dirs`).
 """
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ from pathlib import Path
 import anyio
 import anyio.abc
 
-from kode.builtin import _kill
-from kode.builtin._environment import command_environment
-from kode.builtin._kill import Signal, Target
-from kode.builtin._sandbox import Sandbox
-from kode.builtin._shell_dirs import shells_dir
+from kode.builtin.runtime import _launch_and_kill
+from kode.builtin.runtime._environment import command_environment
+from kode.builtin.runtime._launch_and_kill import Signal, Target
+from kode.builtin.runtime._sandbox import Sandbox
+from kode.builtin.runtime._shell_dirs import shells_dir
 from kode.tools.errors import ToolError, ToolErrorType
 
 __all__ = [
@@ -207,12 +208,12 @@ async def run_command(
     """Run `command` with ``bash -c`` in `cwd`, in a new session, for at most `seconds`.
 
     On timeout, and when the caller is cancelled, every process the command started is killed
-    (SIGTERM, then SIGKILL; see `kode.builtin._kill` for what that covers). Processes the
-    command leaves running after it exits are killed as well, so nothing it started outlives
-    the call. `env` defaults to `command_environment()` (scrubbed), not ``os.environ``. With
-    a `sandbox`, the command runs in it (`kode.builtin._sandbox`).
+    (SIGTERM, then SIGKILL; see `kode.builtin.runtime._launch_and_kill` for what that covers).
+    Processes the command leaves running after it exits are killed as well, so nothing it started
+    outlives the call. `env` defaults to `command_environment()` (scrubbed), not ``os.environ``.
+    With a `sandbox`, the command runs in it (`kode.builtin.runtime._sandbox`).
     """
-    launch = _kill.prepare(
+    launch = _launch_and_kill.prepare(
         command, command_environment() if env is None else env, sandbox=sandbox, cwd=cwd
     )
     tracked = launch.tag is not None or launch.sandboxed
@@ -257,26 +258,26 @@ async def run_command(
                 await shell_exit()
             if scope.cancelled_caught:
                 timed_out = True
-                killed = await _kill.kill(target, reap)
+                killed = await _launch_and_kill.kill(target, reap)
             else:
                 with anyio.move_on_after(_DRAIN):
                     await pumped.wait()
                 if target.alive():  # it exited, leaving processes behind
                     leftovers = True
-                    killed = await _kill.kill(target, reap)
+                    killed = await _launch_and_kill.kill(target, reap)
             with anyio.move_on_after(_DRAIN) as drain:
                 await pumped.wait()
             if drain.cancelled_caught:  # someone we cannot see holds the pipe open
                 tg.cancel_scope.cancel()
-            with anyio.move_on_after(_kill.KILL_GRACE):
+            with anyio.move_on_after(_launch_and_kill.KILL_GRACE):
                 await process.wait()  # the supervisor ends once everything is reaped
             tg.cancel_scope.cancel()
         done = True
     finally:
         with anyio.CancelScope(shield=True):
             if not done and (process.returncode is None or target.alive()):  # cancelled
-                await _kill.kill(target, reap)
-            with anyio.move_on_after(_kill.KILL_GRACE):
+                await _launch_and_kill.kill(target, reap)
+            with anyio.move_on_after(_launch_and_kill.KILL_GRACE):
                 await process.aclose()
     if status.notes:  # the sandbox could not start, or its supervisor said something else
         buffer.feed(("\n" if buffer.total else "") + status.notes + "\n")
@@ -313,7 +314,7 @@ class BackgroundShell:
     """`time.monotonic` when it started."""
     popen: subprocess.Popen[bytes] = field(repr=False)
     target: Target = field(repr=False)
-    """Its processes, for `kode.builtin._kill`."""
+    """Its processes, for `kode.builtin.runtime._launch_and_kill`."""
     status: Path | None = field(default=None, repr=False)
     """The file its supervisor writes the shell's exit status to (`None`: untracked)."""
     code: int | None = field(default=None, repr=False)
@@ -404,7 +405,7 @@ class ProcessManager:
         """Start `command` with ``bash -c`` in `cwd`, in a new session; return its shell.
 
         `env` defaults to `command_environment()` (scrubbed), not ``os.environ``. With a
-        `sandbox`, the command runs in it (`kode.builtin._sandbox`).
+        `sandbox`, the command runs in it (`kode.builtin.runtime._sandbox`).
 
         Raises:
             ToolError: too many shells are running.
@@ -422,7 +423,7 @@ class ProcessManager:
         self._counter += 1
         shell_id = f"shell_{self._counter}"
         log = self._dir / f"{shell_id}.log"
-        launch = _kill.prepare(
+        launch = _launch_and_kill.prepare(
             command, command_environment() if env is None else env, sandbox=sandbox, cwd=cwd
         )
         tracked = launch.tag is not None or launch.sandboxed
@@ -500,7 +501,7 @@ class ProcessManager:
         shell = self.get(shell_id)
         if shell.settled():
             return None
-        sent = await _kill.kill(shell.target, shell.popen.poll)
+        sent = await _launch_and_kill.kill(shell.target, shell.popen.poll)
         if sent is not None:
             shell.killed_with = sent
         shell.popen.poll()  # all gone: the supervisor (or shell) is at most a zombie, reaped here
@@ -513,20 +514,20 @@ class ProcessManager:
             async with anyio.create_task_group() as tg:
                 for shell in self._shells.values():
                     if not shell.settled():
-                        tg.start_soon(_kill.kill, shell.target, shell.popen.poll)
+                        tg.start_soon(_launch_and_kill.kill, shell.target, shell.popen.poll)
         self._cleanup()
 
     def close(self) -> None:
         """`aclose` for code without an event loop (it blocks while processes end)."""
         for shell in self._shells.values():
             if not shell.settled():
-                _kill.kill_now(shell.target, shell.popen.poll)
+                _launch_and_kill.kill_now(shell.target, shell.popen.poll)
         self._cleanup()
 
     def _cleanup(self) -> None:
         for shell in self._shells.values():
             with contextlib.suppress(subprocess.TimeoutExpired):
-                shell.popen.wait(timeout=_kill.KILL_GRACE)
+                shell.popen.wait(timeout=_launch_and_kill.KILL_GRACE)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None

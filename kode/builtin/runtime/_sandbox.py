@@ -1,12 +1,11 @@
 """The OS sandbox of commands that run without a person's approval: bubblewrap, on Linux.
 
-This module owns what a sandboxed ``bash_run`` command may touch and how that is enforced:
-`Sandbox` (the settings of one command, from the `RuntimePolicy` and the workspace) turns into
-a ``bwrap`` command line; `sandbox_support` says, once per process and program, whether
-bubblewrap works here at all (it runs it); `seccomp_program` is the system-call filter the
-sandbox loads. It does not decide whether a command needs approval
-(`kode.builtin._runtime_policy`) and does not run or kill anything (`kode.builtin._processes`,
-`kode.builtin._kill`).
+This module owns what a sandboxed ``bash_run`` command may touch and how that is enforced: `Sandbox`
+(the settings of one command, from the `RuntimePolicy` and the workspace) turns into a ``bwrap``
+command line; `sandbox_support` says, once per process and program, whether bubblewrap works here at
+all (it runs it); `seccomp_program` is the system-call filter the sandbox loads. It does not decide
+whether a command needs approval (`kode.builtin.runtime._policy`) and does not run or kill anything
+(`kode.builtin.runtime._processes`, `kode.builtin.runtime._launch_and_kill`).
 
 What a sandboxed command gets:
 

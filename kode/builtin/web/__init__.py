@@ -4,7 +4,7 @@ Both read their settings from the `WEB` service (``WEB.set(agent.services, WebCo
 a `WebConfig` (defaults when absent): allowed and denied domains, whether private networks may
 be reached, size, time and character limits, the resolver, TLS verification and the search
 provider. ``web_fetch`` refuses what
-could reach inside the network it runs in (see `kode.builtin._ssrf` for every rule), connects
+could reach inside the network it runs in (see `kode.builtin.web._ssrf` for every rule), connects
 only to addresses it checked, checks every redirect itself, and turns HTML into markdown.
 ``web_search`` asks a `SearchProvider` (default: `BraveSearch`, with ``BRAVE_API_KEY``).
 
@@ -18,9 +18,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from kode.builtin._search import BraveSearch, Freshness, SearchProvider, SearchResult
-from kode.builtin._ssrf import ResolveFunc, system_resolve
-from kode.builtin._webconfig import WebCache, WebConfig
+from kode.builtin.web._config import WebCache, WebConfig
+from kode.builtin.web._search_providers import BraveSearch, Freshness, SearchProvider, SearchResult
+from kode.builtin.web._ssrf import ResolveFunc, system_resolve
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
@@ -57,7 +57,7 @@ WEB: ServiceKey[WebConfig] = ServiceKey("web", WebConfig, doc="kode.builtin.web.
 """An agent's web settings: ``WEB.set(agent.services, WebConfig(...))``."""
 
 
-def _config(ctx: ToolContext[Any]) -> WebConfig:
+def _config_of(ctx: ToolContext[Any]) -> WebConfig:
     try:
         config = WEB.get(ctx.services)
     except TypeError as exc:
@@ -107,9 +107,9 @@ async def web_fetch(
         start: The character to start from, to read on in a long page.
         ctx: Injected by kode (not shown to the model).
     """
-    config = _config(ctx)
+    config = _config_of(ctx)
     try:
-        from kode.builtin._fetch import fetch_page, parse_url
+        from kode.builtin.web._fetch import fetch_page, parse_url
     except ImportError as exc:
         raise _missing(exc, "web_fetch") from None
     key = ("fetch", str(parse_url(url)), format)
@@ -189,7 +189,7 @@ async def web_search(
         freshness: Only pages from the last "day", "week", "month" or "year".
         ctx: Injected by kode (not shown to the model).
     """
-    config = _config(ctx)
+    config = _config_of(ctx)
     provider: SearchProvider = config.search if config.search is not None else BraveSearch()
     key = ("search", provider.name, query, count, freshness)
     results: list[SearchResult] | None = config.cache.get(key)

@@ -3,7 +3,7 @@
 This module owns the settings an application gives ``web_fetch`` and ``web_search`` (through
 ``ctx.services["web"]``) and the cache each config keeps. It imports no HTTP library, so
 configuring the tools never needs the optional ``kode-sdk[web]`` dependencies; the fetching itself
-lives in `kode.builtin._fetch`.
+lives in `kode.builtin.web._fetch`.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kode.builtin._ssrf import ResolveFunc, normalize_domain
+from kode.builtin.web._ssrf import ResolveFunc, normalize_domain
 
 if TYPE_CHECKING:
     import ssl  # loaded with httpx, by the first fetch
 
-    from kode.builtin._search import SearchProvider
+    from kode.builtin.web._search_providers import SearchProvider
 
 __all__ = ["DEFAULT_USER_AGENT", "WebCache", "WebConfig"]
 

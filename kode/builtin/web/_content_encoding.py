@@ -8,7 +8,7 @@ than one piece (`PIECE` bytes) at a time, and reading stops as soon as the bytes
 any layer's output would pass the limit. Memory stays near the limit plus one piece per
 layer, whatever the compression ratio. It decodes gzip (and ``x-gzip``, several members
 included) and deflate (zlib-wrapped or raw), the encodings zlib can bound; it does not fetch
-(see `kode.builtin._fetch`).
+(see `kode.builtin.web._fetch`).
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Fetching one URL for ``web_fetch``: checked hops, pinned connections, bounded reading.
 
 This module owns the HTTP side of ``web_fetch``. Every hop (the URL and each redirect) is
-checked by `kode.builtin._ssrf.check_target`, and the request then goes to one of the very
+checked by `kode.builtin.web._ssrf.check_target`, and the request then goes to one of the very
 addresses that were checked: the URL's host is replaced by the address, the ``Host`` header
 keeps the name, and for https the TLS server name (SNI) and certificate check use the name
-through httpx's ``sni_hostname`` request extension. So a DNS answer that changes between the
-check and the connection (DNS rebinding) cannot move the request elsewhere. Redirects are
-followed here, never by httpx; the body is streamed raw and decoded by `kode.builtin._decode`,
-and reading stops at the size limit (on the wire and after every layer of decoding); the whole
-fetch runs under one time limit. It does not cache or cut the text to the character
+through httpx's ``sni_hostname`` request extension. So a DNS answer that changes between the check
+and the connection (DNS rebinding) cannot move the request elsewhere. Redirects are followed here,
+never by httpx; the body is streamed raw and decoded by `kode.builtin.web._content_encoding`, and
+reading stops at the size limit (on the wire and after every layer of decoding); the whole fetch
+runs under one time limit. It does not cache or cut the text to the character
 limit (``kode.builtin.web`` does).
 
 Needs httpx, BeautifulSoup and markdownify (``kode-sdk[web]``).
@@ -24,10 +24,15 @@ from dataclasses import dataclass
 import anyio
 import httpx
 
-from kode.builtin._decode import ACCEPT_ENCODING, BodyDecoder, EncodingError, content_encodings
-from kode.builtin._html import TextFormat, convert, media_type_of
-from kode.builtin._ssrf import URLTarget, check_target
-from kode.builtin._webconfig import WebConfig
+from kode.builtin.web._config import WebConfig
+from kode.builtin.web._content_encoding import (
+    ACCEPT_ENCODING,
+    BodyDecoder,
+    EncodingError,
+    content_encodings,
+)
+from kode.builtin.web._html_to_text import TextFormat, convert, media_type_of
+from kode.builtin.web._ssrf import URLTarget, check_target
 from kode.tools.errors import ToolError, ToolErrorType
 
 __all__ = ["IMAGE_TYPES", "Page", "fetch_page", "parse_url"]

@@ -2,7 +2,7 @@
 
 This module owns the server-side request forgery (SSRF) rules and name resolution. It decides
 whether one URL may be fetched and returns the checked addresses to connect to; it does not
-make requests (see `kode.builtin._fetch`, which connects only to the addresses returned here,
+make requests (see `kode.builtin.web._fetch`, which connects only to the addresses returned here,
 so DNS cannot change between the check and the connection).
 
 The rules, applied to every URL and every redirect hop:
