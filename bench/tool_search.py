@@ -1,0 +1,144 @@
+"""Tool search: how well it finds tools, how fast, and what deferring saves per request.
+
+Run ``python bench/tool_search.py`` (``--quick`` for fewer rounds, ``--json`` for
+machine-readable output, ``--check`` to exit 1 when a target is missed). Figures:
+
+- ``recall_at_5``: mean recall@5 of `ToolRegistry.search` over the retrieval test set shipped
+  in ``tests/registries/search_corpus.py`` (305 tools, 131 queries; target >= 0.9);
+- ``search_ms_<n>``: the median time of one search (the test set's queries, in turn) in a
+  registry of n tools (the test set plus generated back-office tools), for n = 1,000 and
+  10,000; the index is made before timing (``build_ms_<n>``: making it on the first search);
+- ``register_ms_10000``: registering one more tool in the 10,000-tool registry while its
+  search index exists (the index is updated, not rebuilt);
+- ``tokens_*``: the size of the tool definitions one model request carries (Anthropic's form,
+  JSON, estimated as characters / 4) for an agent allowed the 1,000 tools: every definition
+  (``tokens_all``), with all but two deferred (``tokens_deferred_first``: the two,
+  ``tool_search``), and after one search loaded five (``tokens_deferred_after_search``).
+
+No network, no pytest: a plain script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "registries"))
+
+from search_corpus import QUERIES, corpus
+
+from kode import Agent, AgentTemplate, Tool, ToolRegistry
+from kode.models import ScriptedModel, tool_use
+
+RECALL_TARGET = 0.9
+
+
+def grown(size: int) -> ToolRegistry:
+    """The test set's tools and generated back-office tools, `size` tools in all."""
+    reg = corpus()
+    resources = ["invoice", "report", "widget", "ticket", "order", "shipment", "coupon"]
+    verbs = ["create", "get", "list", "update", "delete", "archive", "export"]
+    i = 0
+    while len(reg) < size:
+        verb, resource = verbs[i % len(verbs)], resources[(i // len(verbs)) % len(resources)]
+        office = i // 49
+        reg.register(
+            Tool.from_schema(
+                f"gen{office}_{verb}_{resource}",
+                description=f"{verb.capitalize()} a {resource} in back office {office}.",
+                input_schema={
+                    "type": "object",
+                    "properties": {"id": {"type": "string", "description": f"The {resource}."}},
+                },
+            )
+        )
+        i += 1
+    return reg
+
+
+def recall_at_5(reg: ToolRegistry) -> float:
+    total = 0.0
+    for query, wanted in QUERIES:
+        found = [hit.name for hit in reg.search(query, limit=5)]
+        total += sum(name in found for name in wanted) / len(wanted)
+    return total / len(QUERIES)
+
+
+def search_ms(reg: ToolRegistry, rounds: int) -> tuple[float, float]:
+    """(time to make the index on the first search, median time of one search) in ms."""
+    start = time.perf_counter_ns()
+    reg.search("warm up")
+    build = (time.perf_counter_ns() - start) / 1e6
+    times = []
+    for _ in range(rounds):
+        for query, _ in QUERIES:
+            start = time.perf_counter_ns()
+            reg.search(query, limit=5)
+            times.append((time.perf_counter_ns() - start) / 1e6)
+    return build, statistics.median(times)
+
+
+def tokens(tools: list[Any]) -> int:
+    return len(json.dumps([t.schema("anthropic") for t in tools])) // 4
+
+
+def request_tokens(reg: ToolRegistry) -> dict[str, int]:
+    everything = Agent.create(
+        AgentTemplate(id="all", tools=["*"]), model=ScriptedModel(["ok"]), registry=reg
+    )
+    search = tool_use("tool_search", {"query": "open a github issue"})
+    model = ScriptedModel([[search], "ok"])
+    deferred = Agent.create(
+        AgentTemplate(id="few", tools=["fs_read", "fs_ls"], deferred=["*"]),
+        model=model,
+        registry=reg,
+    )
+    first = tokens(deferred.request_tools())
+    deferred.send_sync("file a bug")
+    return {
+        "tools_allowed": len(everything.tools),
+        "tokens_all": tokens(everything.request_tools()),
+        "tokens_deferred_first": first,
+        "tokens_deferred_after_search": tokens(deferred.request_tools()),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (noisier)")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args()
+    rounds = 1 if args.quick else 5
+    rows: dict[str, Any] = {"recall_at_5": round(recall_at_5(corpus()), 4)}
+    small, big = grown(1_000), grown(10_000)
+    for size, reg in ((1_000, small), (10_000, big)):
+        build, median = search_ms(reg, rounds)
+        rows[f"build_ms_{size}"] = build
+        rows[f"search_ms_{size}"] = median
+    start = time.perf_counter_ns()
+    big.register(Tool.from_schema("one_more", description="One more tool."))
+    rows["register_ms_10000"] = (time.perf_counter_ns() - start) / 1e6
+    small.defer_mcp_above = None  # every tool counts as allowed and not deferred below
+    rows.update(request_tokens(small))
+    missed = []
+    if rows["recall_at_5"] < RECALL_TARGET:
+        missed.append(f"recall_at_5 {rows['recall_at_5']} < {RECALL_TARGET}")
+    if args.json:
+        print(json.dumps({"figures": rows, "missed": missed}, indent=2))
+    else:
+        for key, value in rows.items():
+            shown = f"{value:,.3f}" if isinstance(value, float) else f"{value:,}"
+            print(f"{key:32} {shown}")
+        for line in missed:
+            print(f"MISSED: {line}")
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
