@@ -53,12 +53,14 @@ class ThinkingDelta:
 
 @dataclass(kw_only=True, slots=True)
 class PartialOutput:
-    """The typed output so far, as the model streams it (native structured output only).
+    """The typed output so far, as the model streams it.
 
-    Sent after each piece of the final text that changes it, when the template sets
-    ``output_type`` with ``output_mode="native"`` and the model streams the JSON. It is the
-    JSON read so far (dicts, lists, text), not yet validated; the validated value comes with
-    `Done`. A scalar output type's value is read from its ``result`` field.
+    Sent after each piece that changes it, when the template sets ``output_type``: pieces of
+    the ``final_result`` call's arguments from models that stream them (Anthropic, OpenAI,
+    the Responses API; Gemini sends a call whole), or of the final text with
+    ``output_mode="native"``. It is the JSON read so far (dicts, lists, text), not yet
+    validated; the validated value comes with `Done`. A scalar output type's value is read
+    from its ``result`` field.
     """
 
     output: Any

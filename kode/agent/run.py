@@ -45,7 +45,14 @@ from kode.agent.pipeline import CallOutcome, duplicate_result, run_turn_calls
 from kode.agent.session import HistoryView
 from kode.agent.state import ToolCallStatus
 from kode.agent.text import clean_message
-from kode.models.base import ModelError, ModelRequest, ModelResponse, ModelRetry, ModelSettings
+from kode.models.base import (
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ModelRetry,
+    ModelSettings,
+    ToolInputDelta,
+)
 from kode.models.base import TextDelta as ModelTextDelta
 from kode.models.base import ThinkingDelta as ModelThinkingDelta
 from kode.models.messages import (
@@ -385,6 +392,7 @@ class AgentRun:
         )
         response: ModelResponse | None = None
         partial = PartialReader(output.spec) if output is not None and output.native else None
+        calls: dict[str, PartialReader] = {}  # the output tool's calls, by id
         async for event in agent.model.stream(request):
             if isinstance(event, ModelResponse):
                 response = event
@@ -392,6 +400,12 @@ class AgentRun:
                 self.emit(TextDelta(text=event.text))
                 if partial is not None:
                     changed, value = partial.feed(event.text)
+                    if changed:
+                        self.emit(PartialOutput(output=value))
+            elif isinstance(event, ToolInputDelta):
+                if output is not None and output.uses_tool and event.name == OUTPUT_TOOL_NAME:
+                    reader = calls.setdefault(event.id, PartialReader(output.spec))
+                    changed, value = reader.feed(event.text)
                     if changed:
                         self.emit(PartialOutput(output=value))
             elif isinstance(event, ModelThinkingDelta):

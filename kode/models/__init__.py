@@ -20,6 +20,7 @@ from kode.models.base import (
     StopReason,
     TextDelta,
     ThinkingDelta,
+    ToolInputDelta,
     supports_output_format,
 )
 from kode.models.messages import (
@@ -67,6 +68,7 @@ __all__ = [
     "TextDelta",
     "ThinkingContent",
     "ThinkingDelta",
+    "ToolInputDelta",
     "ToolResultContent",
     "ToolUseContent",
     "Usage",

@@ -53,6 +53,7 @@ from kode.models.base import (
     StopReason,
     TextDelta,
     ThinkingDelta,
+    ToolInputDelta,
 )
 from kode.models.messages import (
     ContentBlock,
@@ -333,7 +334,7 @@ class _Assembler:
         self.started = False
         self.stopped = False
 
-    def feed(self, event: Any) -> TextDelta | ThinkingDelta | None:
+    def feed(self, event: Any) -> TextDelta | ThinkingDelta | ToolInputDelta | None:
         kind = event.type
         if kind == "message_start":
             self.started = True
@@ -372,7 +373,7 @@ class _Assembler:
             self.stopped = True
         return None
 
-    def _delta(self, index: int, delta: Any) -> TextDelta | ThinkingDelta | None:
+    def _delta(self, index: int, delta: Any) -> TextDelta | ThinkingDelta | ToolInputDelta | None:
         block = self.blocks.get(index)
         if block is None:
             raise ModelError(
@@ -390,6 +391,8 @@ class _Assembler:
             block.signature = delta.signature
         elif kind == "input_json_delta" and block.kind == "tool_use":
             block.parts.append(delta.partial_json)
+            if delta.partial_json:
+                return ToolInputDelta(id=block.id, name=block.name, text=delta.partial_json)
         return None
 
     def response(self) -> ModelResponse:

@@ -1,9 +1,9 @@
 """The `Model` protocol: what kode needs from an LLM provider, and the stream it yields.
 
 This module owns the seam between the agent loop and providers. A model streams one response
-for a request (system prompt, messages, tools); it yields `TextDelta` and `ThinkingDelta`
-events as they come (and a `ModelRetry` before each retry of a failed request) and ends with
-exactly one `ModelResponse`.
+for a request (system prompt, messages, tools); it yields `TextDelta`, `ThinkingDelta` and
+`ToolInputDelta` events as they come (and a `ModelRetry` before each retry of a failed request)
+and ends with exactly one `ModelResponse`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ __all__ = [
     "StopReason",
     "TextDelta",
     "ThinkingDelta",
+    "ToolInputDelta",
     "supports_output_format",
 ]
 
@@ -124,6 +125,23 @@ class ThinkingDelta:
 
 
 @dataclass(kw_only=True, slots=True)
+class ToolInputDelta:
+    """A piece of a tool call's arguments (JSON text) as it streams.
+
+    Anthropic, OpenAI Chat Completions and the Responses API stream a call's arguments in
+    pieces; Gemini sends each call whole, so `GeminiModel` yields none. The agent reads them
+    for the typed output's `PartialOutput` events; the call itself is in the `ModelResponse`.
+    """
+
+    id: str
+    """The call's id (as far as the provider has said it)."""
+    name: str
+    """The tool's name."""
+    text: str
+    """The new piece of the arguments."""
+
+
+@dataclass(kw_only=True, slots=True)
 class ModelRetry:
     """A request failed in a way worth retrying: the model waits `delay` seconds and retries.
 
@@ -162,7 +180,7 @@ class ModelResponse:
     """The model that answered."""
 
 
-ModelEvent = TextDelta | ThinkingDelta | ModelRetry | ModelResponse
+ModelEvent = TextDelta | ThinkingDelta | ToolInputDelta | ModelRetry | ModelResponse
 """What `Model.stream` yields: deltas (and retries), then one `ModelResponse`."""
 
 

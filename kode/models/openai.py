@@ -61,6 +61,7 @@ from kode.models.base import (
     StopReason,
     TextDelta,
     ThinkingDelta,
+    ToolInputDelta,
 )
 from kode.models.messages import (
     ContentBlock,
@@ -327,7 +328,7 @@ class _Assembler:
         self.usage = Usage()
         self.model = ""
 
-    def feed(self, chunk: Any) -> list[TextDelta | ThinkingDelta]:
+    def feed(self, chunk: Any) -> list[TextDelta | ThinkingDelta | ToolInputDelta]:
         if chunk.model and not self.model:
             self.model = chunk.model
         if chunk.usage is not None:
@@ -335,7 +336,7 @@ class _Assembler:
                 input_tokens=chunk.usage.prompt_tokens or 0,
                 output_tokens=chunk.usage.completion_tokens or 0,
             )
-        out: list[TextDelta | ThinkingDelta] = []
+        out: list[TextDelta | ThinkingDelta | ToolInputDelta] = []
         for choice in chunk.choices or ():
             if choice.index != 0:
                 continue
@@ -351,12 +352,14 @@ class _Assembler:
             if delta.refusal:
                 self.refused = True
             for call in delta.tool_calls or ():
-                self._tool_call(call)
+                piece = self._tool_call(call)
+                if piece is not None:
+                    out.append(piece)
             if choice.finish_reason:
                 self.finish_reason = choice.finish_reason
         return out
 
-    def _tool_call(self, delta: Any) -> None:
+    def _tool_call(self, delta: Any) -> ToolInputDelta | None:
         call = self.calls.setdefault(delta.index, _Call())
         if delta.id and not call.id:
             call.id = delta.id
@@ -366,6 +369,8 @@ class _Assembler:
                 call.name = function.name
             if function.arguments:
                 call.arguments.append(function.arguments)
+                return ToolInputDelta(id=call.id, name=call.name, text=function.arguments)
+        return None
 
     def response(self) -> ModelResponse:
         if self.finish_reason is None:

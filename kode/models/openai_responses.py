@@ -56,6 +56,7 @@ from kode.models.base import (
     StopReason,
     TextDelta,
     ThinkingDelta,
+    ToolInputDelta,
 )
 from kode.models.messages import (
     ContentBlock,
@@ -253,7 +254,7 @@ class _Assembler:
         self.incomplete: str | None = None
         self.refused = False
 
-    def feed(self, event: Any) -> TextDelta | ThinkingDelta | None:
+    def feed(self, event: Any) -> TextDelta | ThinkingDelta | ToolInputDelta | None:
         kind = event.type
         if kind in ("response.created", "response.in_progress"):
             self.model = self.model or (event.response.model or "")
@@ -274,7 +275,10 @@ class _Assembler:
             item.parts.append(event.delta)
             return ThinkingDelta(thinking=event.delta) if event.delta else None
         elif kind == "response.function_call_arguments.delta":
-            self._item(event.output_index).parts.append(event.delta)
+            item = self._item(event.output_index)
+            item.parts.append(event.delta)
+            if event.delta:
+                return ToolInputDelta(id=item.call_id, name=item.name, text=event.delta)
         elif kind == "response.function_call_arguments.done":
             self._item(event.output_index).arguments = event.arguments
         elif kind == "response.output_item.done":

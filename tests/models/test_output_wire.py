@@ -203,3 +203,23 @@ async def test_invalid_native_output_is_asked_again(
     assert reply.output == City(name="Paris", population=3)
     second = json.dumps(server.bodies[1])
     assert "'population' is required but missing" in second
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_the_output_tool_streams_partial_output(
+    provider: str, server: FakeProviderServer
+) -> None:
+    """Where the provider streams a call's arguments; Gemini sends calls whole."""
+    arguments = {"name": "Paris", "population": 2_100_000, "nickname": "Lutetia"}
+    call = ToolUseContent(id="c1", name="final_result", input=arguments)
+    server.reply(Reply(content=[call], chunk_size=9))
+    events: list[Any] = []
+    reply = await agent_for(provider, server).send("Biggest city?", on_event=events.append)
+    assert reply.output == City(**arguments)
+    partial = [e.output for e in events if isinstance(e, PartialOutput)]
+    if provider == "gemini":
+        assert partial == []
+        return
+    assert partial[:2] == [{"name": ""}, {"name": "Paris"}]  # pieces of 9 characters
+    assert partial[-1] == arguments
+    assert len(partial) >= 5

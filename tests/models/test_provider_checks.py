@@ -30,6 +30,7 @@ from kode.models import (
     ModelSettings,
     OpenAIModel,
     ThinkingContent,
+    ToolInputDelta,
     ToolUseContent,
 )
 from kode.models.gemini import GeminiModel
@@ -475,3 +476,42 @@ async def test_stream_in_a_request_is_a_clear_error(
 
 def _request(**options: Any) -> ModelRequest:
     return ModelRequest(system="", messages=[Message.user("Hi")], tools=[], **options)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("provider", PROVIDERS)
+async def test_call_arguments_stream_in_pieces(provider: str, server: FakeProviderServer) -> None:
+    """Each call's pieces, joined, are its arguments (Gemini sends calls whole: no pieces)."""
+    server.reply(
+        Reply(
+            content=[
+                ToolUseContent(id="call_1", name="add", input={"a": 20, "b": 22}),
+                ToolUseContent(id="call_2", name="now", input={}),
+                ToolUseContent(id="call_3", name="add", input={"a": 1, "b": 2}),
+            ],
+            chunk_size=3,
+        )
+    )
+    async with model_for(provider, server) as model:
+        events = [event async for event in model.stream(_request())]
+    pieces: dict[tuple[str, str], list[str]] = {}
+    for event in events:
+        if isinstance(event, ToolInputDelta):
+            pieces.setdefault((event.id, event.name), []).append(event.text)
+    if provider == "gemini":
+        assert pieces == {}
+        return
+    joined = {key: "".join(texts) for key, texts in pieces.items()}
+    assert joined == {
+        ("call_1", "add"): '{"a":20,"b":22}',
+        ("call_2", "now"): "{}",
+        ("call_3", "add"): '{"a":1,"b":2}',
+    }
+    assert len(pieces["call_1", "add"]) == 5  # streamed in pieces of 3 characters
+    response = events[-1]
+    assert isinstance(response, ModelResponse)
+    assert [c.input for c in response.message.tool_uses] == [
+        {"a": 20, "b": 22},
+        {},
+        {"a": 1, "b": 2},
+    ]
