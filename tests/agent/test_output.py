@@ -221,6 +221,7 @@ def test_calls_beside_the_output_are_answered_without_being_run() -> None:
     [
         (Point, {"x": 1, "y": 2.5}, Point(x=1.0, y=2.5)),
         (Point, {"x": 1, "y": 2, "label": "a", "tags": ["t"]}, Point(1.0, 2.0, "a", ["t"])),
+        (Point, {"x": 1, "y": 2, "label": None, "tags": None}, Point(1.0, 2.0)),  # strict nulls
         (Person, {"name": "Ada"}, {"name": "Ada"}),
         (Person, {"name": "Ada", "age": "36"}, {"name": "Ada", "age": 36}),
         (Person, {"name": "Ada", "age": None}, {"name": "Ada"}),  # strict mode's null: left out
