@@ -88,11 +88,11 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         ```python
         from kode.models import AnthropicModel
 
-        model = AnthropicModel("claude-sonnet-4-5", max_tokens=2048, temperature=0.2)
+        model = AnthropicModel("claude-sonnet-4-6", max_tokens=2048, temperature=0.2)
         ```
 
     Args:
-        model: The model name, e.g. ``"claude-sonnet-4-5"``.
+        model: The model name, e.g. ``"claude-sonnet-4-6"``.
         client: An ``anthropic.AsyncAnthropic`` client to use as it is (then `api_key` and
             `base_url` must not be given). It stays yours: `aclose` leaves it open, and since
             its pooled connections belong to the event loop that opened them, use it from one

@@ -1,4 +1,4 @@
-"""Models named by a string: ``"anthropic:claude-sonnet-4-5"``, ``"openai:gpt-4o"``, ...
+"""Models named by a string: ``"anthropic:claude-sonnet-4-6"``, ``"openai:gpt-4o"``, ...
 
 This module owns the one reading of model strings, used by `Agent.create` (`model_from`) and
 by the ``kode`` command (`model_from_environment`):
@@ -29,12 +29,12 @@ __all__ = ["DEFAULT_MODELS", "PROVIDERS", "model_from", "model_from_environment"
 PROVIDERS = ("anthropic", "openai", "openai-responses", "google", "scripted")
 """The providers a model string may name, before its first colon."""
 
-DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4o-mini"}
+DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-6", "openai": "gpt-4o-mini"}
 """The model the command line uses for a provider when no model is named."""
 
 _FORMS = (
     "'anthropic:<model>', 'openai:<model>', 'openai-responses:<model>', 'google:<model>' or "
-    "'scripted:<file.json>' (e.g. 'anthropic:claude-sonnet-4-5')"
+    "'scripted:<file.json>' (e.g. 'anthropic:claude-sonnet-4-6')"
 )
 
 

@@ -176,7 +176,7 @@ def test_create_takes_provider_model_strings(reg: ToolRegistry) -> None:
     from kode.models import AnthropicModel, OpenAIModel
 
     tpl = AgentTemplate(id="t", tools=[])
-    anthropic = Agent.create(tpl, model="anthropic:claude-sonnet-4-5", registry=reg)
+    anthropic = Agent.create(tpl, model="anthropic:claude-sonnet-4-6", registry=reg)
     assert isinstance(anthropic.model, AnthropicModel)
     openai = Agent.create(tpl, model="openai:gpt-4o", registry=reg)
     assert isinstance(openai.model, OpenAIModel)

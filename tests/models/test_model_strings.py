@@ -34,8 +34,8 @@ def turns(tmp_path: Path) -> Path:
 
 
 def test_provider_strings(turns: Path) -> None:
-    anthropic = model_from("anthropic:claude-sonnet-4-5")
-    assert isinstance(anthropic, AnthropicModel) and anthropic.name == "claude-sonnet-4-5"
+    anthropic = model_from("anthropic:claude-sonnet-4-6")
+    assert isinstance(anthropic, AnthropicModel) and anthropic.name == "claude-sonnet-4-6"
     openai = model_from("openai:qwen3:8b")  # the provider is the text before the first colon
     assert isinstance(openai, OpenAIModel) and openai.name == "qwen3:8b"
     scripted = model_from(f"scripted:{turns}")
@@ -110,7 +110,7 @@ OPENAI_URL = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
         # no name: KODE_MODEL, else the provider's default
         (None, {**OPENAI_URL, "KODE_MODEL": "llama3"}, OpenAIModel, "llama3"),
         (None, {**OPENAI_URL, "KODE_MODEL": "anthropic:claude-y"}, AnthropicModel, "claude-y"),
-        (None, ANTHROPIC, AnthropicModel, "claude-sonnet-4-5"),
+        (None, ANTHROPIC, AnthropicModel, "claude-sonnet-4-6"),
         (None, {"OPENAI_API_KEY": "sk-test"}, OpenAIModel, "gpt-4o-mini"),
     ],
 )
