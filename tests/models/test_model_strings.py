@@ -160,3 +160,11 @@ def test_kode_run_sends_an_anthropic_model_to_anthropic_not_to_openai_base_url(
     assert paths == ["/v1/messages", "/v1/chat/completions"]
     assert fake.bodies[0]["model"] == "claude-x"
     assert fake.bodies[1]["model"] == "qwen3:8b"
+
+
+def test_the_default_anthropic_model_is_not_one_the_sdk_calls_deprecated() -> None:
+    # the SDK warns on every request to a model it lists as deprecated (an error under pytest)
+    deprecated = pytest.importorskip("anthropic._data.deprecated_models").DEPRECATED_MODELS
+    from kode.models.resolve import DEFAULT_MODELS
+
+    assert DEFAULT_MODELS["anthropic"] not in deprecated
