@@ -180,10 +180,14 @@ def _stem(word: str) -> str:
 
 def _words(text: str) -> list[str]:
     words: list[str] = []
-    for part in _SPLIT.split(_CAMEL.sub(" ", text)):
-        word = part.lower()
-        if word and word not in _STOP and not (len(word) == 1 and word.isalpha()):
-            words.append(word)
+    for whole in _SPLIT.split(text):
+        pieces = _CAMEL.sub(" ", whole).split()
+        if len(pieces) > 1:  # createIssue: create, issue; GitHub: git, hub and github
+            pieces.append(whole)
+        for piece in pieces:
+            word = piece.lower()
+            if word and word not in _STOP and not (len(word) == 1 and word.isalpha()):
+                words.append(word)
     return words
 
 
@@ -203,7 +207,7 @@ for _word, _others in _SYNONYMS.items():
 def one_line(description: str, limit: int = 120) -> str:
     """The first sentence or line of a description, at most `limit` characters."""
     line = description.strip().split("\n", 1)[0].strip()
-    match = re.match(r"(.+?[.!?])(\s|$)", line)
+    match = re.match(r"(.+?[.!?])(\s+[A-Z]|$)", line)  # not at "e.g. `*.py`"
     if match:
         line = match.group(1)
     return line if len(line) <= limit else line[: limit - 1].rsplit(" ", 1)[0] + "…"
@@ -282,7 +286,7 @@ class SearchIndex:
         index = SearchIndex()
         index.add("gh_issue", declare_tool("gh_issue", description="Create a GitHub issue."))
         index.add("fs_read", declare_tool("fs_read", description="Read a file."))
-        assert [h.name for h in index.search("open a new ticket on github")] == ["gh_issue"]
+        assert index.search("open a new ticket on github")[0].name == "gh_issue"
         assert [h.name for h in index.search_regex("^fs_")] == ["fs_read"]
         ```
     """
