@@ -31,13 +31,17 @@ import anyio.to_thread
 
 from kode.tools.context import ToolContext
 
-__all__ = ["AmbiguousCallError", "CallSlot", "InFlight", "run_in_call"]
+__all__ = ["AmbiguousCallError", "CallSlot", "InFlight", "SlotClosedError", "run_in_call"]
 
 T = TypeVar("T")
 
 
 class AmbiguousCallError(Exception):
     """Calls of several agents are in flight on one connection: a request cannot be placed."""
+
+
+class SlotClosedError(CancelledError):
+    """The call picked for a request ended before the answer started: pick another."""
 
 
 @dataclass(kw_only=True, slots=True, eq=False)
@@ -103,7 +107,8 @@ async def run_in_call(slot: CallSlot, fn: Callable[[], Awaitable[T]]) -> T:
     """Run `fn` in `slot`'s event loop, inside its call, and wait for it from this loop.
 
     Raises:
-        CancelledError: the call ended (cancelled, timed out) before `fn` finished.
+        SlotClosedError: the call had ended before `fn` could start (nothing ran).
+        CancelledError: the call was cancelled (or timed out) while `fn` ran.
     """
     future: Future[T] = Future()
 
@@ -128,11 +133,11 @@ async def run_in_call(slot: CallSlot, fn: Callable[[], Awaitable[T]]) -> T:
         anyio.from_thread.run_sync(slot.group.start_soon, runner, token=slot.token)
 
     if not slot.open:
-        raise CancelledError()
+        raise SlotClosedError()
     try:
         await anyio.to_thread.run_sync(schedule)
     except RuntimeError:  # the call's task group has closed: the call ended meanwhile
-        raise CancelledError() from None
+        raise SlotClosedError() from None
     try:
         return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class():

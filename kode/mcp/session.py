@@ -17,6 +17,7 @@ also where the server's progress notifications reach ``ctx.progress``. Cancellin
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import queue
 import tempfile
@@ -39,7 +40,7 @@ from mcp.shared.message import SessionMessage
 
 from kode.mcp.answers import ClientAnswers
 from kode.mcp.errors import MCPConnectionError
-from kode.mcp.routing import AmbiguousCallError, CallSlot, InFlight, run_in_call
+from kode.mcp.routing import AmbiguousCallError, CallSlot, InFlight, SlotClosedError, run_in_call
 from kode.mcp.tasks import PeerTasks, TaskDispatcher, call_as_task, tasks_capability
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
@@ -286,15 +287,20 @@ class RemoteServer:
     ) -> T | types.ErrorData:
         """Run `make` for the call in flight, in its caller's loop (or here, outside calls)."""
         try:
-            slot = self.in_flight.pick()
-        except AmbiguousCallError as exc:
-            return types.ErrorData(
-                code=types.INVALID_REQUEST, message=f"kode cannot answer {what}: {exc}"
-            )
-        try:
-            if slot is None:
-                return await make(None)
-            return await run_in_call(slot, lambda: make(slot))
+            for _ in range(100):  # a call that ends as it is picked: pick again
+                try:
+                    slot = self.in_flight.pick()
+                except AmbiguousCallError as exc:
+                    return types.ErrorData(
+                        code=types.INVALID_REQUEST, message=f"kode cannot answer {what}: {exc}"
+                    )
+                if slot is None:
+                    return await make(None)
+                try:
+                    return await run_in_call(slot, functools.partial(make, slot))
+                except SlotClosedError:
+                    self.in_flight.remove(slot)
+            raise CancelledError()
         except CancelledError:
             return types.ErrorData(
                 code=types.INVALID_REQUEST, message=f"the call ended before kode answered {what}"
