@@ -57,6 +57,7 @@ class ToolSearch:
         self._own: SearchIndex | None = None  # tools not in the registry (made by factories)
         self._seen = 0  # messages read for loads
         self._searches: set[str] = set()  # ids of tool_search calls
+        self._shown: tuple[int, int, list[Tool[..., Any]]] | None = None  # the tools not deferred
         self._lock = threading.Lock()
 
     def _index_of_others(self) -> SearchIndex:
@@ -106,8 +107,10 @@ class ToolSearch:
         to the next (providers cache a request's prefix).
         """
         self._read(messages)
-        shown = [t for t in tools if normalize_name(t.name) not in self.deferred]
-        return shown + [self.deferred[key] for key in list(self.loaded)]
+        if self._shown is None or self._shown[:2] != (id(tools), len(tools)):
+            shown = [t for t in tools if normalize_name(t.name) not in self.deferred]
+            self._shown = (id(tools), len(tools), shown)  # worked out once, not every turn
+        return self._shown[2] + [self.deferred[key] for key in list(self.loaded)]
 
     def _read(self, messages: Sequence[Any]) -> None:
         """Load what the history says was found or called (a resumed session's loads)."""

@@ -1280,7 +1280,7 @@ def corpus() -> ToolRegistry:
             reg.register(entry.tool, source="core")
     for server in ("everything", "filesystem"):
         for spec in json.loads((DATA / f"mcp_{server}.json").read_text()):
-            name = f"mcp__{server}__{spec['name'].replace('-', '_')}"
+            name = f"mcp__{server}__{spec['name']}"  # as kode.mcp names them
             made = Tool.from_schema(
                 name, description=spec["description"], input_schema=spec["inputSchema"]
             )
@@ -1317,14 +1317,14 @@ QUERIES: list[tuple[str, list[str]]] = [
     ("delegate this research to a sub-agent", ["task_run"]),
     # the MCP servers captured
     ("echo back my input", ["mcp__everything__echo"]),
-    ("add two numbers together", ["mcp__everything__get_sum"]),
-    ("show me the environment variables of the server", ["mcp__everything__get_env"]),
-    ("compress a file with gzip", ["mcp__everything__gzip_file_as_resource"]),
-    ("get a tiny test image", ["mcp__everything__get_tiny_image"]),
-    ("turn logging on", ["mcp__everything__toggle_simulated_logging"]),
+    ("add two numbers together", ["mcp__everything__get-sum"]),
+    ("show me the environment variables of the server", ["mcp__everything__get-env"]),
+    ("compress a file with gzip", ["mcp__everything__gzip-file-as-resource"]),
+    ("get a tiny test image", ["mcp__everything__get-tiny-image"]),
+    ("turn logging on", ["mcp__everything__toggle-simulated-logging"]),
     (
         "run a long operation that reports progress",
-        ["mcp__everything__trigger_long_running_operation"],
+        ["mcp__everything__trigger-long-running-operation"],
     ),
     ("create a folder", ["mcp__filesystem__create_directory"]),
     ("rename a file", ["mcp__filesystem__move_file"]),

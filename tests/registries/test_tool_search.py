@@ -149,3 +149,18 @@ def test_a_resumed_history_keeps_what_was_loaded() -> None:
     again, _ = _agent(reg, ["ok"])
     again.session.messages.extend(agent.session.messages)
     assert [t.name for t in again.request_tools()][-1] == "gh_create_issue"
+
+
+def test_a_deferred_tool_called_without_a_search_runs_and_stays_loaded() -> None:
+    reg = ToolRegistry()
+
+    @define_tool(registry=reg, defer_loading=True)
+    def rare(word: str) -> str:
+        """Shout a word."""
+        return word.upper()
+
+    reg.register(declare_tool("add", description="Add two numbers."))
+    agent, model = _agent(reg, [[tool_use("rare", {"word": "hi"})], "ok"], tools=["add", "rare"])
+    agent.send_sync("go")
+    assert agent.session.messages[2].content[0].content[0].text == "HI"
+    assert [t.name for t in model.requests[1].tools] == ["add", "tool_search", "rare"]
