@@ -13,16 +13,23 @@ ROOT = Path(__file__).resolve().parent.parent / "kode"
 
 # What each layer may import (besides itself), as in docs/architecture.md.
 ALLOWED: dict[str, set[str]] = {
-    "tools": set(),
-    "registries": {"tools"},
-    "models": {"tools"},
-    "sessions": {"tools", "models"},
-    "agent": {"tools", "registries", "models", "sessions"},
-    "builtin": {"tools"},
-    "mcp": {"tools", "registries", "models"},
-    "testing": {"tools", "registries", "models", "sessions", "agent", "builtin", "mcp"},
-    "cli": {"tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "testing"},
-    "kode": {"tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "testing"},
+    "tracing": set(),
+    "tools": {"tracing"},
+    "registries": {"tools", "tracing"},
+    "models": {"tools", "tracing"},
+    "sessions": {"tools", "models", "tracing"},
+    "agent": {"tools", "registries", "models", "sessions", "tracing"},
+    "builtin": {"tools", "tracing"},
+    "mcp": {"tools", "registries", "models", "tracing"},
+    "testing": {"tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "tracing"},
+    "cli": {
+        *("tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "testing"),
+        "tracing",
+    },
+    "kode": {
+        *("tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "testing"),
+        "tracing",
+    },
 }
 
 

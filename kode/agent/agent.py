@@ -51,6 +51,7 @@ from kode.tools.services import CALLER, SUBAGENTS, TODOS
 from kode.tools.sync import run_sync
 from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool, Workspace
+from kode.tracing import InstrumentSetting, tracing_for
 
 _log = logging.getLogger("kode.agent")
 
@@ -151,6 +152,8 @@ class Agent:
         """Models for sub-agents by template id (others use this agent's model)."""
         self._create_options: dict[str, Any] = {}
         self._current: AgentRun | None = None  # the run going on, if any
+        self.tracing = tracing_for(None)
+        """Its spans and metrics (`kode.tracing`); `None` when it is not instrumented."""
 
     # --- the history: the session's, read here; only its methods change it --------------------
 
@@ -213,6 +216,7 @@ class Agent:
         subagent_models: Mapping[str, Model] | None = None,
         store: Store | str | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
+        instrument: InstrumentSetting = None,
     ) -> Agent:
         """Make an agent from a template (or a template id), resolving its tools now.
 
@@ -247,6 +251,10 @@ class Agent:
                 starts; `None` keeps it in memory.
             lease_ttl: Seconds the lease on the session lasts between renewals (a run renews
                 it as it writes); another process can take over a session whose lease ran out.
+            instrument: Trace its runs with OpenTelemetry (``invoke_agent``, ``chat`` and
+                ``execute_tool`` spans and the GenAI metrics): ``True``, an
+                `kode.tracing.Instrumentation` with providers of its own, ``False`` (never), or
+                ``None`` (as `kode.tracing.instrument` switched it for every agent).
 
         Raises:
             AgentError: a template entry names no tool (the message lists close names), a
@@ -329,6 +337,7 @@ class Agent:
         )
         made.workspace = space
         made.elicitation = elicitation
+        made.tracing = tracing_for(instrument)
         made.subagent_models = dict(subagent_models or {})
         for chosen in made.tools:
             if chosen.on_agent_create is not None:
@@ -354,6 +363,7 @@ class Agent:
             "channel": channel,
             "sandboxed": sandboxed,
             "workspace": space,
+            "instrument": instrument,
         }
         return made
 

@@ -45,6 +45,7 @@ from kode.tools.context import ToolContext, ToolEvent
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import TextBlock, ToolResult, error_result, text_result
 from kode.tools.tool import Tool
+from kode.tracing.events import note as span_event
 
 if TYPE_CHECKING:
     from kode.agent.run import AgentRun
@@ -118,9 +119,12 @@ class _Call:
         self.started = time.perf_counter()
         self.name = call.name.strip()  # the tool's own name once lookup finds it
         self.ctx: ToolContext[Any] | None = None
+        self.result: ToolResult | None = None  # what the call ended with (for its span)
+        self.span: Any = None  # its execute_tool span, when the agent is instrumented
 
     def finish(self, result: ToolResult, status: ToolCallStatus) -> CallOutcome:
         result = truncate_result(result, self.agent.template.max_result_chars)
+        self.result = result
         block = result_block(self.call.id, result)
         pending = result.pending
         if pending:
@@ -181,6 +185,8 @@ class _Call:
                 "failed",
             )
         if verdict.action == "deny":
+            if self.span is not None:
+                span_event(self.span, "kode.tool.denied", {"kode.reason": verdict.reason})
             return self.finish(
                 error_result(
                     f"Tool '{tool.name}' was not run: {verdict.reason}.",
@@ -236,6 +242,12 @@ class _Call:
                     ),
                     "denied",
                 )
+            if self.span is not None:
+                span_event(
+                    self.span,
+                    "kode.approval",
+                    {"kode.reason": verdict.reason, "kode.approval.decision": decision.decision},
+                )
             session.decide(
                 call,
                 decision.decision,
@@ -262,6 +274,16 @@ class _Call:
                 outcome = await _maybe_await(hook(call, self.context(tool)))
             except Exception as exc:
                 _log.error("pre_tool_use hook raised", exc_info=exc)
+                if self.span is not None:
+                    span_event(
+                        self.span,
+                        "kode.hook",
+                        {
+                            "kode.hook.kind": "pre",
+                            "kode.hook.outcome": "raised",
+                            "error.type": type(exc).__name__,
+                        },
+                    )
                 return self.finish(
                     error_result(
                         f"Tool '{tool.name}' was not run: a pre_tool_use hook raised "
@@ -269,6 +291,12 @@ class _Call:
                         type=ToolErrorType.EXECUTION_FAILED,
                     ),
                     "failed",
+                )
+            if self.span is not None:
+                span_event(
+                    self.span,
+                    "kode.hook",
+                    {"kode.hook.kind": "pre", "kode.hook.outcome": type(outcome).__name__.lower()},
                 )
             if isinstance(outcome, Allow):
                 break
@@ -329,12 +357,31 @@ class _Call:
                 replaced = await _maybe_await(post_hook(call, result, self.context(tool)))
             except Exception as exc:
                 _log.error("post_tool_use hook raised", exc_info=exc)
+                if self.span is not None:
+                    span_event(
+                        self.span,
+                        "kode.hook",
+                        {
+                            "kode.hook.kind": "post",
+                            "kode.hook.outcome": "raised",
+                            "error.type": type(exc).__name__,
+                        },
+                    )
                 result = error_result(
                     f"Tool '{tool.name}' ran, but a post_tool_use hook raised "
                     f"{type(exc).__name__}: {exc}",
                     type=ToolErrorType.EXECUTION_FAILED,
                 )
                 break
+            if self.span is not None:
+                span_event(
+                    self.span,
+                    "kode.hook",
+                    {
+                        "kode.hook.kind": "post",
+                        "kode.hook.outcome": "replaced" if replaced is not None else "kept",
+                    },
+                )
             if isinstance(replaced, ToolResult):
                 result = replaced
             elif isinstance(replaced, str):
@@ -421,7 +468,11 @@ async def _run_into(
     hook) becomes the call's error result, whatever the turn's shape.
     """
     try:
-        results[index] = await _Call(run, call).run()
+        tracing = run.agent.tracing
+        if tracing is None:
+            results[index] = await _Call(run, call).run()
+        else:  # the call inside its execute_tool span
+            results[index] = await tracing.execute_tool(run.agent, call, _Call(run, call))
         session = run.agent.session
         if session.store is not None:  # the call's end is written before what follows it
             session.sync_todos()

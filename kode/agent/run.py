@@ -208,8 +208,12 @@ class AgentRun:
         """Run the agent on `prompt`; the last event, which has also been emitted."""
         self._token = anyio.lowlevel.current_token()
         self.loop_thread = threading.get_ident()
+        tracing = self.agent.tracing
         try:
-            result = await self._loop(prompt)
+            if tracing is None:
+                result = await self._loop(prompt)
+            else:  # the run inside its invoke_agent span
+                result = await tracing.invoke_agent(self.agent, lambda: self._loop(prompt))
         finally:
             self.ended.set()
         self.emit(result)
@@ -393,7 +397,10 @@ class AgentRun:
         response: ModelResponse | None = None
         partial = PartialReader(output.spec) if output is not None and output.native else None
         calls: dict[str, PartialReader] = {}  # the output tool's calls, by id
-        async for event in agent.model.stream(request):
+        stream = agent.model.stream(request)
+        if agent.tracing is not None:  # the request inside its chat span
+            stream = agent.tracing.chat(agent, request, stream)
+        async for event in stream:
             if isinstance(event, ModelResponse):
                 response = event
             elif isinstance(event, ModelTextDelta):

@@ -19,6 +19,8 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
+from kode.tracing import trace_headers
+
 __all__ = [
     "BASE_VARIABLES",
     "CONFINED_GIT_OVERRIDES",
@@ -173,6 +175,10 @@ def command_environment(
         env["BASH_FUNC_git%%"] = GIT_GUARD
     if tag is not None:
         env[tag[0]] = tag[1]
+    # A traced run's command continues its trace (TRACEPARENT, as OpenTelemetry's
+    # environment carriers name it); without tracing there is nothing to add.
+    for name, value in trace_headers().items():
+        env[name.upper()] = value
     env.setdefault("PATH", os.defpath)
     # A relative or empty PATH entry (".", "bin", "") finds commands in the working directory,
     # which is the workspace a model writes to: a file named "ls" there would run instead.

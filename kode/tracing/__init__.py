@@ -1,0 +1,166 @@
+"""Tracing and metrics with OpenTelemetry, as the GenAI semantic conventions name them.
+
+This package owns the switch and the seam: `instrument` turns tracing on for every agent made
+afterwards, ``Agent.create(instrument=...)`` for one agent, and `tracing_for` gives the agent
+layer a `Tracing` object, or ``None`` when tracing is off. Nothing here imports OpenTelemetry:
+only turning tracing on does (the ``otel`` extra, ``opentelemetry-api``), so an agent that is
+not instrumented pays one ``is None`` test per run, per model request and per tool call. The
+spans and metrics themselves are made in `kode.tracing.spans`; `kode.tracing.setup` configures
+the OpenTelemetry SDK for ``kode run --otel`` and ``kode mcp serve --otel``.
+
+The package imports nothing else of kode, so every layer may call into it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kode.tracing.spans import Tracing
+
+__all__ = [
+    "CAPTURE_CONTENT_ENV",
+    "Instrumentation",
+    "InstrumentSetting",
+    "instrument",
+    "is_instrumented",
+    "trace_headers",
+    "tracing_for",
+    "uninstrument",
+]
+
+CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The environment variable that switches content capture on by default (``true``)."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class Instrumentation:
+    """How an agent is traced: which providers get its spans and metrics, and what they hold.
+
+    Example:
+        ```python
+        from opentelemetry.sdk.trace import TracerProvider
+
+        agent = Agent.create(
+            template,
+            model=model,
+            instrument=Instrumentation(tracer_provider=TracerProvider()),
+        )
+        ```
+    """
+
+    tracer_provider: Any = None
+    """An OpenTelemetry ``TracerProvider`` for the spans; ``None`` uses the global one."""
+    meter_provider: Any = None
+    """An OpenTelemetry ``MeterProvider`` for the metrics; ``None`` uses the global one."""
+    capture_content: bool | None = None
+    """Whether spans carry what was said: messages, tool arguments and results. ``None``
+    reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (off unless ``true``)."""
+
+    def captures_content(self) -> bool:
+        """Whether content is captured (`capture_content`, or else the environment)."""
+        if self.capture_content is not None:
+            return self.capture_content
+        return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
+
+
+InstrumentSetting = bool | Instrumentation | None
+"""What ``Agent.create(instrument=...)`` takes: ``True`` (the global settings, or the global
+providers), ``False`` (off, whatever the global switch says), an `Instrumentation`, or
+``None`` (follow the global switch)."""
+
+_global: Instrumentation | None = None
+_made: dict[Instrumentation, Tracing] = {}
+
+
+def instrument(
+    *,
+    tracer_provider: Any = None,
+    meter_provider: Any = None,
+    capture_content: bool | None = None,
+) -> None:
+    """Trace every agent made from now on (those made with ``instrument=False`` excepted).
+
+    Args:
+        tracer_provider: The ``TracerProvider`` to use; ``None`` uses OpenTelemetry's global
+            one (whatever ``opentelemetry.trace.set_tracer_provider`` set, when it is set).
+        meter_provider: The ``MeterProvider`` to use; ``None`` uses the global one.
+        capture_content: Whether spans carry messages, tool arguments and results (see
+            `Instrumentation.capture_content`).
+
+    Raises:
+        ImportError: ``opentelemetry-api`` is not installed (``pip install 'kode-sdk[otel]'``).
+    """
+    global _global
+    settings = Instrumentation(
+        tracer_provider=tracer_provider,
+        meter_provider=meter_provider,
+        capture_content=capture_content,
+    )
+    _load(settings)  # fail now, not at the first run, when the extra is missing
+    _global = settings
+
+
+def uninstrument() -> None:
+    """Turn the global switch off again (agents made with ``instrument=True`` stay traced)."""
+    global _global
+    _global = None
+
+
+def is_instrumented() -> bool:
+    """Whether the global switch is on."""
+    return _global is not None
+
+
+def tracing_for(setting: InstrumentSetting) -> Tracing | None:
+    """The `Tracing` for an agent's ``instrument=`` setting, or ``None`` when it is off.
+
+    Raises:
+        TypeError: `setting` is not a bool, an `Instrumentation` or ``None``.
+        ImportError: tracing is on and ``opentelemetry-api`` is not installed.
+    """
+    if setting is None:
+        return None if _global is None else _load(_global)
+    if setting is False:
+        return None
+    if setting is True:
+        return _load(_global or Instrumentation())
+    if isinstance(setting, Instrumentation):
+        return _load(setting)
+    raise TypeError(
+        f"instrument must be True, False, None or an Instrumentation, got {type(setting).__name__}"
+    )
+
+
+def _load(settings: Instrumentation) -> Tracing:
+    made = _made.get(settings)
+    if made is None:
+        try:
+            from kode.tracing.spans import Tracing
+        except ImportError as exc:
+            raise ImportError(
+                f"tracing needs OpenTelemetry's API ({exc}); install it with "
+                "pip install 'kode-sdk[otel]'"
+            ) from None
+        made = _made[settings] = Tracing(settings)
+    return made
+
+
+def trace_headers() -> dict[str, str]:
+    """The current trace context as W3C headers (``traceparent``, ``tracestate``), or ``{}``.
+
+    Reads OpenTelemetry's current context only when OpenTelemetry is already imported (by an
+    instrumented agent, or by the application): otherwise there is no trace to continue and
+    this costs a dictionary lookup. Used to hand a trace to a child process (``TRACEPARENT``)
+    and to an MCP server (``params._meta``).
+    """
+    if "opentelemetry.propagate" not in sys.modules:
+        return {}
+    from opentelemetry.propagate import inject
+
+    carrier: dict[str, str] = {}
+    inject(carrier)
+    return carrier

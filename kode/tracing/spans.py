@@ -1,0 +1,423 @@
+"""The spans and metrics of an instrumented agent, named as the GenAI semantic conventions say.
+
+This module owns what a traced run records: an ``invoke_agent {agent}`` span (INTERNAL) for a
+run, a ``chat {model}`` span (CLIENT) for each model request, an ``execute_tool {tool}`` span
+(INTERNAL) for each call, a ``tools/call {tool}`` span (CLIENT) for each call sent to an MCP
+server, and the histograms ``gen_ai.client.operation.duration``, ``gen_ai.client.token.usage``,
+``gen_ai.invoke_agent.duration`` and ``gen_ai.execute_tool.duration``. It follows the latest
+experimental version of the conventions (what ``OTEL_SEMCONV_STABILITY_OPT_IN=
+gen_ai_latest_experimental`` asks for): kode never emitted an older one, so there is no older
+one to keep by default. It reads kode's objects by their public attributes only and imports
+nothing else of kode. Importing it imports ``opentelemetry-api``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from opentelemetry import metrics, trace
+from opentelemetry.propagate import extract, inject
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+if TYPE_CHECKING:
+    from kode.tracing import Instrumentation
+
+__all__ = ["SCOPE", "Tracing", "extract_context", "inject_context", "provider_name"]
+
+SCOPE = "kode"
+"""The instrumentation scope of kode's spans and metrics."""
+
+T = TypeVar("T")
+
+_DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48,
+                     40.96, 81.92]  # fmt: skip
+_TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304,
+                  16777216, 67108864]  # fmt: skip
+_PROVIDERS = {
+    "AnthropicModel": "anthropic",
+    "OpenAIModel": "openai",
+    "OpenAIResponsesModel": "openai",
+    "GeminiModel": "gcp.gemini",
+    "ScriptedModel": "kode.scripted",
+    "FunctionModel": "kode.function",
+}
+
+
+def provider_name(model: Any) -> str:
+    """``gen_ai.provider.name`` for a model: its ``provider`` attribute, or its class's."""
+    named = getattr(model, "provider_name", None)
+    if isinstance(named, str) and named:
+        return named
+    kind = type(model).__name__
+    return _PROVIDERS.get(kind, kind.removesuffix("Model").lower() or "_OTHER")
+
+
+def inject_context(carrier: dict[str, Any]) -> None:
+    """Put the current trace context into `carrier` (``traceparent``, ``tracestate``)."""
+    inject(carrier)
+
+
+def extract_context(carrier: Mapping[str, Any] | None) -> Any:
+    """The context `carrier` holds (``traceparent``...), or ``None`` when it holds none."""
+    if not carrier or "traceparent" not in carrier:
+        return None
+    found = extract(dict(carrier))
+    if not trace.get_current_span(found).get_span_context().is_valid:
+        return None
+    return found
+
+
+class Tracing:
+    """Spans and metrics for instrumented agents, with one `Instrumentation`'s providers."""
+
+    def __init__(self, settings: Instrumentation) -> None:
+        self.settings = settings
+        """Where spans and metrics go, and whether content is captured."""
+        self.tracer = trace.get_tracer(SCOPE, tracer_provider=settings.tracer_provider)
+        """The tracer kode's spans come from."""
+        meter = metrics.get_meter(SCOPE, meter_provider=settings.meter_provider)
+        self.operation_duration = meter.create_histogram(
+            "gen_ai.client.operation.duration",
+            unit="s",
+            description="GenAI operation duration.",
+            explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+        )
+        self.token_usage = meter.create_histogram(
+            "gen_ai.client.token.usage",
+            unit="{token}",
+            description="Number of input and output tokens used.",
+            explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
+        )
+        self.agent_duration = meter.create_histogram(
+            "gen_ai.invoke_agent.duration",
+            unit="s",
+            description="Duration of an agent's run.",
+            explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+        )
+        self.tool_duration = meter.create_histogram(
+            "gen_ai.execute_tool.duration",
+            unit="s",
+            description="Duration of a tool call, by tool and outcome.",
+            explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+        )
+
+    @property
+    def capture_content(self) -> bool:
+        """Whether spans carry messages, tool arguments and results."""
+        return self.settings.captures_content()
+
+    # --- invoke_agent --------------------------------------------------------------------------
+
+    async def invoke_agent(self, agent: Any, run: Callable[[], Awaitable[T]]) -> T:
+        """Run `run` (an agent's loop) inside its ``invoke_agent`` span; its last event."""
+        template = agent.template
+        model = agent.model
+        provider = provider_name(model)
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.provider.name": provider,
+            "gen_ai.agent.name": template.id,
+            "gen_ai.agent.id": agent.agent_id,
+            "gen_ai.conversation.id": agent.session_id,
+            "gen_ai.request.model": model.name,
+        }
+        started = time.perf_counter()
+        error: str | None = None
+        with self.tracer.start_as_current_span(
+            f"invoke_agent {template.id}",
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            record_exception=True,
+            set_status_on_exception=True,
+        ) as span:
+            try:
+                last = await run()
+            except BaseException as exc:
+                error = _error_type(exc)
+                span.set_attribute("error.type", error)
+                raise
+            finally:
+                self.agent_duration.record(
+                    time.perf_counter() - started,
+                    _metric_attributes(
+                        {"gen_ai.operation.name": "invoke_agent", "gen_ai.provider.name":
+                         provider, "gen_ai.agent.name": template.id}, error),
+                )  # fmt: skip
+            if span.is_recording():
+                usage = getattr(last, "usage", None)
+                if usage is not None:
+                    span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
+                    span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+                if getattr(last, "type", "") == "error":
+                    cause = getattr(last, "error", None)
+                    error = type(cause).__name__ if cause is not None else "agent_error"
+                    span.set_attribute("error.type", error)
+                    span.set_status(Status(StatusCode.ERROR, getattr(last, "message", "")))
+                else:
+                    turns = getattr(last, "turns", None)
+                    if turns is not None:
+                        span.set_attribute("kode.agent.turns", turns)
+                    if getattr(last, "interrupted", False):
+                        span.add_event("kode.agent.interrupted")
+                    pending = getattr(last, "pending_calls", ())
+                    if pending:
+                        span.set_attribute("kode.agent.pending_calls", list(pending))
+            return last
+
+    # --- chat ----------------------------------------------------------------------------------
+
+    async def chat(
+        self, agent: Any, request: Any, stream: AsyncIterator[Any]
+    ) -> AsyncIterator[Any]:
+        """`stream` (one model request's events), inside its ``chat`` span."""
+        model = agent.model
+        provider = provider_name(model)
+        settings = request.settings
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model.name,
+            "gen_ai.conversation.id": agent.session_id,
+            "gen_ai.request.max_tokens": settings.max_tokens,
+        }
+        if settings.temperature is not None:
+            attributes["gen_ai.request.temperature"] = settings.temperature
+        if request.output is not None:
+            attributes["gen_ai.output.type"] = "json"
+        span = self.tracer.start_span(f"chat {model.name}", kind=SpanKind.CLIENT)
+        recording = span.is_recording()
+        if recording:
+            span.set_attributes(attributes)
+            if self.capture_content:
+                if request.system:
+                    span.set_attribute(
+                        "gen_ai.system_instructions",
+                        _dumps([{"type": "text", "content": request.system}]),
+                    )
+                span.set_attribute(
+                    "gen_ai.input.messages", _dumps([_message(m) for m in request.messages])
+                )
+                span.set_attribute(
+                    "gen_ai.tool.definitions",
+                    _dumps(
+                        [
+                            {"type": "function", "name": t.name, "description": t.description}
+                            for t in request.tools
+                        ]
+                    ),
+                )
+        started = time.perf_counter()
+        error: str | None = None
+        response: Any = None
+        try:
+            async for event in stream:
+                kind = getattr(event, "type", None)
+                if kind == "model_retry" and recording:
+                    span.add_event(
+                        "kode.model.retry",
+                        {
+                            "kode.retry.attempt": event.attempt,
+                            "kode.retry.max_retries": event.max_retries,
+                            "kode.retry.delay": event.delay,
+                            "error.type": _error_type(event.error),
+                        },
+                    )
+                elif hasattr(event, "stop_reason") and hasattr(event, "message"):
+                    response = event
+                yield event
+        except BaseException as exc:
+            error = _error_type(exc)
+            if recording:
+                span.set_attribute("error.type", error)
+                span.record_exception(exc)
+                span.set_status(Status(StatusCode.ERROR, str(exc)))
+            raise
+        finally:
+            common = {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": provider,
+                "gen_ai.request.model": model.name,
+            }
+            if response is not None:
+                answered = response.model or model.name
+                common["gen_ai.response.model"] = answered
+                usage = response.usage
+                self.token_usage.record(
+                    usage.input_tokens, {**common, "gen_ai.token.type": "input"}
+                )
+                self.token_usage.record(
+                    usage.output_tokens, {**common, "gen_ai.token.type": "output"}
+                )
+                if recording:
+                    span.set_attributes(
+                        {
+                            "gen_ai.response.model": answered,
+                            "gen_ai.response.finish_reasons": [response.stop_reason],
+                            "gen_ai.usage.input_tokens": usage.input_tokens,
+                            "gen_ai.usage.output_tokens": usage.output_tokens,
+                        }
+                    )
+                    if self.capture_content:
+                        out = _message(response.message)
+                        out["finish_reason"] = response.stop_reason
+                        span.set_attribute("gen_ai.output.messages", _dumps([out]))
+            self.operation_duration.record(
+                time.perf_counter() - started, _metric_attributes(common, error)
+            )
+            span.end()
+
+    # --- execute_tool --------------------------------------------------------------------------
+
+    async def execute_tool(self, agent: Any, call: Any, pipeline: Any) -> Any:
+        """Run one call's `pipeline` (``run()``) inside its ``execute_tool`` span.
+
+        The pipeline's ``span`` is set to the span, so it can add events (approvals, hooks,
+        denials); its ``result`` and the returned outcome's ``status`` describe the end.
+        """
+        tool = agent.lookup(call.name)
+        name = tool.name if tool is not None else call.name.strip()
+        started = time.perf_counter()
+        with self.tracer.start_as_current_span(
+            f"execute_tool {name}",
+            kind=SpanKind.INTERNAL,
+            record_exception=True,
+            set_status_on_exception=True,
+        ) as span:
+            recording = span.is_recording()
+            if recording:
+                span.set_attributes(
+                    {
+                        "gen_ai.operation.name": "execute_tool",
+                        "gen_ai.tool.name": name,
+                        "gen_ai.tool.call.id": call.id,
+                        "gen_ai.tool.type": "extension"
+                        if tool is not None and "group:mcp" in tool.groups
+                        else "function",
+                    }
+                )
+                if tool is not None and tool.description:
+                    span.set_attribute("gen_ai.tool.description", tool.description)
+                if self.capture_content:
+                    span.set_attribute("gen_ai.tool.call.arguments", _dumps(call.input))
+                pipeline.span = span
+            outcome = None
+            try:
+                outcome = await pipeline.run()
+            finally:
+                status = outcome.status if outcome is not None else "raised"
+                result = pipeline.result
+                error: str | None = None
+                if result is not None and result.is_error:
+                    error = result.error_type.value if result.error_type else "tool_error"
+                elif outcome is None:
+                    error = "raised"
+                attributes = {
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": name,
+                    "kode.tool.outcome": status,
+                }
+                self.tool_duration.record(
+                    time.perf_counter() - started, _metric_attributes(attributes, error)
+                )
+                if recording:
+                    span.set_attribute("kode.tool.outcome", status)
+                    if error is not None:
+                        span.set_attribute("error.type", error)
+                        span.set_status(Status(StatusCode.ERROR, error))
+                    if self.capture_content and result is not None and not result.is_error:
+                        span.set_attribute("gen_ai.tool.call.result", _result(result))
+            return outcome
+
+    # --- MCP -----------------------------------------------------------------------------------
+
+    @contextmanager
+    def mcp_call(
+        self, name: str, arguments: Any, meta: dict[str, Any], attributes: Mapping[str, Any]
+    ) -> Iterator[Span]:
+        """A ``tools/call {name}`` CLIENT span (MCP conventions); `meta` gets its context."""
+        with self.tracer.start_as_current_span(
+            f"tools/call {name}",
+            kind=SpanKind.CLIENT,
+            attributes={
+                "mcp.method.name": "tools/call",
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": name,
+                **attributes,
+            },
+            record_exception=True,
+            set_status_on_exception=True,
+        ) as span:
+            if self.capture_content and span.is_recording():
+                span.set_attribute("gen_ai.tool.call.arguments", _dumps(arguments))
+            inject(meta)
+            yield span
+
+
+def mcp_result(span: Span, *, is_error: bool) -> None:
+    """Mark an MCP call's span failed when its result is an error (``tool_error``)."""
+    if is_error and span.is_recording():
+        span.set_attribute("error.type", "tool_error")
+        span.set_status(Status(StatusCode.ERROR))
+
+
+# --- helpers -----------------------------------------------------------------------------------
+
+
+def _error_type(exc: BaseException) -> str:
+    name = type(exc).__name__
+    if name == "CancelledError" or name == "Cancelled":
+        return "cancelled"
+    if name in ("TimeoutError", "TooSlowError"):
+        return "timeout"
+    return name
+
+
+def _metric_attributes(common: Mapping[str, Any], error: str | None) -> dict[str, Any]:
+    return {**common, "error.type": error} if error is not None else dict(common)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _message(message: Any) -> dict[str, Any]:
+    """A kode message in the conventions' form: ``{"role", "parts": [...]}``."""
+    parts: list[dict[str, Any]] = []
+    content = message.content
+    if isinstance(content, str):
+        content = []
+        parts.append({"type": "text", "content": message.content})
+    for block in content:
+        kind = getattr(block, "type", "")
+        if kind == "text":
+            parts.append({"type": "text", "content": block.text})
+        elif kind == "thinking":
+            parts.append({"type": "reasoning", "content": block.thinking})
+        elif kind == "tool_use":
+            parts.append(
+                {"type": "tool_call", "id": block.id, "name": block.name, "arguments": block.input}
+            )
+        elif kind == "tool_result":
+            texts = [getattr(b, "text", "") for b in block.content]
+            parts.append(
+                {"type": "tool_call_response", "id": block.tool_use_id, "response": "".join(texts)}
+            )
+        elif kind == "image":
+            parts.append({"type": "blob", "modality": "image"})
+    return {"role": message.role, "parts": parts}
+
+
+def _result(result: Any) -> str:
+    """A tool result's content as text (JSON blocks as JSON)."""
+    pieces: list[str] = []
+    for block in result.content:
+        text = getattr(block, "text", None)
+        if text is not None:
+            pieces.append(text)
+        elif hasattr(block, "data") and not isinstance(block.data, bytes | str):
+            pieces.append(_dumps(block.data))
+    return "\n".join(pieces)

@@ -1,0 +1,264 @@
+"""The spans and metrics of an instrumented agent: names, kinds, parents and attributes."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import anyio
+import pytest
+from conftest import Telemetry
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, StatusCode
+
+from kode import define_tool
+from kode.agent import Agent, AgentHooks, AgentTemplate, ApprovalDecision, ApprovalRequest, Deny
+from kode.models import ScriptedModel, tool_use
+from kode.registries import ToolRegistry
+
+pytestmark = pytest.mark.anyio
+
+
+def _tools(reg: ToolRegistry, threads: list[tuple[int, Any]]) -> None:
+    @define_tool(registry=reg, kind="read")
+    def add(a: int, b: int) -> int:
+        """Add two numbers.
+
+        Args:
+            a: The first.
+            b: The second.
+        """
+        # A sync tool runs in a worker thread: the trace must follow it there.
+        threads.append((threading.get_ident(), trace.get_current_span().get_span_context()))
+        return a + b
+
+    @define_tool(registry=reg, kind="read", timeout=0.05)
+    async def slow() -> str:
+        """Take too long."""
+        await anyio.sleep(5)
+        return "late"
+
+    @define_tool(registry=reg, kind="edit", requires_approval=True)
+    def write(path: str) -> str:
+        """Write a file.
+
+        Args:
+            path: The file.
+        """
+        return f"wrote {path}"
+
+    @define_tool(registry=reg, kind="delete")
+    def wipe() -> str:
+        """Remove everything."""
+        return "wiped"
+
+
+def _agent(
+    reg: ToolRegistry, telemetry: Telemetry, *, capture: bool | None = None
+) -> tuple[Agent, ScriptedModel]:
+    model = ScriptedModel(
+        [
+            [
+                tool_use("add", {"a": 1, "b": 2}, id="c_add1"),
+                tool_use("add", {"a": 3, "b": 4}, id="c_add2"),
+                tool_use("add", {"a": "x"}, id="c_bad"),
+                tool_use("slow", {}, id="c_slow"),
+                tool_use("write", {"path": "/etc/x"}, id="c_write"),
+                tool_use("wipe", {}, id="c_wipe"),
+            ],
+            "All done.",
+        ]
+    )
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision(decision="deny", note="not there")
+
+    hooks = AgentHooks(
+        tools={"wipe": AgentHooks(pre_tool_use=[lambda call, ctx: Deny(reason="wiping is off")])}
+    )
+    agent = Agent.create(
+        AgentTemplate(id="worker", tools=["*"], system_prompt="Be brief."),
+        model=model,
+        registry=reg,
+        approver=approver,
+        hooks=hooks,
+        instrument=telemetry.settings(capture_content=capture),
+    )
+    return agent, model
+
+
+async def test_a_run_is_one_trace_of_agent_chat_and_tool_spans(
+    reg: ToolRegistry, telemetry: Telemetry
+) -> None:
+    threads: list[tuple[int, Any]] = []
+    _tools(reg, threads)
+    agent, _ = _agent(reg, telemetry)
+    reply = await agent.send("Go.")
+    assert reply.text == "All done."
+
+    run = telemetry.one("invoke_agent worker")
+    assert run.kind is SpanKind.INTERNAL and run.parent is None
+    assert dict(run.attributes or {}) == {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.provider.name": "kode.scripted",
+        "gen_ai.agent.name": "worker",
+        "gen_ai.agent.id": agent.agent_id,
+        "gen_ai.conversation.id": agent.session_id,
+        "gen_ai.request.model": "scripted",
+        "gen_ai.usage.input_tokens": reply.usage.input_tokens,
+        "gen_ai.usage.output_tokens": reply.usage.output_tokens,
+        "kode.agent.turns": 2,
+    }
+    trace_id = run.context.trace_id
+    assert {s.context.trace_id for s in telemetry.spans()} == {trace_id}
+
+    chats = telemetry.named("chat scripted")
+    assert len(chats) == 2
+    for chat, reason in zip(chats, ["tool_use", "end_turn"], strict=True):
+        assert chat.kind is SpanKind.CLIENT
+        assert chat.parent is not None and chat.parent.span_id == run.context.span_id
+        attrs = dict(chat.attributes or {})
+        assert attrs["gen_ai.operation.name"] == "chat"
+        assert attrs["gen_ai.provider.name"] == "kode.scripted"
+        assert attrs["gen_ai.request.model"] == "scripted"
+        assert attrs["gen_ai.response.model"] == "scripted"
+        assert attrs["gen_ai.response.finish_reasons"] == (reason,)
+        assert attrs["gen_ai.request.max_tokens"] == 4096
+        assert attrs["gen_ai.usage.input_tokens"] >= 0
+        assert attrs["gen_ai.usage.output_tokens"] >= 0
+        assert "gen_ai.input.messages" not in attrs and "gen_ai.output.messages" not in attrs
+
+    tools = {
+        s.attributes["gen_ai.tool.call.id"]: s
+        for s in telemetry.spans()
+        if s.name.startswith("execute_tool")
+    }  # type: ignore[index]
+    assert set(tools) == {"c_add1", "c_add2", "c_bad", "c_slow", "c_write", "c_wipe"}
+    for span in tools.values():
+        assert span.kind is SpanKind.INTERNAL
+        assert span.parent is not None and span.parent.span_id == run.context.span_id
+        attrs = dict(span.attributes or {})
+        assert attrs["gen_ai.operation.name"] == "execute_tool"
+        assert span.name == f"execute_tool {attrs['gen_ai.tool.name']}"
+        assert attrs["gen_ai.tool.type"] == "function"
+        assert "gen_ai.tool.call.arguments" not in attrs and "gen_ai.tool.call.result" not in attrs
+    add1 = dict(tools["c_add1"].attributes or {})
+    assert add1["gen_ai.tool.description"] == "Add two numbers."
+    assert add1["kode.tool.outcome"] == "done" and "error.type" not in add1
+    assert tools["c_add1"].status.status_code is StatusCode.UNSET
+
+    expected = {
+        "c_bad": ("invalid_tool_params", "failed"),
+        "c_slow": ("timeout", "failed"),
+        "c_write": ("permission_denied", "denied"),
+        "c_wipe": ("permission_denied", "denied"),
+    }
+    for call_id, (error, outcome) in expected.items():
+        attrs = dict(tools[call_id].attributes or {})
+        assert (attrs["error.type"], attrs["kode.tool.outcome"]) == (error, outcome), call_id
+        assert tools[call_id].status.status_code is StatusCode.ERROR
+    approval = [e for e in tools["c_write"].events if e.name == "kode.approval"]
+    assert len(approval) == 1
+    assert dict(approval[0].attributes or {})["kode.approval.decision"] == "deny"
+    assert dict(approval[0].attributes or {})["kode.reason"]
+    hook = [dict(e.attributes or {}) for e in tools["c_wipe"].events if e.name == "kode.hook"]
+    assert hook == [{"kode.hook.kind": "pre", "kode.hook.outcome": "deny"}]
+
+    # The two sync calls ran in worker threads, inside their own execute_tool spans.
+    assert len(threads) == 2
+    assert all(t != threading.get_ident() for t, _ in threads)
+    seen = {ctx.span_id for _, ctx in threads}
+    assert seen == {tools["c_add1"].context.span_id, tools["c_add2"].context.span_id}
+
+
+async def test_content_is_captured_only_when_switched_on(
+    reg: ToolRegistry, telemetry: Telemetry
+) -> None:
+    _tools(reg, [])
+    agent, _ = _agent(reg, telemetry, capture=True)
+    await agent.send("Go.")
+    add = next(
+        s for s in telemetry.spans() if (s.attributes or {}).get("gen_ai.tool.call.id") == "c_add1"
+    )
+    assert json.loads(add.attributes["gen_ai.tool.call.arguments"]) == {"a": 1, "b": 2}  # type: ignore[index,arg-type]
+    assert add.attributes["gen_ai.tool.call.result"] == "3"  # type: ignore[index]
+    first, last = telemetry.named("chat scripted")
+    messages = json.loads(first.attributes["gen_ai.input.messages"])  # type: ignore[index,arg-type]
+    assert messages == [{"role": "user", "parts": [{"type": "text", "content": "Go."}]}]
+    assert json.loads(first.attributes["gen_ai.system_instructions"]) == [  # type: ignore[index,arg-type]
+        {"type": "text", "content": "Be brief."}
+    ]
+    out = json.loads(last.attributes["gen_ai.output.messages"])  # type: ignore[index,arg-type]
+    assert out == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "All done."}],
+         "finish_reason": "end_turn"}
+    ]  # fmt: skip
+    calls = json.loads(first.attributes["gen_ai.output.messages"])[0]["parts"]  # type: ignore[index,arg-type]
+    assert {
+        "type": "tool_call",
+        "id": "c_add1",
+        "name": "add",
+        "arguments": {"a": 1, "b": 2},
+    } in calls
+
+
+async def test_content_follows_the_environment_by_default(
+    reg: ToolRegistry, telemetry: Telemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _tools(reg, [])
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    agent, _ = _agent(reg, telemetry)
+    await agent.send("Go.")
+    assert all(
+        "gen_ai.input.messages" in (s.attributes or {}) for s in telemetry.named("chat scripted")
+    )
+
+
+async def test_metrics_durations_and_tokens(reg: ToolRegistry, telemetry: Telemetry) -> None:
+    _tools(reg, [])
+    agent, _ = _agent(reg, telemetry)
+    reply = await agent.send("Go.")
+    chat = telemetry.points("gen_ai.client.operation.duration")
+    assert [(a, n) for a, n, _ in chat] == [
+        (
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.provider.name": "kode.scripted",
+                "gen_ai.request.model": "scripted",
+                "gen_ai.response.model": "scripted",
+            },
+            2,
+        )
+    ]
+    tokens = {
+        a["gen_ai.token.type"]: (n, s) for a, n, s in telemetry.points("gen_ai.client.token.usage")
+    }
+    assert tokens == {
+        "input": (2, reply.usage.input_tokens),
+        "output": (2, reply.usage.output_tokens),
+    }
+    tools = {
+        (a["gen_ai.tool.name"], a["kode.tool.outcome"], a.get("error.type")): n
+        for a, n, _ in telemetry.points("gen_ai.execute_tool.duration")
+    }
+    assert tools == {
+        ("add", "done", None): 2,
+        ("add", "failed", "invalid_tool_params"): 1,
+        ("slow", "failed", "timeout"): 1,
+        ("write", "denied", "permission_denied"): 1,
+        ("wipe", "denied", "permission_denied"): 1,
+    }
+    runs = telemetry.points("gen_ai.invoke_agent.duration")
+    assert [(a["gen_ai.agent.name"], n) for a, n, _ in runs] == [("worker", 1)]
+
+
+async def test_an_agent_not_instrumented_records_nothing(
+    reg: ToolRegistry, telemetry: Telemetry
+) -> None:
+    _tools(reg, [])
+    agent, _ = _agent(reg, telemetry)
+    off = Agent.create(agent.template, model=ScriptedModel(["hi"]), registry=reg, instrument=False)
+    assert off.tracing is None
+    await off.send("Go.")
+    assert telemetry.spans() == []
