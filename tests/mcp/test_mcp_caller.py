@@ -18,7 +18,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext
 from mcp_peers import serve_command, subprocess_env, write
 
-pytestmark = pytest.mark.anyio
+# the client runs on one backend: the server is a subprocess either way
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
 ASKING_TOOLS = '''
 """Tools that ask their caller."""
