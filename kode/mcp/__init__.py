@@ -5,7 +5,12 @@
   (`kode.mcp.server`); over HTTP, `HTTPAccess` says which hosts and origins are accepted and
   how clients authenticate (`StaticTokenVerifier` for bearer tokens; `kode.mcp.http`);
 - `connect` registers an MCP server's tools as ``mcp__<server>__<tool>``, ready for any agent
-  whose template names them (`kode.mcp.client`).
+  whose template names them (`kode.mcp.client`), and answers what the server asks: sampling
+  (`kode.mcp.sampling`), elicitation (`kode.mcp.elicitation`), roots and MCP Tasks
+  (`kode.mcp.tasks`); its resources, prompts and their updates are read through the
+  `MCPConnection` (`kode.mcp.resources`). A served tool's ``ctx.elicit`` and ``ctx.sample``
+  reach the client (`kode.mcp.caller`), and its long calls can run as tasks
+  (`kode.mcp.served_tasks`).
 
 Both need the official SDK: ``pip install 'kode-sdk[mcp]'``. Importing `kode` never imports it;
 the names here load it on first use.

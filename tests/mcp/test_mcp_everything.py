@@ -220,13 +220,24 @@ async def test_without_the_capabilities_the_server_hides_those_tools(everything:
 
 
 @on_asyncio
-async def test_declining_is_passed_on(everything: list[str]) -> None:
+async def test_a_model_given_to_connect_samples_and_declining_is_passed_on(
+    everything: list[str],
+) -> None:
     reg = ToolRegistry("everything-decline")
     user = Answers(accept=False)
-    async with started(command=everything, registry=reg, elicitation=user.elicit) as server:
+    model = ScriptedModel(["Paris."])
+    async with started(
+        command=everything, registry=reg, elicitation=user.elicit, sampling=model
+    ) as server:
         assert server.alive
         result = await _run(reg, "trigger-elicitation-request", {}, ToolContext())
         assert "User declined to provide the requested information" in result.text
+        # outside an agent: the model given to connect answers, asked by nobody's approver
+        sampled = await _run(reg, "trigger-sampling-request", {"prompt": "capital?"}, ToolContext())
+        payload = json.loads(sampled.text.split("\n", 1)[1])
+        assert payload["content"]["text"] == "Paris." and payload["model"] == "scripted"
+        assert model.requests[0].settings.max_tokens == 100
+        assert model.requests[0].settings.temperature == 0.7
 
 
 async def test_an_agent_uses_them_and_its_model_samples_with_approval(
