@@ -444,3 +444,31 @@ async def test_a_task_call_that_times_out_is_cancelled_on_the_server(everything:
         with anyio.fail_after(5):
             while await status() != "cancelled":  # noqa: ASYNC110 (the server's state)
                 await anyio.sleep(0.05)
+
+
+async def test_without_an_approver_sampling_waits_for_decide(everything: list[str]) -> None:
+    from kode.agent.events import ApprovalRequired
+
+    reg = ToolRegistry("everything-decide")
+    model = ScriptedModel(
+        [[tool_use(P + "trigger-sampling-request", {"prompt": "hello"})], "Hi!", "Said hi."]
+    )
+    async with started(command=everything, registry=reg) as server:
+        agent = Agent.create(
+            AgentTemplate(id="decider", tools=[server.pattern + "sampling-request"]),
+            model=model,
+            registry=reg,
+        )
+        asked: list[str] = []
+
+        def on_event(event: object) -> None:
+            if isinstance(event, ApprovalRequired):
+                asked.append(event.name)
+                agent.decide(event.call_id, "allow_always")
+
+        async with agent:
+            reply = await agent.send("Say hi through the server.", on_event=on_event)
+        assert reply.text == "Said hi."
+        # the call itself, then the server's sampling request, as ApprovalRequired events
+        assert asked == [P + "trigger-sampling-request", P + "sampling"]
+        assert P + "sampling" in agent.always_allowed
