@@ -1,7 +1,8 @@
 """How kode answers a server's requests: sampling, elicitation and roots.
 
 This module owns the policy `connect` configures (`ClientAnswers`): which model samples (by
-default the model of the agent whose call is running, through the ``AGENT`` service), who
+default the model of the agent whose call is running, through the ``AGENT`` service, or, for
+a call that is not an agent's, whoever runs it: the MCP client of ``kode mcp serve``), who
 approves a sampling request (the agent's permission rules and approver, as for a tool call of
 the pseudo-tool ``mcp__<server>__sampling``), who answers an elicitation (the function given to
 `connect`), and which roots a server sees (the calling agent's workspace by default). Each
@@ -24,8 +25,15 @@ from kode.mcp.elicitation import (
     elicitation_request,
 )
 from kode.mcp.names import server_prefix
-from kode.mcp.sampling import SamplingFunc, model_sampler, sampling_request, sampling_result
+from kode.mcp.sampling import (
+    SamplingFunc,
+    SamplingRequest,
+    model_sampler,
+    sampling_request,
+    sampling_result,
+)
 from kode.models.base import Model
+from kode.tools.asking import SampleRequest, ToolCaller
 from kode.tools.context import ToolContext
 from kode.tools.declared import DeclaredTool, declare_tool
 from kode.tools.kinds import Kind
@@ -51,6 +59,27 @@ def _refuse(text: str, code: int = types.INVALID_REQUEST) -> types.ErrorData:
 
 async def _never(arguments: dict[str, Any], ctx: ToolContext[Any]) -> ToolResult:
     return text_result("(this stands for a server's request and is never run)")
+
+
+def _caller_sampler(caller: ToolCaller, ctx: ToolContext[Any] | None) -> SamplingFunc:
+    """A `SamplingFunc` that asks whoever runs the call (its text; images are described)."""
+
+    async def sample(request: SamplingRequest) -> str:
+        turns: tuple[tuple[Literal["user", "assistant"], str], ...] = tuple(
+            (m.role, m.text or "[an image]") for m in request.messages
+        )
+        return await caller.sample(
+            SampleRequest(
+                messages=turns,
+                system=request.system,
+                max_tokens=request.max_tokens,
+                temperature=request.temperature,
+                tool_name=ctx.tool_name if ctx is not None else "",
+                ctx=ctx,
+            )
+        )
+
+    return sample
 
 
 class ClientAnswers:
@@ -109,7 +138,12 @@ class ClientAnswers:
         request = sampling_request(self.server, params, ctx)
         link = AGENT.get(ctx.services) if ctx is not None else None
         sampler: SamplingFunc
-        if self.sampling == "agent":
+        caller = CALLER.get(ctx.services) if ctx is not None else None
+        if self.sampling == "agent" and link is None and caller is not None:
+            # not an agent, but whoever runs the call (an MCP client of `kode mcp serve`,
+            # whose user approves): it samples, and decides
+            sampler, default_model = _caller_sampler(caller, ctx), "kode"
+        elif self.sampling == "agent":
             if link is None or not isinstance(link.model, Model):
                 return _refuse(
                     f"MCP server '{self.server}' asked for sampling outside an agent's call, and "

@@ -17,6 +17,7 @@ that reason (see docs/limits.md).
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import CancelledError, Future
@@ -58,6 +59,9 @@ class CallSlot:
     """Whether the call is still running."""
     roots_told: anyio.Event | None = None
     """Set (in the caller's loop) once the server has asked for the roots during the call."""
+    context: contextvars.Context = field(default_factory=contextvars.copy_context)
+    """The call's context variables, where it started; kode's own (``kode_*``) are set again
+    in each answer, which runs in a task of its own (the call served over MCP, for one)."""
 
     @property
     def asker(self) -> object:
@@ -121,6 +125,9 @@ async def run_in_call(slot: CallSlot, fn: Callable[[], Awaitable[T]]) -> T:
             future.set_result(value)  # type: ignore[arg-type]
 
     async def runner() -> None:
+        for var, value in slot.context.items():
+            if var.name.startswith("kode_"):
+                var.set(value)
         try:
             settle(await fn())
         except anyio.get_cancelled_exc_class():

@@ -7,6 +7,7 @@ client (a desktop app, an IDE) would.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -164,3 +165,48 @@ async def test_a_client_without_the_capabilities_gets_the_tools_error(tmp_path: 
             result.is_error
             and text(result) == "The MCP client does not sample (it did not declare it)."
         )
+
+
+PROXY = '''
+"""A published server's tools, served again by kode."""
+import os
+
+import kode.mcp
+
+everything = kode.mcp.connect("ev", command=[os.environ["EVERYTHING_SERVER"], "stdio"])
+everything.open_sync()
+'''
+
+
+async def test_a_proxied_servers_questions_reach_the_first_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kode serves server-everything's tools again: its sampling and elicitation go through."""
+    from npm_servers import npm_server
+
+    monkeypatch.setenv("EVERYTHING_SERVER", npm_server("mcp-server-everything"))
+    module = write(tmp_path / "proxy.py", PROXY)
+    client = Client(answer={"name": "Grace Hopper"})
+    command = serve_command(module, "--tools", "mcp__ev__trigger-*")
+    params = StdioServerParameters(
+        command=command[0],
+        args=command[1:],
+        cwd=str(tmp_path),
+        env={**subprocess_env(), "EVERYTHING_SERVER": os.environ["EVERYTHING_SERVER"]},
+    )
+    async with (
+        stdio_client(params) as (read, write_stream),
+        ClientSession(
+            read, write_stream, sampling_callback=client.sample, elicitation_callback=client.elicit
+        ) as session,
+    ):
+        await session.initialize()
+        sampled = await session.call_tool("mcp__ev__trigger-sampling-request", {"prompt": "hi"})
+        assert '"text": "Walk the harbour at dawn."' in text(sampled), text(sampled)
+        (asked,) = client.sampled
+        assert asked.system_prompt == "You are a helpful test server."
+        assert asked.messages[0].content == types.TextContent(
+            text="Resource trigger-sampling-request context: hi"
+        )
+        form = await session.call_tool("mcp__ev__trigger-elicitation-request", {})
+        assert "- Name: Grace Hopper" in text(form), text(form)
