@@ -20,6 +20,7 @@ from kode.agent.blocks import result_block
 from kode.agent.caller import AgentCaller
 from kode.agent.client_calls import ClientCalls
 from kode.agent.deps import deps_problems
+from kode.agent.directory import SessionTools
 from kode.agent.display import agent_markdown, agent_repr
 from kode.agent.events import AgentEvent, Done, ErrorEvent
 from kode.agent.hooks import AgentHooks
@@ -47,13 +48,16 @@ from kode.tools.asking import ElicitationFunc
 from kode.tools.context import ToolContext
 from kode.tools.errors import KodeError, ToolErrorType
 from kode.tools.results import ToolResult, error_result, to_result
-from kode.tools.services import CALLER, SUBAGENTS, TODOS
+from kode.tools.services import CALLER, SESSIONS, SUBAGENTS, TODOS
 from kode.tools.sync import run_sync
 from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool, Workspace
 from kode.tracing import InstrumentSetting, tracing_for
 
 _log = logging.getLogger("kode.agent")
+
+SUBAGENT_DENY = ["task_run", "sessions_spawn", "sessions_send"]
+"""What a sub-agent may not use unless ``subagent_policy`` says otherwise: starting agents."""
 
 __all__ = ["Agent", "AgentError", "AgentReply"]
 
@@ -142,6 +146,8 @@ class Agent:
         """What its tools share, by `ServiceKey` name (see `ToolContext.services`)."""
         self.services[TODOS.name] = self.session.todos  # of their keys' types: set unchecked
         self.services[SUBAGENTS.name] = AgentHandle(self)
+        if self.session.store is not None:  # the session tools reach the store's sessions
+            self.services[SESSIONS.name] = SessionTools(self)
         if self.tool_search is not None:
             TOOL_SEARCH.set(self.services, self.tool_search)
         self.services[CALLER.name] = AgentCaller(self)
@@ -241,7 +247,8 @@ class Agent:
             workspace: The directory its tools may touch (a path or a `Workspace` with extra
                 allowed paths); `None` leaves tools to use the current directory.
             subagent_policy: The policy layer added for sub-agents this agent starts
-                (``task_run``); default: sub-agents cannot start sub-agents.
+                (``task_run``, ``sessions_spawn``); default: sub-agents cannot start agents
+                (no ``task_run``, ``sessions_spawn`` or ``sessions_send``).
             subagent_models: Models for sub-agents by template id; a sub-agent whose
                 template is not listed uses this agent's model.
             store: Where the session is kept: a `Store` or a URL (``sqlite:///agent.db``,
@@ -355,7 +362,14 @@ class Agent:
         made._create_options = {
             "deps": deps,
             "registry": reg,
-            "policy": [*layers, subagent_policy or ToolPolicy(name="sub-agent", deny=["task_run"])],
+            "policy": [
+                *layers,
+                subagent_policy
+                or ToolPolicy(
+                    name="sub-agent",
+                    deny=[n for n in SUBAGENT_DENY if n == "task_run" or n in reg],
+                ),
+            ],
             "approver": approver,
             "elicitation": elicitation,
             "hooks": hooks,
@@ -383,15 +397,30 @@ class Agent:
         else this agent's. It inherits deps, registry, approver, workspace and policy layers,
         plus the sub-agent layer (no ``task_run`` by default).
         """
-        chosen = model or self.subagent_models.get(template_id) or self.model
-        options = dict(self._create_options)
-        # The parent's own template layer is the parent's; the sub-agent's template adds its own.
-        options["policy"] = [p for p in options["policy"] if not p.name.startswith("template ")]
-        child = Agent.create(templates.get(template_id), model=chosen, **options)
+        template, chosen, options = self.subagent_options(template_id, model=model)
+        child = Agent.create(template, model=chosen, **options)
         try:
             return await child.send(prompt, on_event=on_event)
         finally:
             await child.aclose()
+
+    def subagent_options(
+        self, template_id: str, *, model: Model | None = None
+    ) -> tuple[AgentTemplate, Model, dict[str, Any]]:
+        """The template, model and `create` options of a sub-agent this agent starts.
+
+        As `run_subagent` describes; the store is not among the options (a caller that keeps
+        the sub-agent's session adds it).
+
+        Raises:
+            TemplateError: no template is registered under `template_id`.
+        """
+        template = templates.get(template_id)
+        chosen = model or self.subagent_models.get(template_id) or self.model
+        options = dict(self._create_options)
+        # The parent's own template layer is the parent's; the sub-agent's template adds its own.
+        options["policy"] = [p for p in options["policy"] if not p.name.startswith("template ")]
+        return template, chosen, options
 
     @classmethod
     async def resume(

@@ -94,7 +94,7 @@ class AgentHandle:
         if decision.decision == "deny":
             return "the user denied it" + (f": {decision.note}" if decision.note else "")
         if decision.decision == "allow_always":
-            agent.always_allowed.add(tool.name.lower())
+            agent.session.allow_always(tool.name)
         return None
 
 

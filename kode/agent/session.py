@@ -33,6 +33,7 @@ from kode.sessions.records import (
     CallUpdated,
     ClientCallsWaiting,
     MessageAdded,
+    MetadataSet,
     SessionRecord,
     StatusChanged,
     TodosReplaced,
@@ -45,7 +46,10 @@ from kode.tools.errors import ToolErrorType
 from kode.tools.kinds import Kind
 from kode.tools.tool import Tool
 
-__all__ = ["HistoryView", "Session", "rerun_safe"]
+__all__ = ["CHILDREN_KEY", "HistoryView", "Session", "rerun_safe"]
+
+CHILDREN_KEY = "kode.children"
+"""The metadata key under which a session keeps the ids of the sessions it spawned."""
 
 _READ_ONLY = frozenset({Kind.READ, Kind.SEARCH, Kind.THINK})
 
@@ -112,6 +116,7 @@ class Session:
         store: Where its records go; `None` keeps it in memory only (no records are made).
         lease_ttl: Seconds the lease on the session lasts between renewals.
         owns_store: Close the store with the session (it was made from a URL for it).
+        parent_id: The session that started this one (a spawned sub-agent's parent).
     """
 
     def __init__(
@@ -122,6 +127,7 @@ class Session:
         store: Store | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         owns_store: bool = False,
+        parent_id: str | None = None,
     ) -> None:
         self.id = session_id
         """The session's id."""
@@ -150,6 +156,12 @@ class Session:
         self.decisions: dict[str, ApprovalDecided] = {}
         """Decisions read from the store for calls that wait (made by any process)."""
         self.resumed = False
+        """Whether the session was loaded with a run that had not ended (`Agent.resume`), or
+        with a message queued for it (``sessions_send(wait=False)``)."""
+        self.parent_id = parent_id
+        """The session that started this one, if any."""
+        self.children: list[str] = []
+        """The sessions this one spawned (``sessions_spawn``), in order."""
         """Whether the session was loaded with a run that had not ended (`Agent.resume`)."""
         self.last_seq = 0
         """The sequence number of the last record written or read."""
@@ -292,6 +304,11 @@ class Session:
             self.always_allowed.add(name)
             self._write(ToolAlwaysAllowed(tool=name))
 
+    def add_child(self, session_id: str) -> None:
+        """This session spawned `session_id` (kept in its metadata, ``kode.children``)."""
+        self.children.append(session_id)
+        self._write(MetadataSet(key=CHILDREN_KEY, value=list(self.children)))
+
     def wait_for_client(self, calls: Sequence[ToolUseContent], outcomes: Sequence[Any]) -> None:
         """A run ends with client calls waiting for their results."""
         self.client_calls.wait_for(calls, outcomes)
@@ -341,7 +358,9 @@ class Session:
             return
         if not resume:
             try:
-                await store.create(template=self.template_id, session_id=self.id)
+                await store.create(
+                    template=self.template_id, session_id=self.id, parent_id=self.parent_id
+                )
             except SessionExistsError:
                 header = await store.get(self.id)
                 if header.last_seq:
@@ -412,8 +431,12 @@ class Session:
                 if (r := self.records.get(c.id)) is not None and r.result is not None
             }
             self.client_calls.restore(calls, done, state.client_waiting)
-        self.resumed = state.status in ("running", "awaiting_approval") or (
-            state.status == "failed" and bool(self.open_turn())
+        self.children = list(state.metadata.get(CHILDREN_KEY) or [])
+        last = self.messages[-1] if self.messages else None
+        self.resumed = (
+            state.status in ("running", "awaiting_approval")
+            or (state.status == "failed" and bool(self.open_turn()))
+            or (state.status != "awaiting_client" and last is not None and last.role == "user")
         )
 
     def restore_agent_state(self, state: AgentState) -> None:

@@ -24,10 +24,12 @@ if TYPE_CHECKING:
 __all__ = [
     "AGENT",
     "CALLER",
+    "SESSIONS",
     "SUBAGENTS",
     "TODOS",
     "AgentLink",
     "ServiceKey",
+    "SessionDirectory",
     "SubagentRunner",
     "ToolCaller",
 ]
@@ -174,6 +176,52 @@ AGENT: ServiceKey[AgentLink] = ServiceKey(
     "agent", AgentLink, doc="the running agent: its model and its user's approval"
 )
 """The agent a call runs in (the same handle as `SUBAGENTS`, seen for its model and approvals)."""
+
+
+@runtime_checkable
+class SessionDirectory(Protocol):
+    """What the `SESSIONS` service does: the sessions an agent's store holds that it may reach.
+
+    Every method returns JSON data. A session the agent may not reach, or that does not
+    exist, is a `LookupError`; a session busy in another run, or a bad argument, a
+    `ValueError`. Each message says what was wrong.
+    """
+
+    async def list_sessions(
+        self, *, template: str | None, label: str | None, status: str | None, limit: int
+    ) -> list[dict[str, Any]]:
+        """The sessions the agent may reach, the most recently active first."""
+        ...
+
+    async def history(self, session_id: str, *, limit: int) -> list[dict[str, Any]]:
+        """The last `limit` messages of a session: role and text, calls and results named."""
+        ...
+
+    async def status(self, session_id: str) -> dict[str, Any]:
+        """A session's status, template, label, usage, and the calls and approvals waiting."""
+        ...
+
+    async def send(
+        self, session_id: str, message: str, *, wait: bool, seconds: float
+    ) -> dict[str, Any]:
+        """Send a message into a session; with `wait`, run it and return its reply."""
+        ...
+
+    async def spawn(
+        self, template_id: str, prompt: str, *, label: str | None, wait: bool, seconds: float
+    ) -> dict[str, Any]:
+        """Start a sub-agent in a new session on `prompt`; with `wait`, return its reply."""
+        ...
+
+    def agents(self) -> list[dict[str, Any]]:
+        """The registered agent templates: id, description (system prompt's start), tools."""
+        ...
+
+
+SESSIONS: ServiceKey[SessionDirectory] = ServiceKey(
+    "sessions", SessionDirectory, doc="the sessions of the agent's store that it may reach"
+)
+"""The sessions tools (``group:sessions``) reach through this (see `kode.builtin.sessions`)."""
 
 
 CALLER: ServiceKey[ToolCaller] = ServiceKey(
