@@ -13,6 +13,7 @@ import bisect
 import fnmatch
 import re
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from functools import lru_cache
 
 from kode.registries.meta import ToolMeta
@@ -20,6 +21,7 @@ from kode.registries.meta import ToolMeta
 __all__ = ["NameIndex", "glob_prefix", "is_glob"]
 
 _SPECIAL = "*?["
+_NONE: frozenset[str] = frozenset()
 
 
 def is_glob(pattern: str) -> bool:
@@ -89,13 +91,13 @@ class NameIndex:
         """The aliases reaching `key`, in the order they were added."""
         return tuple(self._aliases_of.get(key, ()))
 
-    def group(self, group: str) -> set[str]:
-        """Keys of the tools that declared `group` (not custom groups' members)."""
-        return self._by_group.get(group, set())
+    def group(self, group: str) -> AbstractSet[str]:
+        """Keys of the tools that declared `group` (not custom groups' members); do not change."""
+        return self._by_group.get(group, _NONE)
 
-    def plugin(self, plugin_id: str) -> set[str]:
-        """Keys of the tools a plugin registered."""
-        return self._by_plugin.get(plugin_id, set())
+    def plugin(self, plugin_id: str) -> AbstractSet[str]:
+        """Keys of the tools a plugin registered; do not change."""
+        return self._by_plugin.get(plugin_id, _NONE)
 
     def server_size(self, server: str) -> int:
         """How many tools an MCP server registered."""

@@ -169,6 +169,11 @@ def _meta_key(meta: ToolMeta) -> _SortKey:
     return (SOURCE_ORDER[meta.source], meta.server or "", meta.name.lower())
 
 
+def _sort_text(meta: ToolMeta) -> str:
+    """`_meta_key` as one string: the same order, and a string is no work for the collector."""
+    return f"{SOURCE_ORDER[meta.source]:03d}{meta.server or ''}\x00{meta.name.lower()}"
+
+
 MadeTools = dict[str, tuple[ToolMeta, Tool[..., Any]]]
 
 
@@ -336,8 +341,8 @@ def resolve(
         mcp_above = view.defer_mcp_above
         server_size = view.index.server_size
     # 3. policy layers: a tool must pass every one
-    chosen: list[tuple[ToolMeta, Tool[..., Any], tuple[str, ...]]] = []
-    for meta, made_tool, tool_aliases in selected:
+    chosen: list[tuple[ToolMeta, Tool[..., Any], tuple[str, ...]]] = [] if layers else selected
+    for meta, made_tool, tool_aliases in selected if layers else ():
         for layer, patterns in zip(layers, layer_patterns, strict=True):
             why = ToolPolicy.decide(patterns, meta, tool_aliases)
             if why is not None:
@@ -345,7 +350,7 @@ def resolve(
                 break
         else:
             chosen.append((meta, made_tool, tool_aliases))
-    chosen.sort(key=lambda item: _meta_key(item[0]))
+    chosen.sort(key=lambda item: _sort_text(item[0]))
     out.tools = [t for _, t, _ in chosen]
     out.metas = {m.name: m for m, _, _ in chosen}
     out.aliases = {alias: m.name for m, _, tool_aliases in chosen for alias in tool_aliases}
@@ -355,7 +360,7 @@ def resolve(
         if m.defer_loading
         or t.defer_loading
         or (m.server is not None and mcp_above is not None and server_size(m.server) > mcp_above)
-        or any(entry_matches(p, m, tool_aliases) for p in defer_patterns)
+        or (defer_patterns and any(entry_matches(p, m, tool_aliases) for p in defer_patterns))
     )
     out.left_out = [(_meta_key(m), Exclusion(name=m.name, reason=r)) for m, r in left_out]
     if names_or_patterns is not None:
@@ -392,32 +397,52 @@ def _select(
 ) -> tuple[
     list[tuple[ToolMeta, Tool[..., Any], tuple[str, ...]]],
     list[tuple[ToolMeta, str]],
-    dict[str, list[str]],
+    dict[str, str | list[str]],
 ]:
-    """2. Selection by the template's entries: what is selected, what is left out and why."""
-    hits: dict[str, list[str]] = {}
+    """2. Selection by the template's entries: what is selected, what is left out and why.
+
+    A plain name, the common case, allocates nothing of its own: thousands of names must not
+    start a full garbage collection of a registry's worth of objects.
+    """
+    hits: dict[str, str | list[str]] = {}  # key → the entry that selected it, or the entries
     matched_entries: set[str] = set()
+    entries, plugin = finder.view.entries, finder.view.index.plugin
+    plain = not finder.made
     for entry in wanted:
+        if plain and entry in entries and not plugin(entry):
+            matched_entries.add(entry)
+            before = hits.setdefault(entry, entry)
+            if before is not entry:
+                hits[entry] = [*([before] if isinstance(before, str) else before), entry]
+            continue
         for key in finder.keys(entry):
             matched_entries.add(entry)
-            hits.setdefault(key, []).append(entry)
+            before = hits.setdefault(key, entry)
+            if before is not entry:
+                hits[key] = [*([before] if isinstance(before, str) else before), entry]
     explicit_allow = [
         e for layer in layer_patterns for key in ("allow", "also_allow") for e in layer.get(key, ())
     ]
     selected: list[tuple[ToolMeta, Tool[..., Any], tuple[str, ...]]] = []
     left_out: list[tuple[ToolMeta, str]] = []
     for key, entry_hits in hits.items():
-        found = finder.candidate(key)
-        if found is None:
-            continue
-        meta, made, reason = found
+        registered = entries.get(key) if plain else None
+        made: Tool[..., Any] | None
+        if registered is not None and registered.tool is not None:
+            meta, made, reason = registered.meta, registered.tool, ""
+        else:
+            found = finder.candidate(key)
+            if found is None:
+                continue
+            meta, made, reason = found
         tool_aliases = finder.aliases(key)
         meta = finder.with_groups(meta, tool_aliases)
         if made is None:
             left_out.append((meta, reason))  # a factory's declared tool not made here
             continue
+        named = (entry_hits,) if isinstance(entry_hits, str) else entry_hits
         if meta.optional and not any(
-            is_explicit_for_optional(e, meta, tool_aliases) for e in (*entry_hits, *explicit_allow)
+            is_explicit_for_optional(e, meta, tool_aliases) for e in (*named, *explicit_allow)
         ):
             left_out.append((meta, "optional: name it, its plugin or group:plugins to include it"))
             continue
