@@ -189,10 +189,22 @@ def _serve_logged(args: argparse.Namespace) -> int:
         )
     else:
         runner = server.run_stdio
+    flush: Any = None
+    if args.otel:  # trace calls, continuing each client's trace (params._meta)
+        from kode.tracing.setup import configure_sdk
+
+        try:
+            flush = configure_sdk(service_name="kode-mcp-serve")
+        except ImportError as exc:
+            print(f"kode mcp serve: {exc}", file=sys.stderr)
+            return 2
     try:
         anyio.run(runner, backend="asyncio")
     except KeyboardInterrupt:
         return 130
+    finally:
+        if flush is not None:
+            flush()
     return 0
 
 
@@ -275,6 +287,12 @@ def register(subparsers: Any) -> None:
         default=0.5,
         metavar="SECONDS",
         help="how often to look for tools defined after the start (default: 0.5)",
+    )
+    serve.add_argument(
+        "--otel",
+        action="store_true",
+        help="trace calls with OpenTelemetry: to OTEL_EXPORTER_OTLP_ENDPOINT over OTLP/HTTP "
+        "when set, else as JSON on stderr",
     )
     add_log_arguments(serve)
     serve.set_defaults(handler=_serve)

@@ -68,6 +68,7 @@ from kode.tools.results import ToolResult, error_result
 from kode.tools.services import CALLER
 from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool
+from kode.tracing import tracing_for
 
 __all__ = ["ToolServer", "Transport", "serve", "serve_async"]
 
@@ -415,9 +416,22 @@ class ToolServer:
                 if gone is not None:  # an HTTP client that hangs up cancels its call
                     tg.start_soon(_cancel_on, gone, call_scope, watch)
                 try:
-                    result = await tool.run(
-                        params.arguments or {}, call_ctx, default_timeout=self.tool_timeout
-                    )
+                    arguments = params.arguments or {}
+                    tracing = tracing_for(None)
+                    if tracing is None:
+                        result = await tool.run(
+                            arguments, call_ctx, default_timeout=self.tool_timeout
+                        )
+                    else:  # traced (kode mcp serve --otel): continues the client's trace
+                        result = await tracing.served_tool(
+                            tool,
+                            call_ctx.tool_call_id,
+                            arguments,
+                            params.meta,
+                            lambda: tool.run(
+                                arguments, call_ctx, default_timeout=self.tool_timeout
+                            ),
+                        )
                 finally:
                     send.close()  # the relay sends what is left, then ends
                     watch.cancel()

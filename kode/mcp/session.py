@@ -27,6 +27,7 @@ from concurrent.futures import CancelledError, Future
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from typing import IO, Any, TextIO, TypeVar, cast
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.abc
@@ -44,6 +45,7 @@ from kode.mcp.routing import AmbiguousCallError, CallSlot, InFlight, SlotClosedE
 from kode.mcp.tasks import PeerTasks, TaskDispatcher, call_as_task, tasks_capability
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
+from kode.tracing import attached, current_context, mark_mcp_result, mcp_call_span, trace_headers
 
 __all__ = ["MCPConnectionError", "RemoteServer", "ServerEventFunc", "ServerSpec"]
 
@@ -551,6 +553,20 @@ class RemoteServer:
             ToolError: the server could not be started, died during the call, refused it, or
                 broke the protocol: the message says which, for the model.
         """
+        with mcp_call_span(remote_name, arguments, self._span_attributes()) as span:
+            result = await self._call_retrying(remote_name, arguments, ctx, tool_name, as_task)
+            if span is not None:  # traced: a tools/call span (MCP conventions) around the call
+                mark_mcp_result(span, is_error=bool(result.is_error))
+            return result
+
+    async def _call_retrying(
+        self,
+        remote_name: str,
+        arguments: dict[str, Any],
+        ctx: ToolContext[Any],
+        tool_name: str,
+        as_task: bool,
+    ) -> types.CallToolResult:
         retried = False
         for _ in range(3):
             try:
@@ -574,6 +590,18 @@ class RemoteServer:
             except Exception as exc:
                 raise self._failure(exc, tool_name) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _span_attributes(self) -> dict[str, Any]:
+        """The MCP conventions' transport attributes of this server's ``tools/call`` spans."""
+        url = self.spec.url
+        if url is None:
+            return {"network.transport": "pipe"}
+        parts = urlsplit(url)
+        found: dict[str, Any] = {"network.transport": "tcp", "network.protocol.name": "http"}
+        if parts.hostname:
+            found["server.address"] = parts.hostname
+            found["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
+        return found
 
     async def _elicit_first(self, exc: MCPError, ctx: ToolContext[Any]) -> str | None:
         """Answer the URL elicitations of an error -32042; `None` when all were accepted."""
@@ -615,6 +643,7 @@ class RemoteServer:
         if live is None or portal is None:
             raise MCPConnectionError(f"{self.spec.describe()} was closed")
         inbox: queue.SimpleQueue[object] = queue.SimpleQueue()
+        trace = current_context()  # the call runs on the connection's loop: carry the trace
 
         async def progress(progress: float, total: float | None, message: str | None) -> None:
             inbox.put(_Progress(progress=progress, total=total, message=message))
@@ -623,14 +652,20 @@ class RemoteServer:
             inbox.put(_Status(message=message, fraction=fraction))
 
         async def remote_call() -> types.CallToolResult:
-            if as_task:
-                return await call_as_task(
-                    live.session, live.dispatcher, remote_name, arguments, progress=status
+            # With the caller's trace current, the SDK puts it in params._meta (traceparent).
+            with attached(trace):
+                if as_task:
+                    return await call_as_task(
+                        live.session, live.dispatcher, remote_name, arguments, progress=status
+                    )
+                headers = trace_headers()
+                result: types.CallToolResult = await live.session.call_tool(
+                    remote_name,
+                    arguments,
+                    progress_callback=progress,
+                    meta=cast("types.RequestParamsMeta", headers) if headers else None,
                 )
-            result: types.CallToolResult = await live.session.call_tool(
-                remote_name, arguments, progress_callback=progress
-            )
-            return result
+                return result
 
         def wait() -> None:
             # In a worker thread of the caller's loop: ctx.progress reaches the agent from here.

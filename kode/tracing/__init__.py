@@ -13,8 +13,12 @@ The package imports nothing else of kode, so every layer may call into it.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +29,13 @@ __all__ = [
     "CAPTURE_CONTENT_ENV",
     "Instrumentation",
     "InstrumentSetting",
+    "active_tracing",
+    "attached",
+    "current_context",
     "instrument",
     "is_instrumented",
+    "mark_mcp_result",
+    "mcp_call_span",
     "trace_headers",
     "tracing_for",
     "uninstrument",
@@ -74,6 +83,10 @@ providers), ``False`` (off, whatever the global switch says), an `Instrumentatio
 
 _global: Instrumentation | None = None
 _made: dict[Instrumentation, Tracing] = {}
+ACTIVE: contextvars.ContextVar[Tracing | None] = contextvars.ContextVar(
+    "kode_tracing", default=None
+)
+"""The `Tracing` of the instrumented run going on in this context (set by ``invoke_agent``)."""
 
 
 def instrument(
@@ -164,3 +177,60 @@ def trace_headers() -> dict[str, str]:
     carrier: dict[str, str] = {}
     inject(carrier)
     return carrier
+
+
+def active_tracing() -> Tracing | None:
+    """The `Tracing` of the run going on here, else the global switch's; ``None`` when off."""
+    found = ACTIVE.get()
+    if found is not None:
+        return found
+    return None if _global is None else _load(_global)
+
+
+def current_context() -> Any:
+    """OpenTelemetry's current context (to carry to another event loop), or ``None``.
+
+    ``None`` when OpenTelemetry is not imported: there is then no trace to carry.
+    """
+    if "opentelemetry.context" not in sys.modules:
+        return None
+    from opentelemetry import context
+
+    return context.get_current()
+
+
+@contextmanager
+def attached(context: Any) -> Iterator[None]:
+    """Make `context` (from `current_context`) current inside the block; nothing if ``None``."""
+    if context is None:
+        yield
+        return
+    from opentelemetry import context as otel_context
+
+    token = otel_context.attach(context)
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
+
+
+def mcp_call_span(
+    name: str, arguments: Any, attributes: Mapping[str, Any]
+) -> contextlib.AbstractContextManager[Any]:
+    """A ``tools/call {name}`` CLIENT span for a call to an MCP server, when tracing is on.
+
+    The span (or ``None``) is what the block gets; `Tracing.mcp_result` marks an error result.
+    """
+    tracing = active_tracing()
+    if tracing is None:
+        return nullcontext(None)
+    return tracing.mcp_call(name, arguments, attributes)
+
+
+def mark_mcp_result(span: Any, *, is_error: bool) -> None:
+    """Mark a ``tools/call`` span failed (``error.type`` ``tool_error``) for an error result."""
+    if is_error and span is not None and span.is_recording():
+        from opentelemetry.trace import Status, StatusCode
+
+        span.set_attribute("error.type", "tool_error")
+        span.set_status(Status(StatusCode.ERROR))

@@ -23,6 +23,8 @@ from opentelemetry import metrics, trace
 from opentelemetry.propagate import extract, inject
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from kode.tracing import ACTIVE
+
 if TYPE_CHECKING:
     from kode.tracing import Instrumentation
 
@@ -127,6 +129,7 @@ class Tracing:
         }
         started = time.perf_counter()
         error: str | None = None
+        active = ACTIVE.set(self)  # for what the run calls that has no agent (MCP clients)
         with self.tracer.start_as_current_span(
             f"invoke_agent {template.id}",
             kind=SpanKind.INTERNAL,
@@ -141,6 +144,7 @@ class Tracing:
                 span.set_attribute("error.type", error)
                 raise
             finally:
+                ACTIVE.reset(active)
                 self.agent_duration.record(
                     time.perf_counter() - started,
                     _metric_attributes(
@@ -335,10 +339,8 @@ class Tracing:
     # --- MCP -----------------------------------------------------------------------------------
 
     @contextmanager
-    def mcp_call(
-        self, name: str, arguments: Any, meta: dict[str, Any], attributes: Mapping[str, Any]
-    ) -> Iterator[Span]:
-        """A ``tools/call {name}`` CLIENT span (MCP conventions); `meta` gets its context."""
+    def mcp_call(self, name: str, arguments: Any, attributes: Mapping[str, Any]) -> Iterator[Span]:
+        """A ``tools/call {name}`` CLIENT span (the MCP conventions), current in the block."""
         with self.tracer.start_as_current_span(
             f"tools/call {name}",
             kind=SpanKind.CLIENT,
@@ -353,15 +355,58 @@ class Tracing:
         ) as span:
             if self.capture_content and span.is_recording():
                 span.set_attribute("gen_ai.tool.call.arguments", _dumps(arguments))
-            inject(meta)
             yield span
 
+    async def served_tool(
+        self,
+        tool: Any,
+        call_id: str,
+        arguments: Any,
+        meta: Mapping[str, Any] | None,
+        run: Callable[[], Awaitable[T]],
+    ) -> T:
+        """Run a call ``kode mcp serve`` received inside its ``execute_tool`` span.
 
-def mcp_result(span: Span, *, is_error: bool) -> None:
-    """Mark an MCP call's span failed when its result is an error (``tool_error``)."""
-    if is_error and span.is_recording():
-        span.set_attribute("error.type", "tool_error")
-        span.set_status(Status(StatusCode.ERROR))
+        The span's parent is the current span (the MCP SDK's ``tools/call`` SERVER span, which
+        continues the client's trace), or else the trace context in the request's
+        ``params._meta`` (``traceparent``, ``tracestate``).
+        """
+        parent = None
+        if not trace.get_current_span().get_span_context().is_valid:
+            parent = extract_context(meta)
+        started = time.perf_counter()
+        with self.tracer.start_as_current_span(
+            f"execute_tool {tool.name}",
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes={
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": tool.name,
+                "gen_ai.tool.call.id": call_id,
+                "gen_ai.tool.type": "function",
+            },
+        ) as span:
+            if tool.description and span.is_recording():
+                span.set_attribute("gen_ai.tool.description", tool.description)
+            if self.capture_content and span.is_recording():
+                span.set_attribute("gen_ai.tool.call.arguments", _dumps(arguments))
+            result: Any = await run()
+            error = None
+            if getattr(result, "is_error", False):
+                error = result.error_type.value if result.error_type else "tool_error"
+                span.set_attribute("error.type", error)
+                span.set_status(Status(StatusCode.ERROR, error))
+            elif self.capture_content and span.is_recording():
+                span.set_attribute("gen_ai.tool.call.result", _result(result))
+            outcome = "failed" if error else "done"
+            span.set_attribute("kode.tool.outcome", outcome)
+            self.tool_duration.record(
+                time.perf_counter() - started,
+                _metric_attributes(
+                    {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool.name,
+                     "kode.tool.outcome": outcome}, error),
+            )  # fmt: skip
+            return result  # type: ignore[no-any-return]
 
 
 # --- helpers -----------------------------------------------------------------------------------

@@ -8,9 +8,9 @@ from typing import Any
 
 import anyio
 import pytest
-from conftest import Telemetry
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
+from otel_support import Telemetry
 
 from kode import define_tool
 from kode.agent import Agent, AgentHooks, AgentTemplate, ApprovalDecision, ApprovalRequest, Deny
