@@ -164,3 +164,26 @@ def test_a_deferred_tool_called_without_a_search_runs_and_stays_loaded() -> None
     agent.send_sync("go")
     assert agent.session.messages[2].content[0].content[0].text == "HI"
     assert [t.name for t in model.requests[1].tools] == ["add", "tool_search", "rare"]
+
+
+@pytest.mark.anyio
+async def test_a_resumed_session_from_a_store_keeps_what_was_loaded(tmp_path: Any) -> None:
+    reg = _registry()
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+    template = AgentTemplate(id="t", tools=["add", "gh_*"])
+    search = tool_use("tool_search", {"query": "github issue"})
+    first = Agent.create(template, model=ScriptedModel([[search], "ok"]), registry=reg, store=url)
+    await first.send("go")
+    await first.aclose()
+    model = ScriptedModel(["again"])
+    again = await Agent.resume(
+        first.session_id, store=url, model=model, template=template, registry=reg
+    )
+    await again.send("more")
+    await again.aclose()
+    assert [t.name for t in model.requests[0].tools] == [
+        "add",
+        "gh_delete_repo",
+        "tool_search",
+        "gh_create_issue",
+    ]
