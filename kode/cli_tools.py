@@ -432,6 +432,16 @@ def _builtin_hint(reg: Any, entries: list[str]) -> str:
     return f" {listed} {'is' if len(builtin) == 1 else 'are'} built into kode: add --builtin."
 
 
+def _otel() -> Any:
+    """Trace the run (``--otel``): OTLP/HTTP with an endpoint set, else JSON on stderr."""
+    from kode.tracing.setup import configure_sdk
+
+    try:
+        return configure_sdk(service_name="kode-run")
+    except ImportError as exc:
+        raise CommandError(str(exc)) from None
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     import anyio
 
@@ -444,6 +454,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from None
     model = _model_from(args.model)
     deps = _deps(args)
+    flush = _otel() if args.otel else None  # before the agent: it is made traced
     try:
         agent = Agent.create(
             template, model=model, workspace=args.workspace, deps=deps, elicitation=_elicit
@@ -486,7 +497,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
                 showing.clear()
             tg.cancel_scope.cancel()
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    finally:
+        if flush is not None:
+            flush()  # the spans still batched are sent before the command ends
     if interrupted:
         print("kode: interrupted", file=sys.stderr)
         return 130
@@ -575,6 +590,12 @@ def register(commands: Any) -> None:
         "--model", help="a model name, or scripted:TURNS.json (default: from the environment)"
     )
     run.add_argument("--workspace", help="the directory tools may touch")
+    run.add_argument(
+        "--otel",
+        action="store_true",
+        help="trace the run with OpenTelemetry: to OTEL_EXPORTER_OTLP_ENDPOINT over OTLP/HTTP "
+        "when set, else as JSON on stderr",
+    )
     common(run)
     deps(run)
     run.set_defaults(handler=_guard(_cmd_run))
