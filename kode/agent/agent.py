@@ -317,6 +317,12 @@ class Agent:
                 f"agent template {template.id!r} lists tools that match nothing registered: "
                 f"{'; '.join(parts)}. Import the modules that define them, or fix the names."
             )
+        if resolution.deferred and TOOL_SEARCH_TOOL.name in resolution.metas:
+            raise AgentError(
+                f"agent template {template.id!r} has deferred tools, which need kode's "
+                f"{TOOL_SEARCH_TOOL.name!r} tool, and also lists a tool of that name: rename "
+                "that tool, or defer nothing"
+            )
         problems = deps_problems(resolution.tools, deps)
         if problems:
             raise AgentError(

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kode import Agent, AgentTemplate, ToolRegistry, define_tool
+from kode import Agent, AgentError, AgentTemplate, ToolRegistry, define_tool
 from kode.models import ScriptedModel, tool_use
 from kode.registries import ToolPolicy
 from kode.registries.search import SearchIndex, one_line, tokenize
@@ -187,3 +187,12 @@ async def test_a_resumed_session_from_a_store_keeps_what_was_loaded(tmp_path: An
         "tool_search",
         "gh_create_issue",
     ]
+
+
+def test_a_tool_of_its_own_named_tool_search_is_refused_with_deferred_tools() -> None:
+    reg = _registry()
+    reg.register(declare_tool("tool_search", description="Search our tool catalogue."))
+    with pytest.raises(AgentError, match="also lists a tool of that name"):
+        _agent(reg, ["ok"], tools=["add", "gh_*", "tool_search"])
+    agent, _ = _agent(reg, ["ok"], tools=["add", "tool_search"])  # nothing deferred: fine
+    assert agent.tool_search is None
