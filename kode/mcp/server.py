@@ -37,7 +37,7 @@ import contextlib
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -46,7 +46,6 @@ import anyio.abc
 import anyio.from_thread
 import anyio.lowlevel
 import mcp_types as types
-from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -58,6 +57,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from kode.mcp.caller import CURRENT_REQUEST, ClientCaller
 from kode.mcp.convert import annotations_for_kind, call_result, output_schema_for
 from kode.mcp.http import HTTPAccess, disconnected, http_app
+from kode.mcp.relay import ForwardingLogger, LogItem, relay
 from kode.mcp.served_tasks import TASK_EXECUTION, ServedTasks, TaskReplies, tasks_capability
 from kode.registries.meta import ToolSource
 from kode.registries.registry import ToolRegistry, normalize_name
@@ -88,40 +88,6 @@ _LEVELS: tuple[types.LoggingLevel, ...] = (
     "emergency",
 )
 _MAX_SESSIONS_NOTIFIED = 1024
-
-
-def _mcp_level(levelno: int) -> types.LoggingLevel:
-    if levelno >= logging.CRITICAL:
-        return "critical"
-    if levelno >= logging.ERROR:
-        return "error"
-    if levelno >= logging.WARNING:
-        return "warning"
-    if levelno >= logging.INFO:
-        return "info"
-    return "debug"
-
-
-@dataclass(kw_only=True, frozen=True, slots=True)
-class _LogItem:
-    level: types.LoggingLevel
-    text: str
-
-
-class _ForwardingLogger(logging.LoggerAdapter[logging.Logger]):
-    """A tool's ``ctx.logger``: records go to the ``kode.tools`` logger and to the client."""
-
-    def __init__(self, logger: logging.Logger, forward: Callable[[_LogItem], None]) -> None:
-        super().__init__(logger, {})
-        self._forward = forward
-
-    def log(self, level: int, msg: object, *args: object, **kwargs: Any) -> None:
-        try:
-            text = str(msg) % args if args else str(msg)
-        except (TypeError, ValueError):
-            text = f"{msg} {args}"
-        self._forward(_LogItem(level=_mcp_level(level), text=text))
-        super().log(level, msg, *args, **kwargs)
 
 
 class _LowLevelServer(Server[Any]):
@@ -383,11 +349,11 @@ class ToolServer:
     ) -> types.CallToolResult:
         """Run one call of a served tool (as the request, or as a task: `status` is given)."""
         tool = listed.tool
-        send, receive = anyio.create_memory_object_stream[ToolEvent | _LogItem](math.inf)
+        send, receive = anyio.create_memory_object_stream[ToolEvent | LogItem](math.inf)
         token = anyio.lowlevel.current_token()
         loop_thread = threading.get_ident()
 
-        def forward(item: ToolEvent | _LogItem) -> None:
+        def forward(item: ToolEvent | LogItem) -> None:
             # A sync tool runs in a worker thread: hand its events to the loop.
             try:
                 if threading.get_ident() == loop_thread:
@@ -402,7 +368,7 @@ class ToolServer:
             tool_name=tool.name,
             deps=self.deps,
             event_sink=forward,
-            logger=_ForwardingLogger(logging.getLogger("kode.tools"), forward),
+            logger=ForwardingLogger(logging.getLogger("kode.tools"), forward),
             files=self.files,
             services=self.services,
         )
@@ -410,7 +376,7 @@ class ToolServer:
         result: ToolResult | None = None
         current = CURRENT_REQUEST.set(ctx)  # what ctx.elicit and ctx.sample ask (ClientCaller)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._relay, receive, ctx, tool.name, status)
+            tg.start_soon(relay, receive, ctx, tool.name, self._levels_for(ctx), status)
             with anyio.CancelScope() as call_scope:
                 watch = anyio.CancelScope()
                 if gone is not None:  # an HTTP client that hangs up cancels its call
@@ -443,61 +409,6 @@ class ToolServer:
         return call_result(
             result, has_output_schema=listed.entry.output_schema is not None, wrapped=listed.wrapped
         )
-
-    async def _relay(
-        self,
-        receive: MemoryObjectReceiveStream[ToolEvent | _LogItem],
-        ctx: ServerRequestContext[Any, Any],
-        tool_name: str,
-        status: Callable[[str], None] | None = None,
-    ) -> None:
-        """Send a call's progress and log messages to the client, in order.
-
-        A call run as a task also makes each progress message the task's status message.
-        """
-        levels = self._levels_for(ctx)
-        last: float | None = None
-        async with receive:
-            async for item in receive:
-                try:
-                    if isinstance(item, ToolEvent) and item.event == "progress":
-                        data = item.data if isinstance(item.data, Mapping) else {}
-                        if status is not None and data.get("message"):
-                            status(str(data["message"]))
-                        fraction = data.get("fraction")
-                        # A fraction is progress out of 1.0; without one, count the steps.
-                        total: float | None
-                        if isinstance(fraction, int | float):
-                            value, total = float(fraction), 1.0
-                        else:
-                            value, total = (last or 0.0) + 1.0, None
-                        if last is not None and value <= last:
-                            value = last + 1e-6  # MCP wants each value larger than the last
-                        last = value
-                        await ctx.session.report_progress(
-                            value, total, str(data.get("message", "")) or None
-                        )
-                        continue
-                    level: types.LoggingLevel
-                    data_out: Any
-                    if isinstance(item, _LogItem):
-                        level, data_out = item.level, item.text
-                    else:
-                        level, data_out = "info", {"event": item.event, "data": item.data}
-                    if level not in levels:
-                        continue
-                    await ctx.session.send_notification(
-                        types.LoggingMessageNotification(
-                            params=types.LoggingMessageNotificationParams(
-                                level=level, data=data_out, logger=tool_name
-                            )
-                        ),
-                        related_request_id=ctx.request_id,
-                    )
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                    return  # the client left; the call's result will not reach it either
-                except Exception as exc:  # a payload that is not JSON: lose it, not the call
-                    _log.warning("could not send %r to the MCP client: %s", item, exc)
 
     # --- list changes --------------------------------------------------------------------------
 
