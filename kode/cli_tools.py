@@ -156,6 +156,38 @@ def _cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_search(args: argparse.Namespace) -> int:
+    import re
+
+    reg = _load(args)
+    query = " ".join(args.query)
+    if not query.strip() and not args.regex:
+        raise CommandError("give words to search for (kode tools search create issue), or --regex")
+    try:
+        hits = reg.search(query, regex=args.regex, limit=args.limit)
+    except re.error as exc:
+        raise CommandError(
+            f"--regex {args.regex!r} is not a valid regular expression: {exc}"
+        ) from None
+    if args.json:
+        _print_json(
+            [
+                {"name": h.name, "description": h.description, "score": h.score, "why": h.why}
+                for h in hits
+            ]
+        )
+        return 0
+    if not hits:
+        asked = f"--regex {args.regex!r}" if args.regex else repr(query)
+        print(f"No tool matched {asked}.{_hint_modules(reg) if len(reg) == 0 else ''}")
+        return 1
+    width = max(len(h.name) for h in hits)
+    for h in hits:
+        print(f"{h.name:<{width}}  {h.description}")
+        print(f"{'':<{width}}  matched {h.why}")
+    return 0
+
+
 def _cmd_show(args: argparse.Namespace) -> int:
     reg = _load(args)
     tool = _get(reg, args.name)
@@ -530,7 +562,7 @@ def register(commands: Any) -> None:
     """Add ``tools`` and ``run`` to the ``kode`` command."""
     from kode.cli_log import add_log_arguments
 
-    tools = commands.add_parser("tools", help="list, show, call and check tools")
+    tools = commands.add_parser("tools", help="list, search, show, call and check tools")
     sub = tools.add_subparsers(dest="tools_command", metavar="COMMAND")
     tools.set_defaults(handler=lambda a: (tools.print_help(), 2)[1])
 
@@ -559,6 +591,16 @@ def register(commands: Any) -> None:
     common(p)
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=_guard(lambda a: _cmd_list(_merge(a))))
+
+    p = sub.add_parser(
+        "search", help="find tools by words (BM25) or --regex, as an agent's tool_search does"
+    )
+    p.add_argument("query", nargs="*", help="words saying what the tool should do")
+    p.add_argument("--regex", help="a regular expression over names and descriptions instead")
+    p.add_argument("--limit", type=int, default=5, help="how many tools at most (default 5)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    common(p)
+    p.set_defaults(handler=_guard(_cmd_search))
 
     p = sub.add_parser("show", help="print a tool's declaration in a provider's format")
     p.add_argument("name", help="the tool's name")
