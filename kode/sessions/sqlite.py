@@ -15,10 +15,10 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar, cast
 
 import anyio.to_thread
 
@@ -27,6 +27,15 @@ from kode.sessions._sql import SQLStore
 from kode.sessions.errors import StoreError
 
 __all__ = ["SQLiteStore"]
+
+T = TypeVar("T")
+
+_WAIT = object()  # an operation that would have waited for another writer
+
+# The operations short enough to run in the caller's thread (see SQLiteStore._run).
+_SHORT = frozenset(
+    {"_create_many", "_append", "_header_of", "_acquire", "_renew", "_release", "_set_label"}
+)
 
 SynchronousMode = Literal["NORMAL", "FULL"]
 
@@ -157,6 +166,47 @@ class SQLiteStore(SQLStore):
         if "not a database" in text:
             return StoreError(f"{self._where()} is not a SQLite database (or is encrypted)")
         return StoreError(f"{self._where()} failed: {type(exc).__name__}: {text}")
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run one operation: here when it is short and need not wait, else in a worker thread.
+
+        With ``synchronous`` NORMAL (no fsync per commit), the small operations of a run
+        (create, append, get, acquire, renew, release, set_label) run in the caller's thread
+        when the connection is free and no other process holds the write lock (they do not
+        wait for one): a commit then costs no hop to a worker thread. Everything else, and
+        anything that would wait, runs in a worker thread, waiting up to ``busy_timeout``.
+        """
+        if (
+            self.synchronous != "FULL"
+            and self._conn is not None
+            and getattr(fn, "__name__", "") in _SHORT
+        ):
+            done = self._run_here(fn, args)
+            if done is not _WAIT:
+                return cast("T", done)
+        return await super()._run(fn, *args)
+
+    def _run_here(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """`fn` in this thread, or `_WAIT` when it would have to wait."""
+        if not self._lock.acquire(blocking=False):
+            return _WAIT
+        try:
+            conn = self._conn
+            if conn is None or self._closed:
+                return _WAIT
+            conn.execute("PRAGMA busy_timeout = 0")
+            try:
+                return fn(conn.cursor(), *args)
+            except sqlite3.OperationalError as exc:
+                if "locked" in str(exc) or "busy" in str(exc):
+                    return _WAIT  # another process writes: wait for it in a worker thread
+                raise (self._failure(exc) or exc) from exc
+            except sqlite3.Error as exc:
+                raise (self._failure(exc) or exc) from exc
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        finally:
+            self._lock.release()
 
     async def aclose(self) -> None:
         """Close the connection; the store cannot be used after."""

@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from kode.models.messages import Message
-from kode.sessions import MessageAdded, SessionLeaseError, SQLiteStore, StoreError
+from kode.sessions import MessageAdded, SessionLeaseError, SQLiteStore, StatusChanged, StoreError
 
 pytestmark = pytest.mark.anyio
 
@@ -137,3 +137,33 @@ def test_two_processes_competing_for_a_lease(tmp_path: Path) -> None:
                 await store.acquire("shared", owner="a third")
 
     anyio.run(check)
+
+
+async def test_an_append_waits_for_another_writer_off_the_event_loop(tmp_path: Path) -> None:
+    # Appends run in the caller's thread when nothing is in the way; when another process
+    # holds the write lock, the append must wait in a worker thread, not block the loop.
+    store = SQLiteStore(tmp_path / "s.db")
+    await store.create(template="t", session_id="s")
+    other = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await anyio.sleep(0.01)
+
+    async def release() -> None:
+        await anyio.sleep(0.3)
+        other.execute("COMMIT")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(tick)
+        tg.start_soon(release)
+        seq = await store.append("s", [StatusChanged(status="running")])
+        tg.cancel_scope.cancel()
+    other.close()
+    assert seq == 1 and ticks >= 10
+    assert await store.append("s", [StatusChanged(status="idle")]) == 2  # in this thread
+    await store.aclose()
