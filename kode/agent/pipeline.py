@@ -468,7 +468,7 @@ async def _run_into(
     hook) becomes the call's error result, whatever the turn's shape.
     """
     try:
-        tracing = run.agent.tracing
+        tracing = run.tracing
         if tracing is None:
             results[index] = await _Call(run, call).run()
         else:  # the call inside its execute_tool span

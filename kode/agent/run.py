@@ -103,6 +103,10 @@ class AgentRun:
         self._fatal: BaseException | None = None  # a tool's KeyboardInterrupt or SystemExit
         self.poll_interval = 0.2
         """Seconds between reads of the store for decisions made in other processes."""
+        tracing = agent.tracing
+        self.tracing = tracing if tracing is not None and tracing.active() else None
+        """Its spans and metrics; `None` when the agent is not traced, or nothing would record
+        them (no tracer or meter provider configured): then tracing costs nothing more."""
 
     # --- from other tasks and threads --------------------------------------------------------
 
@@ -208,7 +212,7 @@ class AgentRun:
         """Run the agent on `prompt`; the last event, which has also been emitted."""
         self._token = anyio.lowlevel.current_token()
         self.loop_thread = threading.get_ident()
-        tracing = self.agent.tracing
+        tracing = self.tracing
         try:
             if tracing is None:
                 result = await self._loop(prompt)
@@ -398,8 +402,8 @@ class AgentRun:
         partial = PartialReader(output.spec) if output is not None and output.native else None
         calls: dict[str, PartialReader] = {}  # the output tool's calls, by id
         stream = agent.model.stream(request)
-        if agent.tracing is not None:  # the request inside its chat span
-            stream = agent.tracing.chat(agent, request, stream)
+        if self.tracing is not None:  # the request inside its chat span
+            stream = self.tracing.chat(agent, request, stream)
         async for event in stream:
             if isinstance(event, ModelResponse):
                 response = event

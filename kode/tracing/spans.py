@@ -14,6 +14,7 @@ nothing else of kode. Importing it imports ``opentelemetry-api``.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -106,6 +107,37 @@ class Tracing:
             description="Duration of a tool call, by tool and outcome.",
             explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
         )
+        self._live = False
+        self._idle: tuple[Any, Any] = (None, None)
+        self._global_only = settings.tracer_provider is None and settings.meter_provider is None
+
+    def active(self) -> bool:
+        """Whether anything would record: a tracer or a meter provider is configured.
+
+        Without one (OpenTelemetry's API alone, or its no-op providers), a run takes kode's
+        plain path, as if it were not traced. A global provider set later is seen by the next
+        run (the answer is kept only once it is yes: a global provider cannot be unset). The
+        global providers are only looked at once ``opentelemetry.sdk`` is imported: a provider
+        of another implementation is given with `Instrumentation` instead.
+        """
+        if self._live:
+            return True
+        if self._global_only and "opentelemetry.sdk" not in sys.modules:
+            return False  # no SDK loaded, so no provider that records: the common case, fast
+        tracer_provider = self.settings.tracer_provider or trace.get_tracer_provider()
+        meter_provider = self.settings.meter_provider or metrics.get_meter_provider()
+        if tracer_provider is self._idle[0] and meter_provider is self._idle[1]:
+            return False  # the same no-op providers as last time
+        if not isinstance(
+            tracer_provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider
+        ) or not (
+            isinstance(meter_provider, metrics.NoOpMeterProvider)
+            or type(meter_provider).__name__.startswith("_Proxy")
+        ):
+            self._live = True
+            return True
+        self._idle = (tracer_provider, meter_provider)
+        return False
 
     @property
     def capture_content(self) -> bool:

@@ -177,4 +177,3 @@ async def test_one_trace_through_kode_mcp_serve_exported_over_otlp(
     assert "gen_ai.tool.call.arguments" not in served.attributes
     assert served.service == "tools-server"
     assert "/v1/traces" in receiver.paths
-

@@ -20,9 +20,11 @@ def _run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     turns = [[{"type": "tool_use", "id": "c1", "name": "shout", "input": {"text": "hi"}}], "HI."]
     (tmp_path / "turns.json").write_text(json.dumps(turns), encoding="utf-8")
     base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    model = f"scripted:{tmp_path / 'turns.json'}"
+    tools = str(HERE / "traced_tools.py")
+    command = [sys.executable, "-m", "kode", "run", "agent.json", "Shout hi."]
     return subprocess.run(
-        [sys.executable, "-m", "kode", "run", "agent.json", "Shout hi.", "--otel"]
-        + ["--model", f"scripted:{tmp_path / 'turns.json'}", "-m", str(HERE / "traced_tools.py")],
+        [*command, "--otel", "--model", model, "-m", tools],
         capture_output=True,
         text=True,
         timeout=120,
