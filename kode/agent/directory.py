@@ -150,10 +150,8 @@ class SessionTools:
             return {"session_id": session_id, "queued": True}
         header = await store.get(session_id)
         template, model, options = self._agent.subagent_options(header.template)
-        from kode.agent.agent import Agent
-
-        try:
-            child = await Agent.resume(
+        try:  # the agent's own class: no import of kode.agent.agent from here (no circle)
+            child = await type(self._agent).resume(
                 session_id, store=store, model=model, template=template, **options
             )
         except SessionLeaseError:
@@ -167,11 +165,9 @@ class SessionTools:
         self, template_id: str, prompt: str, *, label: str | None, wait: bool, seconds: float
     ) -> dict[str, Any]:
         """A sub-agent in a new session (a child of this one) on `prompt`."""
-        from kode.agent.agent import Agent
-
         store = self._store()
         template, model, options = self._agent.subagent_options(template_id)
-        child = Agent.create(
+        child = type(self._agent).create(
             template, model=model, store=store, lease_ttl=self._agent.session.lease_ttl, **options
         )
         child.session.parent_id = self._agent.session.id
