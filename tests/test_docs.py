@@ -310,7 +310,7 @@ def _docstrings() -> Iterator[tuple[str, str]]:
             if inspect.isclass(value):
                 if value.__doc__:
                     yield f"{info.name}.{attr}", value.__doc__
-                for member_name, member in vars(value).items():
+                for member_name, member in list(vars(value).items()):  # a deferred model builds
                     target = member.fget if isinstance(member, property) else member
                     target = getattr(target, "__func__", target)
                     doc = getattr(target, "__doc__", None) if callable(target) else None

@@ -12,17 +12,22 @@ from __future__ import annotations
 
 import importlib
 
+from kode.tools.define import building_later
+
 __all__ = ["MODULES", "RuntimePolicy", "set_default_runtime_policy", "using_runtime_policy"]
 
 MODULES = ("fs", "runtime", "web", "todo", "tasks")
 """The built-in tool modules, in registration order."""
 
-for _name in MODULES:
-    try:
-        importlib.import_module(f"{__name__}.{_name}")
-    except ModuleNotFoundError as _exc:  # a module not shipped in this build
-        if _exc.name != f"{__name__}.{_name}":
-            raise
+# Each tool's pydantic model and JSON Schema are made on its first use: importing the tools
+# costs less, and every other check of their functions still runs now.
+with building_later():
+    for _name in MODULES:
+        try:
+            importlib.import_module(f"{__name__}.{_name}")
+        except ModuleNotFoundError as _exc:  # a module not shipped in this build
+            if _exc.name != f"{__name__}.{_name}":
+                raise
 
 # After the loop, so the tool modules register in the order of MODULES.
 from kode.builtin.runtime._policy import (  # noqa: E402

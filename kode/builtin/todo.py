@@ -24,7 +24,7 @@ __all__ = ["TodoItem", "todo_read", "todo_write"]
 class TodoItem(BaseModel):
     """One task of the agent's list."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built with todo_write's model
     id: Annotated[str, Field(min_length=1, max_length=64, description="A short stable id.")]
     title: Annotated[str, Field(min_length=1, max_length=300, description="What to do.")]
     status: Literal["pending", "in_progress", "completed"] = "pending"

@@ -22,7 +22,6 @@ import importlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any
 
@@ -301,6 +300,8 @@ def load_plugins(
     Each entry point's name is its plugin id. Plugins load in name order; one that fails is
     reported and skipped.
     """
+    from importlib.metadata import entry_points  # here: importing it costs ~10 ms
+
     reports = []
     for ep in sorted(entry_points(group=group), key=lambda e: e.name):
         reports.append(_load(ep.load, ep.value, ep.name, registry, default_id=ep.name))

@@ -207,7 +207,9 @@ class ToolRegistry:
             defer_loading=tool.defer_loading if defer_loading is None else defer_loading,
         )
         entry = RegisteredTool(meta=meta, tool=tool, factory=None, origin=origin_of(tool.fn))
-        if self._add(entry, replace=replace):
+        # A built-in tool's schema is made on first read, not here (a test checks that none of
+        # them has a limit).
+        if self._add(entry, replace=replace) and "input_schema" in getattr(tool, "__dict__", ()):
             limit = openai_strict_limit(tool.input_schema)
             if limit is not None:
                 self.report(

@@ -13,7 +13,9 @@ import importlib
 import inspect
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 
@@ -40,6 +42,24 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+_BUILD_LATER: ContextVar[bool] = ContextVar("kode_build_later", default=False)
+
+
+@contextmanager
+def building_later() -> Iterator[None]:
+    """Tools defined inside build their argument model and schema on first use, not now.
+
+    For kode's built-in tools, defined when ``kode.builtin`` is imported: every check of the
+    function still runs at definition; only pydantic's model, validator and JSON Schema wait
+    for the first call or the first read of `Tool.input_schema`. Tests build each built-in
+    tool's model, so none can fail later.
+    """
+    token = _BUILD_LATER.set(True)
+    try:
+        yield
+    finally:
+        _BUILD_LATER.reset(token)
 
 
 class ToolSink(Protocol):
@@ -202,6 +222,7 @@ def build_tool(
             require_descriptions=require_descriptions,
             localns=localns,
             param_aliases=param_aliases,
+            build_later=_BUILD_LATER.get(),
         )
     except ToolDefinitionError as exc:
         raise ToolDefinitionError(qualname, problems + exc.problems) from None
@@ -215,15 +236,18 @@ def build_tool(
                 "timeout cannot stop it; drop run_in_thread=False or drop timeout"
             ],
         )
+    later = _BUILD_LATER.get()
+
+    def input_schema() -> dict[str, Any]:
+        return clean_schema(spec.args_model.model_json_schema(schema_generator=JsonSchemaGenerator))
+
     return Tool(
         fn,
         name=tool_name,
         description=spec.description,
-        input_schema=clean_schema(
-            spec.args_model.model_json_schema(schema_generator=JsonSchemaGenerator)
-        ),
+        input_schema=input_schema if later else input_schema(),
         validator=ArgumentValidator(
-            spec.args_model,
+            spec.model_builder.get if later else spec.args_model,
             tool_name=tool_name,
             params=spec.param_names,
             field_to_param=spec.field_to_param,

@@ -1,8 +1,9 @@
 """Reading a function: its parameters, docstring and annotations become a validator and a schema.
 
-This module owns schema inference. It builds one pydantic model per tool, at definition time,
-through pydantic's public API (`create_model`), and collects every definition problem of one
-function into a single `ToolDefinitionError`. It does not translate schemas into provider
+This module owns schema inference. It builds one pydantic model per tool, at definition time
+(or on first use, for kode's built-in tools: `LazyModel`), through pydantic's public API
+(`create_model`), and collects every definition problem of one function into a single
+`ToolDefinitionError`. It does not translate schemas into provider
 dialects (`kode.tools.dialects`) and does not run anything.
 """
 
@@ -12,6 +13,7 @@ import functools
 import inspect
 import re
 import reprlib
+import threading
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -27,7 +29,13 @@ from kode.tools.context import ToolContext
 from kode.tools.docstrings import STYLES, DocstringStyle, read_docstrings
 from kode.tools.errors import ToolDefinitionError
 
-__all__ = ["DocstringStyle", "FunctionSpec", "inspect_function", "is_context_annotation"]
+__all__ = [
+    "DocstringStyle",
+    "FunctionSpec",
+    "LazyModel",
+    "inspect_function",
+    "is_context_annotation",
+]
 
 _BASEMODEL_ATTRS = frozenset(dir(BaseModel))
 # What the providers accept as a property name (Anthropic's rule, the strictest of the three).
@@ -40,14 +48,43 @@ _ARGS_CONFIG = ConfigDict(
 )
 
 
+class LazyModel:
+    """A tool's argument model, built once: at definition, or on first use.
+
+    Building is thread-safe: concurrent first uses build the model once and all get it.
+    """
+
+    __slots__ = ("_build", "_lock", "_model")
+
+    def __init__(self, build: Callable[[], type[BaseModel]]) -> None:
+        self._build: Callable[[], type[BaseModel]] | None = build
+        self._lock = threading.Lock()
+        self._model: type[BaseModel] | None = None
+
+    @property
+    def built(self) -> bool:
+        """Whether the model has been built."""
+        return self._model is not None
+
+    def get(self) -> type[BaseModel]:
+        """The model, built now if it has not been."""
+        model = self._model
+        if model is None:
+            with self._lock:
+                model = self._model
+                if model is None:
+                    assert self._build is not None
+                    model = self._model = self._build()
+                    self._build = None
+        return model
+
+
 @dataclass(kw_only=True, frozen=True, slots=True)
 class FunctionSpec:
     """What `inspect_function` learned about a function."""
 
     description: str
     """The docstring's summary and body, without its parameter sections."""
-    args_model: type[BaseModel]
-    """The pydantic model that validates the model's arguments."""
     field_to_param: dict[str, str] | None
     """Internal field name → parameter name, for the few names that clash with BaseModel."""
     param_names: tuple[str, ...]
@@ -62,6 +99,13 @@ class FunctionSpec:
     """The return annotation (`inspect.Signature.empty` when there is none)."""
     param_descriptions: dict[str, str]
     """The description of each parameter, wherever it came from."""
+    model_builder: LazyModel
+    """Builds the argument model (at definition, or on first use for `build_later`)."""
+
+    @property
+    def args_model(self) -> type[BaseModel]:
+        """The pydantic model that validates the model's arguments."""
+        return self.model_builder.get()
 
 
 def is_context_annotation(annotation: Any) -> bool:
@@ -193,6 +237,7 @@ def inspect_function(
     require_descriptions: bool,
     localns: Callable[[], dict[str, Any]] | None = None,
     param_aliases: Mapping[str, str] | None = None,
+    build_later: bool = False,
 ) -> FunctionSpec:
     """Read `fn` and build its argument model, or raise `ToolDefinitionError` with every problem.
 
@@ -205,6 +250,9 @@ def inspect_function(
         localns: Called when some annotations are strings: returns the locals visible where
             the function was defined, so they can name classes defined in a function body.
         param_aliases: Other accepted names for parameters, ``{alias: parameter}``.
+        build_later: Build the argument model on first use instead of now (for tools whose
+            parameters tests have shown pydantic can validate: kode's built-in tools). Every
+            other check still runs now.
     """
     qualname = getattr(fn, "__qualname__", repr(fn))
     problems: list[str] = []
@@ -353,18 +401,22 @@ def inspect_function(
     if problems:
         raise ToolDefinitionError(qualname, problems)
 
-    try:
-        model = create_model(f"{name}_arguments", __config__=_ARGS_CONFIG, **fields)
-    except Exception as exc:  # pydantic's PydanticSchemaGenerationError, TypeError, ...
-        # pydantic's messages run to several paragraphs of advice; the first line says what.
-        first_line = str(exc).strip().split("\n", 1)[0]
-        raise ToolDefinitionError(
-            qualname,
-            [f"its parameters cannot be validated ({type(exc).__name__}: {first_line})"],
-        ) from exc
+    def build() -> type[BaseModel]:
+        try:
+            return create_model(f"{name}_arguments", __config__=_ARGS_CONFIG, **fields)
+        except Exception as exc:  # pydantic's PydanticSchemaGenerationError, TypeError, ...
+            # pydantic's messages run to several paragraphs of advice; the first line says what.
+            first_line = str(exc).strip().split("\n", 1)[0]
+            raise ToolDefinitionError(
+                qualname,
+                [f"its parameters cannot be validated ({type(exc).__name__}: {first_line})"],
+            ) from exc
+
+    model_builder = LazyModel(build)
+    if not build_later:
+        model_builder.get()
     return FunctionSpec(
         description=description,
-        args_model=model,
         field_to_param=field_to_param or None,
         param_names=tuple(param_names),
         context_param=context_param,
@@ -372,4 +424,5 @@ def inspect_function(
         deps_type=deps_type,
         return_annotation=hints.get("return", signature.return_annotation),
         param_descriptions=descriptions,
+        model_builder=model_builder,
     )

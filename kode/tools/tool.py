@@ -14,7 +14,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from time import perf_counter
-from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -98,7 +98,8 @@ class Tool(Generic[P, R]):
     run_in_thread: bool
     """Whether a sync function runs in a worker thread (the default) or inline in the loop."""
     input_schema: dict[str, Any]
-    """The JSON Schema of the arguments (computed once, at definition)."""
+    """The JSON Schema of the arguments (computed once: at definition, or for kode's built-in
+    tools on first use)."""
     aliases: tuple[str, ...] = ()
     """Other names that reach the tool in a registry (e.g. ``("read",)`` for ``fs_read``)."""
     idempotent: bool = False
@@ -121,7 +122,7 @@ class Tool(Generic[P, R]):
         *,
         name: str,
         description: str,
-        input_schema: dict[str, Any],
+        input_schema: dict[str, Any] | Callable[[], dict[str, Any]],
         validator: ValidatorFunc,
         kind: Kind,
         groups: tuple[str, ...],
@@ -141,7 +142,8 @@ class Tool(Generic[P, R]):
             fn: What runs: called with the validated arguments as keywords (and the context).
             name: The tool's name.
             description: What it does, for the model.
-            input_schema: The JSON Schema of the arguments.
+            input_schema: The JSON Schema of the arguments, or a function that makes it when
+                `input_schema` is first read.
             validator: Turns raw input into keyword arguments or an `InvalidArguments`.
             kind: What it does to the world.
             groups: Groups it joins.
@@ -168,7 +170,10 @@ class Tool(Generic[P, R]):
         self.run_in_thread = run_in_thread
         self.spec = spec
         """What schema inference learned about the function (`None` for a schema tool)."""
-        self.input_schema = input_schema
+        if callable(input_schema):  # made on first read, by __getattr__
+            self.__dict__["_make_input_schema"] = input_schema
+        else:
+            self.input_schema = input_schema
         self.aliases = aliases
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
@@ -181,6 +186,17 @@ class Tool(Generic[P, R]):
         self._ctx_positional = context_positional
         self._validator = validator
         self._watch_next = True  # time the steps of the next call (kode.tools.blocking)
+
+    if not TYPE_CHECKING:  # mypy keeps checking attribute names
+
+        def __getattr__(self, name: str) -> Any:
+            # Only reached for attributes not set: `input_schema` of a tool built later.
+            if name == "input_schema":
+                make = self.__dict__.get("_make_input_schema")
+                if make is not None:
+                    # Threads racing here compute equal schemas; all keep the first stored.
+                    return self.__dict__.setdefault("input_schema", make())
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @classmethod
     def from_function(

@@ -371,27 +371,40 @@ class ArgumentValidator:
     per-call Python wrapper.
     """
 
-    __slots__ = ("_field_to_param", "_params", "_tool_name", "_validate")
+    __slots__ = ("_field_to_param", "_model_of", "_params", "_tool_name", "_validate")
 
     def __init__(
         self,
-        model: type[BaseModel],
+        model: type[BaseModel] | Callable[[], type[BaseModel]],
         *,
         tool_name: str,
         params: Sequence[str],
         field_to_param: Mapping[str, str] | None,
     ) -> None:
+        self._tool_name = tool_name
+        self._params = tuple(params)
+        self._field_to_param = dict(field_to_param) if field_to_param else None
+        if isinstance(model, type):
+            self._validate: Callable[[Any], BaseModel] = self._validator_of(model)
+        else:  # the model is built on the first call (a built-in tool, defined at import)
+            self._validate = self._first_validate
+            self._model_of = model
+
+    @staticmethod
+    def _validator_of(model: type[BaseModel]) -> Callable[[Any], BaseModel]:
         validator = model.__pydantic_validator__
         # A model still waiting for a forward reference holds a placeholder that rebuilds on
         # use; model_validate handles that, so keep it for such a model.
-        self._validate: Callable[[Any], BaseModel] = (
+        return (
             validator.validate_python
             if isinstance(validator, SchemaValidator)
             else model.model_validate
         )
-        self._tool_name = tool_name
-        self._params = tuple(params)
-        self._field_to_param = dict(field_to_param) if field_to_param else None
+
+    def _first_validate(self, raw: Any) -> BaseModel:
+        # `_model_of` builds the model once however many threads ask at once.
+        validate = self._validate = self._validator_of(self._model_of())
+        return validate(raw)
 
     def __call__(self, raw: Any) -> dict[str, Any] | InvalidArguments:
         """The keyword arguments for the function, or what the model must fix.

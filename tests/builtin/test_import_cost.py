@@ -65,3 +65,27 @@ def test_the_shell_parser_is_loaded_on_the_first_line_read() -> None:
     )
     before, after, problem, same = json.loads(_run(code))
     assert (before, after, problem, same) == (False, True, None, True)
+
+
+def test_the_tools_models_are_made_on_first_use() -> None:
+    # Defining the built-in tools makes no pydantic model, validator or JSON Schema, so
+    # pydantic's plugin scan (and importlib.metadata, which it and kode's plugin loader use)
+    # waits for the first call too; the first call and the first schema read make them.
+    code = (
+        "import sys, json, kode.builtin\n"
+        "from kode import registry\n"
+        "tools = [e.tool for e in registry.entries() if e.meta.source == 'core' and e.tool]\n"
+        "built = [t.name for t in tools if t.spec.model_builder.built]\n"
+        "loaded = [m for m in ('importlib.metadata', 'pydantic.plugin._loader')\n"
+        "          if m in sys.modules]\n"
+        "todo = registry.get('todo_write')\n"
+        "prepared = todo.prepare({'todos': [{'id': 'a', 'title': 'plan'}]})\n"
+        "print(json.dumps([len(tools), built, loaded, todo.spec.model_builder.built,\n"
+        "                  prepared.arguments['todos'][0].title,\n"
+        "                  registry.get('fs_read').input_schema['required']]))\n"
+    )
+    count, built, loaded, todo_built, title, required = json.loads(_run(code))
+    assert count >= 15
+    assert built == []
+    assert loaded == []
+    assert (todo_built, title, required) == (True, "plan", ["path"])

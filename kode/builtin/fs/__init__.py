@@ -279,7 +279,7 @@ def fs_write(path: str, content: str, *, ctx: ToolContext) -> ToolResult:
 class FileEdit(BaseModel):
     """One exact-string replacement of `fs_multi_edit`."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built with its tools' models
     old_string: Annotated[str, Field(description="The exact text to replace.")]
     new_string: Annotated[str, Field(description="The text to put in its place.")]
     replace_all: Annotated[
