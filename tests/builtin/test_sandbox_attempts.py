@@ -867,6 +867,22 @@ def running(pid: str) -> bool:
     return False
 
 
+def describe(pids: list[str]) -> list[str]:
+    """What each process is, for a failure's message: state, parent, program, namespace."""
+    shown = []
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[:4]
+            namespace = os.readlink(f"/proc/{pid}/ns/pid")
+        except OSError as exc:
+            shown.append(f"{pid}: gone ({exc.strerror})")
+            continue
+        state, parent = stat[stat.rindex(")") + 2 :].split()[:2]
+        shown.append(f"{pid}: state {state}, parent {parent}, {namespace}, argv {argv}")
+    return shown
+
+
 def still_ours(pid: str, world: World) -> bool:
     """Whether `pid` still runs and is still this world's command (bubblewrap, with the
     workspace on its command line): pids are reused, by other processes of the machine too."""
@@ -889,11 +905,24 @@ def namespaces(world: World) -> World:
         binary = sleeper(world, name)
         started = time.monotonic()
         result = world.run(code.replace("SLEEPER", f"./{binary} 1000"), timeout=2)
+        took = time.monotonic() - started
+
+        def left_running(
+            binary: str = binary, pid: str = str(result.details.get("pid"))
+        ) -> list[str]:
+            return sleeping(binary) + [p for p in [pid] if still_ours(p, world)]
+
+        # The namespace's processes may still be in the kernel's exit path when the call
+        # returns on a loaded machine (state R, memory already released); gone a moment
+        # later. A process that escaped would still be running after the second.
+        seen = left_running()
+        if seen:
+            until(lambda: not left_running(), 1.0)
+        left = left_running()
         world.notes[f"tamper-{name}"] = (
-            time.monotonic() - started,
-            sleeping(binary)
-            + [p for p in [str(result.details.get("pid"))] if still_ours(p, world)],
-            result.text,
+            took,
+            left,
+            f"{result.text}\nleft running: {describe(left or seen)}" if left else result.text,
             result.details.get("sandboxed"),
         )
     world.notes["tamper-background-stop-supervisor"] = anyio.run(stopped_in_background, world)
