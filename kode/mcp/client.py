@@ -14,6 +14,7 @@ you run or vouch for.
 from __future__ import annotations
 
 import fnmatch
+import threading
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -406,8 +407,28 @@ class MCPConnection:
     # --- resources, prompts and events ---------------------------------------------------------
 
     def _notified(self, kind: str, uri: str | None) -> None:
+        """Handle a server's notification (in the connection's loop).
+
+        `on_event` is told; when the resources or prompts changed, the read_resource and
+        get_prompt tools describe the new ones (listed from a thread: this loop must not wait
+        on itself).
+        """
+        wanted = (kind == "resources_changed" and self.resource_tools) or (
+            kind == "prompts_changed" and self.prompt_tools
+        )
+        if wanted:
+            threading.Thread(
+                target=self._describe_again, name=f"kode-mcp-{self.name}-relist", daemon=True
+            ).start()
         if self.on_event is not None:
             self.on_event(MCPEvent(server=self.name, kind=kind, uri=uri))  # type: ignore[arg-type]
+
+    def _describe_again(self) -> None:
+        try:
+            self._list_extras()
+            self._register(list(self.remote_tools.values()))
+        except Exception as exc:  # the old descriptions stay; the next refresh() tries again
+            self.remote.logger.warning("listing %s's resources again failed: %s", self.name, exc)
 
     async def list_resources(self) -> list[types.Resource]:
         """The server's resources (every page), as MCP ``Resource`` objects.

@@ -472,3 +472,20 @@ async def test_without_an_approver_sampling_waits_for_decide(everything: list[st
         # the call itself, then the server's sampling request, as ApprovalRequired events
         assert asked == [P + "trigger-sampling-request", P + "sampling"]
         assert P + "sampling" in agent.always_allowed
+
+
+@on_asyncio
+async def test_the_resource_tool_describes_resources_added_later(everything: list[str]) -> None:
+    reg = ToolRegistry("everything-relist")
+    async with started(command=everything, registry=reg, resource_tools=True):
+        assert (
+            "demo://resource/session/notes.txt.gz" not in reg.get(P + "read_resource").description
+        )
+        data = "data:text/plain;base64," + base64.b64encode(b"notes").decode()
+        await _run(
+            reg, "gzip-file-as-resource", {"name": "notes.txt.gz", "data": data}, ToolContext()
+        )
+        # the server says its resources changed; the tool's description follows
+        with anyio.fail_after(10):
+            while "session/notes.txt.gz" not in reg.get(P + "read_resource").description:  # noqa: ASYNC110
+                await anyio.sleep(0.02)
