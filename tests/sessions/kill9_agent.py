@@ -31,7 +31,7 @@ from kode.sessions import SessionLeaseError, SessionNotFoundError
 from kode.tools import ToolContext
 
 URL, SESSION, WORK, STATE, MODE = sys.argv[1:6]
-LEASE_TTL = 0.3
+LEASE_TTL = 0.2
 
 # The conversation: turn k answers a history holding k assistant messages.
 SCRIPT: list[list[tuple[str, int]] | str] = [

@@ -32,7 +32,7 @@ from kode.sessions import SessionState, Store, store_from
 pytestmark = pytest.mark.anyio
 
 PROGRAM = Path(__file__).with_name("kill9_agent.py")
-KILLS = 52  # per store: 100+ kills over both stores
+KILLS = 50  # per store: 100+ kills over both stores
 AT_ONCE = 4
 POINTS = {  # where to kill, and up to which occurrence of it in one process
     "model": 12,  # while the model streams (a marker per word)
