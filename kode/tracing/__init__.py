@@ -53,11 +53,16 @@ class Instrumentation:
         ```python
         from opentelemetry.sdk.trace import TracerProvider
 
+        from kode import Agent, AgentTemplate
+        from kode.models import ScriptedModel
+        from kode.tracing import Instrumentation
+
         agent = Agent.create(
-            template,
-            model=model,
+            AgentTemplate(id="traced"),
+            model=ScriptedModel(["Hello."]),
             instrument=Instrumentation(tracer_provider=TracerProvider()),
         )
+        assert agent.tracing is not None
         ```
     """
 

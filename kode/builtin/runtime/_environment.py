@@ -9,7 +9,9 @@ without a person's approval (*confined*) gets more: git refuses repositories it 
 guess are bare (``safe.bareRepository=explicit``, so a directory a model built to look like a
 repository is never used), and every ``git`` that bash runs is a function (`GIT_GUARD`) that
 turns off diff drivers and textconv for ``diff``, ``log`` and ``show`` and the filters a
-repository's own config defines. It does not start processes (`kode.builtin.runtime._processes`).
+repository's own config defines. A command of a traced run gets the run's trace context
+(``TRACEPARENT``, ``TRACESTATE``). It does not start processes
+(`kode.builtin.runtime._processes`).
 """
 
 from __future__ import annotations
