@@ -239,10 +239,17 @@ def test_the_builtin_clusters_import_nothing_of_each_other() -> None:
     assert not wrong, wrong
 
 
+# Public modules of the former flat layout of kode.builtin, kept as thin modules that re-export
+# the objects of their new home (old path -> new path) so that existing imports keep working.
+BUILTIN_COMPATIBILITY_MODULES = {"kode.builtin.fs_search": "kode.builtin.fs.search"}
+
+
 def test_the_builtin_package_ships_only_tools_and_their_plumbing() -> None:
-    """The flat files became one sub-package per cluster; the docs generator is not shipped."""
+    """The flat files became one sub-package per cluster; the docs generator is not shipped.
+    The only other flat modules are the named compatibility modules of the old layout."""
     flat = sorted(p.name for p in (ROOT / "builtin").glob("*.py"))
-    assert flat == ["__init__.py", "tasks.py", "todo.py"], flat
+    kept = sorted(old.rsplit(".", 1)[1] + ".py" for old in BUILTIN_COMPATIBILITY_MODULES)
+    assert flat == sorted(["__init__.py", "tasks.py", "todo.py", *kept]), flat
     assert {p.name for p in (ROOT / "builtin").iterdir() if p.is_dir()} >= set(BUILTIN_CLUSTERS)
     assert not (ROOT / "builtin" / "_reference.py").exists()
 
@@ -280,3 +287,46 @@ def test_no_package_of_kode_builtin_hides_a_module_of_its_own() -> None:
                 names = [t.id for t in node.targets if isinstance(t, ast.Name)]
             wrong += [f"{package.parent.name}.{n}" for n in names if n in modules]
     assert not wrong, wrong
+
+
+@pytest.mark.parametrize("old", sorted(BUILTIN_COMPATIBILITY_MODULES))
+def test_a_former_public_builtin_module_re_exports_the_same_objects(old: str) -> None:
+    """Each public module path of the flat layout still imports, and gives the very objects of
+    its new home (the same tools, not a second registration of them)."""
+    import importlib
+
+    former = importlib.import_module(old)
+    new = importlib.import_module(BUILTIN_COMPATIBILITY_MODULES[old])
+    assert former.__all__ == new.__all__
+    for name in new.__all__:
+        assert getattr(former, name) is getattr(new, name), name
+    tree = ast.parse(ROOT.joinpath(*old.split(".")[1:]).with_suffix(".py").read_text("utf-8"))
+    defined = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    assert not defined, "a compatibility module only re-exports"
+
+
+def test_importing_a_compatibility_module_first_registers_each_tool_once() -> None:
+    """In a fresh interpreter: the old path imported before kode.builtin, then kode.builtin;
+    the registry holds the one tool object of each name, with no diagnostic about a second."""
+    import subprocess
+    import sys
+
+    code = (
+        "import kode.builtin.fs_search as old, kode.builtin, kode.builtin.fs.search as new\n"
+        "from kode.registries import registry\n"
+        "assert registry.get('fs_glob') is old.fs_glob is new.fs_glob\n"
+        "assert registry.get('fs_grep') is old.fs_grep is new.fs_grep\n"
+        "assert registry.names().count('fs_glob') == 1, registry.names()\n"
+        "assert not [d for d in registry.diagnostics if 'fs_g' in str(d)], registry.diagnostics\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+def test_every_public_module_of_the_former_flat_layout_still_imports() -> None:
+    """kode/builtin held fs, fs_search, runtime, tasks, todo and web (and private modules)
+    before it became sub-packages; each public path still imports."""
+    import importlib
+
+    for name in ("fs", "fs_search", "runtime", "tasks", "todo", "web"):
+        importlib.import_module(f"kode.builtin.{name}")
