@@ -17,6 +17,7 @@ import contextlib
 import contextvars
 import os
 import sys
+import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -87,7 +88,9 @@ providers), ``False`` (off, whatever the global switch says), an `Instrumentatio
 ``None`` (follow the global switch)."""
 
 _global: Instrumentation | None = None
-_made: dict[Instrumentation, Tracing] = {}
+_kept: Tracing | None = None  # the global switch's, kept while it is on
+# Agents keep their Tracing; one no agent holds any more goes (its providers with it).
+_made: weakref.WeakValueDictionary[Instrumentation, Tracing] = weakref.WeakValueDictionary()
 ACTIVE: contextvars.ContextVar[Tracing | None] = contextvars.ContextVar(
     "kode_tracing", default=None
 )
@@ -112,20 +115,20 @@ def instrument(
     Raises:
         ImportError: ``opentelemetry-api`` is not installed (``pip install 'kode-sdk[otel]'``).
     """
-    global _global
+    global _global, _kept
     settings = Instrumentation(
         tracer_provider=tracer_provider,
         meter_provider=meter_provider,
         capture_content=capture_content,
     )
-    _load(settings)  # fail now, not at the first run, when the extra is missing
+    _kept = _load(settings)  # fail now, not at the first run, when the extra is missing
     _global = settings
 
 
 def uninstrument() -> None:
     """Turn the global switch off again (agents made with ``instrument=True`` stay traced)."""
-    global _global
-    _global = None
+    global _global, _kept
+    _global = _kept = None
 
 
 def is_instrumented() -> bool:

@@ -39,11 +39,12 @@ class Receiver:
     paths: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def wait_for(self, count: int, timeout: float = 30.0) -> list[ReceivedSpan]:
+    def wait_for(self, *names: str, timeout: float = 30.0) -> list[ReceivedSpan]:
+        """The spans received once every one of `names` is among them (or at the timeout)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self.lock:
-                if len(self.spans) >= count:
+                if set(names) <= {s.name for s in self.spans}:
                     return list(self.spans)
             time.sleep(0.05)
         with self.lock:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from opentelemetry.trace import SpanKind
+from opentelemetry.trace import SpanKind, StatusCode
 from otel_support import Telemetry
 from otlp_receiver import otlp_receiver
 
@@ -136,7 +136,13 @@ async def test_one_trace_through_kode_mcp_serve_exported_over_otlp(
             "srv", command=[*command, "--otel"], env=_serve_env(receiver.url), registry=reg
         ):
             model = ScriptedModel(
-                [[tool_use("mcp__srv__shout", {"text": "hi"}, id="c_mcp")], "HI it is."]
+                [
+                    [
+                        tool_use("mcp__srv__shout", {"text": "hi"}, id="c_mcp"),
+                        tool_use("mcp__srv__refuse", {}, id="c_refuse"),
+                    ],
+                    "HI it is.",
+                ]
             )
             agent = Agent.create(
                 AgentTemplate(id="caller", tools=["mcp__srv__*"]),
@@ -147,7 +153,9 @@ async def test_one_trace_through_kode_mcp_serve_exported_over_otlp(
             reply = await agent.send("Shout hi.")
             assert reply.text == "HI it is."
         # The server flushes its spans as it stops (and its batch every 50 ms).
-        remote = receiver.wait_for(2)
+        remote = receiver.wait_for(
+            "tools/call shout", "execute_tool shout", "tools/call refuse", "execute_tool refuse"
+        )
     run = telemetry.one("invoke_agent caller")
     call = telemetry.one("execute_tool mcp__srv__shout")
     client = telemetry.one("tools/call shout")
@@ -177,3 +185,11 @@ async def test_one_trace_through_kode_mcp_serve_exported_over_otlp(
     assert "gen_ai.tool.call.arguments" not in served.attributes
     assert served.service == "tools-server"
     assert "/v1/traces" in receiver.paths
+    # A tool's error result: the client's span, the server's and the served call say so.
+    refused = telemetry.one("tools/call refuse")
+    assert dict(refused.attributes or {})["error.type"] == "tool_error"
+    assert refused.status.status_code is StatusCode.ERROR
+    assert by_name["tools/call refuse"].attributes["error.type"] == "tool_error"
+    assert by_name["execute_tool refuse"].attributes["error.type"] == "tool_error"
+    assert by_name["execute_tool refuse"].attributes["kode.tool.outcome"] == "failed"
+    assert by_name["tools/call refuse"].trace_id == trace_id

@@ -60,7 +60,7 @@ def test_kode_run_otel_sends_the_spans_over_otlp(tmp_path: Path) -> None:
     with otlp_receiver() as receiver:
         out = _run(tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT=receiver.url)
         assert out.returncode == 0, out.stderr
-        spans = receiver.wait_for(4)
+        spans = receiver.wait_for("invoke_agent shouter")
     assert sorted(s.name for s in spans) == [
         "chat scripted",
         "chat scripted",

@@ -13,7 +13,15 @@ from opentelemetry.trace import SpanKind, StatusCode
 from otel_support import Telemetry
 
 from kode import define_tool
-from kode.agent import Agent, AgentHooks, AgentTemplate, ApprovalDecision, ApprovalRequest, Deny
+from kode.agent import (
+    Agent,
+    AgentError,
+    AgentHooks,
+    AgentTemplate,
+    ApprovalDecision,
+    ApprovalRequest,
+    Deny,
+)
 from kode.models import ScriptedModel, tool_use
 from kode.registries import ToolRegistry
 
@@ -262,3 +270,107 @@ async def test_an_agent_not_instrumented_records_nothing(
     assert off.tracing is None
     await off.send("Go.")
     assert telemetry.spans() == []
+
+
+class FlakyModel:
+    """Fails its first request once (a retry), then answers; or always fails."""
+
+    name = "flaky-1"
+    provider_name = "acme"
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.fail = fail
+
+    async def stream(self, request: Any) -> Any:
+        from kode.models import (
+            Message,
+            ModelError,
+            ModelResponse,
+            ModelRetry,
+            TextContent,
+            Usage,
+        )
+
+        error = ModelError("overloaded", provider="acme", status_code=529, retryable=True)
+        if self.fail:
+            raise error
+        yield ModelRetry(attempt=1, max_retries=2, delay=0.0, error=error)
+        yield ModelResponse(
+            message=Message(role="assistant", content=[TextContent(text="Fine.")]),
+            stop_reason="end_turn",
+            usage=Usage(input_tokens=12, output_tokens=3),
+            model="flaky-1-2026",
+        )
+
+
+async def test_a_retry_is_an_event_of_its_chat_span(telemetry: Telemetry) -> None:
+    agent = Agent.create(
+        AgentTemplate(id="flaky"), model=FlakyModel(), instrument=telemetry.settings()
+    )
+    assert (await agent.send("Hi.")).text == "Fine."
+    chat = telemetry.one("chat flaky-1")
+    attrs = dict(chat.attributes or {})
+    assert attrs["gen_ai.provider.name"] == "acme"
+    assert attrs["gen_ai.request.model"] == "flaky-1"
+    assert attrs["gen_ai.response.model"] == "flaky-1-2026"
+    assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (12, 3)
+    assert [(e.name, dict(e.attributes or {})) for e in chat.events] == [
+        (
+            "kode.model.retry",
+            {
+                "kode.retry.attempt": 1,
+                "kode.retry.max_retries": 2,
+                "kode.retry.delay": 0.0,
+                "error.type": "ModelError",
+            },
+        )
+    ]
+
+
+async def test_a_failed_model_request_fails_its_chat_and_agent_spans(
+    telemetry: Telemetry,
+) -> None:
+    agent = Agent.create(
+        AgentTemplate(id="flaky"), model=FlakyModel(fail=True), instrument=telemetry.settings()
+    )
+    with pytest.raises(AgentError, match="overloaded"):
+        await agent.send("Hi.")
+    chat = telemetry.one("chat flaky-1")
+    run = telemetry.one("invoke_agent flaky")
+    assert dict(chat.attributes or {})["error.type"] == "ModelError"
+    assert chat.status.status_code is StatusCode.ERROR
+    assert dict(run.attributes or {})["error.type"] == "ModelError"
+    assert run.status.status_code is StatusCode.ERROR
+    points = telemetry.points("gen_ai.client.operation.duration")
+    assert [a.get("error.type") for a, _, _ in points] == ["ModelError"]
+
+
+async def test_an_unknown_tool_and_a_post_hook(reg: ToolRegistry, telemetry: Telemetry) -> None:
+    @define_tool(registry=reg)
+    def echo(text: str) -> str:
+        """Echo.
+
+        Args:
+            text: The text.
+        """
+        return text
+
+    hooks = AgentHooks(post_tool_use=[lambda call, result, ctx: "replaced"])
+    model = ScriptedModel(
+        [[tool_use("nope", {}, id="c_nope"), tool_use("echo", {"text": "x"}, id="c_echo")], "ok"]
+    )
+    agent = Agent.create(
+        AgentTemplate(id="t", tools=["echo"]),
+        model=model,
+        registry=reg,
+        hooks=hooks,
+        instrument=telemetry.settings(),
+    )
+    await agent.send("Go.")
+    nope = dict(telemetry.one("execute_tool nope").attributes or {})
+    assert (nope["error.type"], nope["kode.tool.outcome"]) == ("tool_not_registered", "failed")
+    assert "gen_ai.tool.description" not in nope
+    echoed = telemetry.one("execute_tool echo")
+    assert [dict(e.attributes or {}) for e in echoed.events if e.name == "kode.hook"] == [
+        {"kode.hook.kind": "post", "kode.hook.outcome": "replaced"}
+    ]

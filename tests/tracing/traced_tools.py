@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kode import define_tool
+from kode import ToolError, define_tool
 
 
 @define_tool(kind="read")
@@ -13,3 +13,9 @@ def shout(text: str) -> str:
         text: What to say.
     """
     return text.upper()
+
+
+@define_tool(kind="read")
+def refuse() -> str:
+    """Always refuse."""
+    raise ToolError("Not today.")
