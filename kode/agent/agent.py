@@ -569,10 +569,33 @@ class Agent:
         return self._by_name.get(normalize_name(name))
 
     def request_tools(self) -> list[Tool[..., Any]]:
-        """The tools the next model request carries: all but the deferred ones not loaded yet."""
+        """The tools the next model request carries: all but the deferred ones not loaded yet.
+
+        With a model that searches natively (its ``native_tool_search`` true) ``tool_search``
+        is left out: the provider's own search tool takes its place (`request_deferred`).
+        """
         if self.tool_search is None:
             return self.tools
-        return self.tool_search.visible(self.tools, self.session.messages)
+        shown = self.tool_search.visible(self.tools, self.session.messages)
+        if self.searches_natively:
+            return [t for t in shown if t is not TOOL_SEARCH_TOOL]
+        return shown
+
+    @property
+    def searches_natively(self) -> bool:
+        """Whether its deferred tools are found by the provider's tool search, not kode's."""
+        native = getattr(self.model, "native_tool_search", False)
+        return self.tool_search is not None and native is True
+
+    def request_deferred(self) -> list[Tool[..., Any]]:
+        """The deferred tools not loaded yet, for a model that searches natively.
+
+        Such a model sends them with ``defer_loading`` (`ModelRequest.deferred`); for any
+        other model this is empty.
+        """
+        if self.tool_search is None or not self.searches_natively:
+            return []
+        return self.tool_search.waiting(self.session.messages)
 
     def unknown_tool_result(self, name: str) -> ToolResult:
         """The error result for a call to a tool the agent does not have (names close ones)."""

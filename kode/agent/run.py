@@ -397,6 +397,7 @@ class AgentRun:
             tools=agent.request_tools() if output is None else output.tools(agent.request_tools()),
             settings=settings,
             output=None if output is None else output.format,
+            deferred=agent.request_deferred(),
         )
         response: ModelResponse | None = None
         partial = PartialReader(output.spec) if output is not None and output.native else None

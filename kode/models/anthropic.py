@@ -17,8 +17,14 @@ Where kode's messages and the API differ, these are the choices made:
   rejects them).
 - From the stream: text and thinking arrive as `TextDelta` / `ThinkingDelta`; the thinking
   signature is kept on `ThinkingContent`; tool input JSON arriving in pieces is parsed when its
-  block ends (empty → ``{}``, not a JSON object → the raw string). ``redacted_thinking`` and
-  server-tool blocks are dropped (kode has no block for them).
+  block ends (empty → ``{}``, not a JSON object → the raw string). Server-tool blocks
+  (``server_tool_use`` and the ``..._tool_result`` blocks answering them, e.g. tool search's
+  ``tool_search_tool_result``) are kept as they came in a `ProviderContent` and sent back
+  unchanged; ``redacted_thinking`` is dropped (kode has no block for it).
+- Tool search: made with ``tool_search="bm25"`` or ``"regex"``, the model sends the request's
+  `ModelRequest.deferred` tools with ``defer_loading: true`` and Anthropic's
+  ``tool_search_tool_bm25_20251119`` (or ``..._regex_...``) server tool, which finds and loads
+  them on the API's side (an agent then leaves its own ``tool_search`` out).
 - Stop reasons: ``end_turn``, ``tool_use``, ``max_tokens``, ``stop_sequence`` and ``refusal``
   pass through; ``model_context_window_exceeded`` becomes ``max_tokens``; ``pause_turn`` becomes
   ``end_turn``.
@@ -32,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 try:
     import anthropic
@@ -59,6 +65,7 @@ from kode.models.messages import (
     ContentBlock,
     ImageContent,
     Message,
+    ProviderContent,
     TextContent,
     ThinkingContent,
     ToolResultContent,
@@ -68,6 +75,12 @@ from kode.models.messages import (
 from kode.models.translate import RAW_INPUT_KEY, parse_arguments
 
 __all__ = ["RAW_INPUT_KEY", "AnthropicModel", "to_anthropic_messages"]
+
+ANTHROPIC = "anthropic"
+_SEARCH_TOOLS = {
+    "bm25": {"type": "tool_search_tool_bm25_20251119", "name": "tool_search_tool_bm25"},
+    "regex": {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"},
+}
 
 
 _STOP_REASONS: dict[str, StopReason] = {
@@ -108,6 +121,11 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         max_retries: How many times a request that failed in a way worth retrying (a rate
             limit, an overloaded server, a lost connection) is retried, honouring the server's
             ``retry-after``; a `ModelRetry` event comes before each retry.
+        tool_search: ``"bm25"`` (words) or ``"regex"``: an agent's deferred tools are found
+            by Anthropic's own tool search (the ``tool_search_tool_bm25`` or
+            ``tool_search_tool_regex`` server tool) instead of kode's ``tool_search``; the
+            request carries every deferred definition with ``defer_loading: true``. `None`
+            (the default): kode's search, which works with every model.
         **settings: Request fields sent with every request, e.g. ``temperature=0.2`` or
             ``thinking={"type": "enabled", "budget_tokens": 2048}``. A request's
             ``settings.temperature`` and ``settings.extra`` take precedence. ``stream`` is
@@ -115,7 +133,8 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
 
     Raises:
         ValueError: `client` was given together with `api_key` or `base_url`; `settings` set
-            ``stream``; `timeout` or `max_retries` is not a valid value.
+            ``stream``; `timeout` or `max_retries` is not a valid value; `tool_search` is not
+            ``"bm25"``, ``"regex"`` or `None`.
     """
 
     def __init__(
@@ -128,8 +147,16 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         max_tokens: int | None = None,
         timeout: float | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        tool_search: Literal["bm25", "regex"] | None = None,
         **settings: Any,
     ) -> None:
+        if tool_search is not None and tool_search not in _SEARCH_TOOLS:
+            raise ValueError(
+                f"tool_search={tool_search!r} is not a tool search of Anthropic's: use "
+                "'bm25' (words), 'regex', or None for kode's own tool_search"
+            )
+        self.tool_search = tool_search
+        """Anthropic's tool search used for deferred tools (`None`: kode's own)."""
         super().__init__(
             model,
             client=client,
@@ -140,6 +167,11 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
             timeout=timeout,
             max_retries=max_retries,
         )
+
+    @property
+    def native_tool_search(self) -> bool:
+        """Whether deferred tools are found by Anthropic's tool search (``tool_search`` set)."""
+        return self.tool_search is not None
 
     def _make_client(self) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(
@@ -166,8 +198,16 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         }
         if request.system:
             params["system"] = request.system
-        if request.tools:
-            params["tools"] = [tool.schema("anthropic") for tool in request.tools]
+        tools = [tool.schema("anthropic") for tool in request.tools]
+        if self.tool_search is not None and (
+            request.deferred or _has_server_blocks(request.messages)
+        ):
+            tools += [
+                {**tool.schema("anthropic"), "defer_loading": True} for tool in request.deferred
+            ]
+            tools.append(dict(_SEARCH_TOOLS[self.tool_search]))
+        if tools:
+            params["tools"] = tools
         if request.output is not None:
             # The SDK's own rewriting for structured outputs (closed objects, keywords the
             # API lacks moved into descriptions).
@@ -281,7 +321,19 @@ def to_anthropic_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     ]
 
 
+def _has_server_blocks(messages: Sequence[Message]) -> bool:
+    """Whether the history holds Anthropic server-tool blocks (their tool must be declared)."""
+    return any(
+        isinstance(b, ProviderContent) and b.provider == ANTHROPIC
+        for m in messages
+        if m.role == "assistant"
+        for b in m.content
+    )
+
+
 def _block(block: ContentBlock) -> dict[str, Any] | None:
+    if isinstance(block, ProviderContent):
+        return dict(block.data) if block.provider == ANTHROPIC else None
     if isinstance(block, TextContent):
         return {"type": "text", "text": block.text} if block.text else None
     if isinstance(block, ImageContent):
@@ -321,6 +373,7 @@ class _Block:
     signature: str | None = None
     initial_input: dict[str, Any] = field(default_factory=dict)
     input: dict[str, Any] | str | None = None
+    raw: dict[str, Any] | None = None  # a server-tool block as it started
 
 
 class _Assembler:
@@ -389,6 +442,8 @@ class _Assembler:
             return ThinkingDelta(thinking=delta.thinking) if delta.thinking else None
         if kind == "signature_delta" and block.kind == "thinking":
             block.signature = delta.signature
+        elif kind == "input_json_delta" and block.kind == "server_tool_use":
+            block.parts.append(delta.partial_json)
         elif kind == "input_json_delta" and block.kind == "tool_use":
             block.parts.append(delta.partial_json)
             if delta.partial_json:
@@ -414,6 +469,12 @@ class _Assembler:
                 if value is None:  # the block never stopped: parse what arrived
                     value = parse_arguments(text) if text else block.initial_input
                 content.append(ToolUseContent(id=block.id, name=block.name, input=value))
+            elif block.raw is not None:
+                data = block.raw
+                if block.kind == "server_tool_use" and text:
+                    parsed = parse_arguments(text)
+                    data = {**data, "input": parsed if isinstance(parsed, dict) else {}}
+                content.append(ProviderContent(provider=ANTHROPIC, data=data))
         return ModelResponse(
             message=Message(role="assistant", content=content),
             stop_reason=_STOP_REASONS.get(self.stop_reason or "", "end_turn"),
@@ -433,7 +494,9 @@ def _start(block: Any) -> _Block:
     if kind == "tool_use":
         initial = block.input if isinstance(block.input, dict) else {}
         return _Block(kind, id=block.id, name=block.name, initial_input=initial)
-    return _Block(kind)  # redacted thinking, server tools: not kept
+    if kind == "server_tool_use" or kind.endswith("_tool_result"):  # kept to be sent back
+        return _Block(kind, raw=block.to_dict())
+    return _Block(kind)  # redacted thinking: not kept
 
 
 def _input_tokens(usage: Any) -> int | None:

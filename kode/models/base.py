@@ -106,6 +106,14 @@ class ModelRequest:
     """Generation settings."""
     output: OutputFormat | None = None
     """Structured output the provider should enforce on the final text, if any."""
+    deferred: Sequence[Tool[..., Any]] = ()
+    """Deferred tools the provider's own tool search may load (not in `tools`).
+
+    An agent fills it only for a model whose ``native_tool_search`` attribute is true
+    (`AnthropicModel` or `OpenAIResponsesModel` made with ``tool_search=``): such a model
+    sends these definitions marked ``defer_loading`` together with its provider's search
+    tool, and the provider loads the ones its search finds. Otherwise the agent's own
+    ``tool_search`` is in `tools` and this stays empty."""
 
 
 @dataclass(kw_only=True, slots=True)

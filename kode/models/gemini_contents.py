@@ -94,7 +94,7 @@ def _parts(blocks: Sequence[ContentBlock], names: dict[str, str]) -> list[dict[s
             names[block.id] = block.name
             args = block.input if isinstance(block.input, dict) else {RAW_INPUT_KEY: block.input}
             part = {"functionCall": {"id": block.id, "name": block.name, "args": args}}
-        else:
+        elif isinstance(block, ToolResultContent):
             part = {"functionResponse": _function_response(block, names)}
         if part is None:
             continue

@@ -2,8 +2,8 @@
 
 This module owns the internal form of a conversation. Providers translate it at the edge
 (`kode.models.anthropic`, `kode.models.openai`); everything inside kode speaks this form.
-A message is a role and a list of blocks: ``text``, ``image``, ``thinking``, ``tool_use`` and
-``tool_result``.
+A message is a role and a list of blocks: ``text``, ``image``, ``thinking``, ``tool_use``,
+``tool_result`` and ``provider`` (a provider's own block, kept to be sent back to it).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ __all__ = [
     "ImageContent",
     "ImageSource",
     "Message",
+    "ProviderContent",
     "TextContent",
     "ThinkingContent",
     "ToolResultContent",
@@ -102,8 +103,32 @@ class ToolResultContent(BaseModel):
         return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
 
 
+class ProviderContent(BaseModel):
+    """A provider's own block, kept as it came so it can be sent back to that provider.
+
+    A tool that runs on the provider's side answers inside the model's turn: Anthropic's tool
+    search sends a ``server_tool_use`` block and a ``tool_search_tool_result`` block (whose
+    ``tool_reference`` entries name the deferred tools it loaded); the Responses API's hosted
+    tool search sends ``tool_search_call`` and ``tool_search_output`` items. kode runs nothing
+    for them. The model of the same provider sends them back with the history (the provider
+    needs them to keep what they loaded); other providers leave them out.
+    """
+
+    model_config = _CONFIG
+    type: Literal["provider"] = "provider"
+    provider: str
+    """Whose block it is: ``"anthropic"`` or ``"openai"`` (the Responses API)."""
+    data: dict[str, Any]
+    """The block (or output item) as the provider sent it, in its JSON form."""
+
+
 ContentBlock = Annotated[
-    TextContent | ImageContent | ThinkingContent | ToolUseContent | ToolResultContent,
+    TextContent
+    | ImageContent
+    | ThinkingContent
+    | ToolUseContent
+    | ToolResultContent
+    | ProviderContent,
     Field(discriminator="type"),
 ]
 """Any block of a message."""

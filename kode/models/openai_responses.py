@@ -20,7 +20,13 @@ How the stream becomes a response (items are kept by their ``output_index``):
 - A ``function_call`` item becomes a ``tool_use`` block: ``call_id`` is its id, the arguments
   come in ``response.function_call_arguments.delta`` pieces and are parsed at the end (a JSON
   object → the input, empty → ``{}``, anything else → the raw string). Parallel calls are
-  several items, in order. Other items (built-in tools) are dropped.
+  several items, in order. ``tool_search_call`` and ``tool_search_output`` items (hosted tool
+  search) are kept as they came in a `ProviderContent` and go back with the history; other
+  items (built-in tools) are dropped.
+- Tool search: made with ``tool_search="hosted"``, the model sends the request's
+  `ModelRequest.deferred` tools with ``defer_loading: true`` and the hosted ``{"type":
+  "tool_search"}`` tool, which finds and loads them on the API's side (an agent then leaves
+  its own ``tool_search`` out).
 - ``response.completed`` → ``end_turn`` (``tool_use`` with calls); ``response.incomplete`` →
   ``max_tokens`` (reason ``max_output_tokens``) or ``refusal`` (``content_filter``);
   ``response.failed`` and an ``error`` event are `ModelError`; a stream that ends before any of
@@ -34,9 +40,9 @@ from __future__ import annotations
 
 import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 try:
     import openai
@@ -61,6 +67,7 @@ from kode.models.base import (
 from kode.models.messages import (
     ContentBlock,
     Message,
+    ProviderContent,
     TextContent,
     ThinkingContent,
     ToolUseContent,
@@ -112,6 +119,10 @@ class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
         max_retries: How many times a request that failed in a way worth retrying (a rate
             limit, an overloaded server, a lost connection) is retried, honouring the server's
             ``retry-after``; a `ModelRetry` event comes before each retry.
+        tool_search: ``"hosted"``: an agent's deferred tools are found by the API's hosted
+            tool search (``{"type": "tool_search"}``) instead of kode's ``tool_search``; the
+            request carries every deferred definition with ``defer_loading: true``. `None`
+            (the default): kode's search, which works with every model.
         **settings: Request fields sent with every request, e.g. ``reasoning={"effort":
             "low", "summary": "auto"}``, ``parallel_tool_calls=False`` or ``store=True``. A
             request's ``settings.temperature`` and ``settings.extra`` take precedence.
@@ -119,7 +130,8 @@ class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
 
     Raises:
         ValueError: `client` was given together with `api_key` or `base_url`; `settings` set
-            ``stream``; `timeout` or `max_retries` is not a valid value.
+            ``stream``; `timeout` or `max_retries` is not a valid value; `tool_search` is not
+            ``"hosted"`` or `None`.
     """
 
     def __init__(
@@ -132,8 +144,16 @@ class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
         max_tokens: int | None = None,
         timeout: float | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        tool_search: Literal["hosted"] | None = None,
         **settings: Any,
     ) -> None:
+        if tool_search not in (None, "hosted"):
+            raise ValueError(
+                f"tool_search={tool_search!r} is not a tool search of the Responses API: use "
+                "'hosted', or None for kode's own tool_search"
+            )
+        self.tool_search = tool_search
+        """The API's tool search used for deferred tools (`None`: kode's own)."""
         super().__init__(
             model,
             client=client,
@@ -144,6 +164,11 @@ class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
             timeout=timeout,
             max_retries=max_retries,
         )
+
+    @property
+    def native_tool_search(self) -> bool:
+        """Whether deferred tools are found by the API's hosted tool search."""
+        return self.tool_search is not None
 
     def _make_client(self) -> openai.AsyncOpenAI:
         """Raises `openai.OpenAIError` when no API key is given or found and no `base_url`."""
@@ -176,8 +201,14 @@ class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
         }
         if request.system:
             params["instructions"] = request.system
-        if request.tools:
-            params["tools"] = [responses_tool(tool) for tool in request.tools]
+        tools = [responses_tool(tool) for tool in request.tools]
+        if self.tool_search is not None and (
+            request.deferred or _has_search_items(request.messages)
+        ):
+            tools += [{**responses_tool(tool), "defer_loading": True} for tool in request.deferred]
+            tools.append({"type": "tool_search"})
+        if tools:
+            params["tools"] = tools
         if request.output is not None:
             schema = openai_json_schema(request.output)
             params["text"] = {"format": {"type": "json_schema", **schema}}
@@ -241,6 +272,7 @@ class _Item:
     encrypted: str | None = None
     final_text: str | None = None
     final_summary: list[str] | None = None
+    raw: dict[str, Any] | None = None  # a hosted tool search item, as it ended
 
 
 class _Assembler:
@@ -312,6 +344,8 @@ class _Assembler:
         elif raw.type == "reasoning":
             item.encrypted = raw.encrypted_content or None
             item.final_summary = [s.text for s in raw.summary or ()]
+        elif raw.type in _KEPT:
+            item.raw = raw.to_dict()
         elif raw.type == "message":
             parts = raw.content or ()
             item.final_text = "".join(
@@ -357,6 +391,8 @@ class _Assembler:
                         input=parse_arguments(arguments),
                     )
                 )
+            elif item.raw is not None:
+                content.append(ProviderContent(provider=OPENAI, data=item.raw))
         return ModelResponse(
             message=Message(role="assistant", content=content),
             stop_reason=self._stop_reason(calls),
@@ -370,6 +406,19 @@ class _Assembler:
         if self.status == "incomplete":
             return "max_tokens"
         return "tool_use" if calls else "end_turn"
+
+
+_KEPT = ("tool_search_call", "tool_search_output")  # items kept to go back with the history
+
+
+def _has_search_items(messages: Sequence[Message]) -> bool:
+    """Whether the history holds hosted tool search items (the tool must be declared)."""
+    return any(
+        isinstance(b, ProviderContent) and b.provider == OPENAI
+        for m in messages
+        if m.role == "assistant"
+        for b in m.content
+    )
 
 
 def _start(raw: Any) -> _Item:

@@ -22,6 +22,9 @@ Where kode's messages and the items differ, these are the choices made:
   the summary, its signature the encrypted content), in its place, so the model continues its
   own reasoning. Thinking from other providers, and a reasoning item without encrypted content,
   is not sent.
+- **Hosted tool search.** A `ProviderContent` with ``provider="openai"`` is an output item the
+  API returned (``tool_search_call``, ``tool_search_output``): it goes back in its place,
+  without its ``id`` (and ``created_by``). Other providers' blocks are not sent.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from kode.models.messages import (
     ContentBlock,
     ImageContent,
     Message,
+    ProviderContent,
     TextContent,
     ThinkingContent,
     ToolResultContent,
@@ -82,6 +86,9 @@ def _assistant(blocks: Sequence[ContentBlock]) -> list[dict[str, Any]]:
         elif isinstance(block, TextContent):
             if block.text:
                 out.append({"role": "assistant", "content": block.text})
+        elif isinstance(block, ProviderContent):
+            if block.provider == OPENAI:
+                out.append({k: v for k, v in block.data.items() if k not in ("id", "created_by")})
         elif isinstance(block, ToolUseContent):
             out.append(
                 {

@@ -5,10 +5,13 @@ request carries, searching among them) and `TOOL_SEARCH_TOOL`, the built-in tool
 gets when its template has deferred tools. A search sees only the agent's own deferred tools
 (what its template and policy allowed), reads the registry's index (`ToolRegistry.search`)
 and loads what it returns: those definitions go with every later model request of the
-session. A tool is also loaded once the model calls it. The search is kode's own on every
-provider.
+session. A tool is also loaded once the model calls it. The search is kode's own unless the
+agent's model searches natively (``AnthropicModel(tool_search=...)``,
+``OpenAIResponsesModel(tool_search="hosted")``): then the provider's search finds the deferred
+tools (`waiting` lists those it may load) and the tools its results name count as loaded.
 
-What is loaded is read from the history (``tool_search`` results and calls), so a resumed
+What is loaded is read from the history (``tool_search`` results, calls, and the results of a
+provider's tool search kept as `ProviderContent`), so a resumed
 session keeps its loaded tools without storing anything more.
 """
 
@@ -32,7 +35,13 @@ from kode.tools.tool import Tool
 if TYPE_CHECKING:
     from kode.registries.registry import ToolRegistry
 
-__all__ = ["TOOL_SEARCH", "TOOL_SEARCH_NAME", "TOOL_SEARCH_TOOL", "ToolSearch"]
+__all__ = [
+    "TOOL_SEARCH",
+    "TOOL_SEARCH_NAME",
+    "TOOL_SEARCH_TOOL",
+    "ToolSearch",
+    "found_by_provider",
+]
 
 TOOL_SEARCH_NAME = "tool_search"
 _LOADED_LINE = "Loaded for your next turn: "
@@ -112,6 +121,11 @@ class ToolSearch:
             self._shown = (id(tools), len(tools), shown)  # worked out once, not every turn
         return self._shown[2] + [self.deferred[key] for key in list(self.loaded)]
 
+    def waiting(self, messages: Sequence[Any]) -> list[Tool[..., Any]]:
+        """The deferred tools not loaded yet (a provider's own search may load them)."""
+        self._read(messages)
+        return [tool for key, tool in self.deferred.items() if key not in self.loaded]
+
     def _read(self, messages: Sequence[Any]) -> None:
         """Load what the history says was found or called (a resumed session's loads)."""
         start = max(0, min(self._seen, len(messages)) - 1)  # the last one may have grown
@@ -129,7 +143,26 @@ class ToolSearch:
                         text = getattr(part, "text", "")
                         for found in _LOADED.finditer(text):
                             self.load([n.strip() for n in found.group(1).split(",")])
+                elif kind == "provider":
+                    self.load(found_by_provider(block.data))
         self._seen = len(messages)
+
+
+def found_by_provider(data: dict[str, Any]) -> list[str]:
+    """The tools a provider's tool search result names (none for other blocks).
+
+    They are the ``tool_reference`` entries of an Anthropic ``tool_search_tool_result``, and
+    the tools of a Responses API ``tool_search_output``.
+    """
+    kind = data.get("type")
+    if kind == "tool_search_tool_result":
+        content = data.get("content")
+        refs = content.get("tool_references", ()) if isinstance(content, dict) else ()
+        return [r["tool_name"] for r in refs if isinstance(r, dict) and "tool_name" in r]
+    if kind == "tool_search_output":
+        tools = data.get("tools") or ()
+        return [t["name"] for t in tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
+    return []
 
 
 TOOL_SEARCH: ServiceKey[ToolSearch] = ServiceKey(

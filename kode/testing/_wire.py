@@ -15,7 +15,13 @@ from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any, Protocol
 
 from kode.models.base import StopReason
-from kode.models.messages import TextContent, ThinkingContent, ToolUseContent, Usage
+from kode.models.messages import (
+    ProviderContent,
+    TextContent,
+    ThinkingContent,
+    ToolUseContent,
+    Usage,
+)
 
 __all__ = [
     "GEMINI_FINISH_REASONS",
@@ -30,7 +36,7 @@ __all__ = [
     "stop_reason_of",
 ]
 
-Block = TextContent | ThinkingContent | ToolUseContent
+Block = TextContent | ThinkingContent | ToolUseContent | ProviderContent
 
 
 class ReplyLike(Protocol):
@@ -60,9 +66,16 @@ def pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def blocks_of(reply: ReplyLike) -> list[Block]:
-    """The reply's blocks, a string being a text block."""
-    return [TextContent(text=b) if isinstance(b, str) else b for b in reply.content]
+def blocks_of(reply: ReplyLike, provider: str | None = None) -> list[Block]:
+    """The reply's blocks, a string being a text block.
+
+    `ProviderContent` blocks are kept only when they are `provider`'s.
+    """
+    return [
+        TextContent(text=b) if isinstance(b, str) else b
+        for b in reply.content
+        if not isinstance(b, ProviderContent) or b.provider == provider
+    ]
 
 
 def arguments(call: ToolUseContent) -> str:
@@ -136,6 +149,8 @@ def gemini_events(reply: ReplyLike, model: str, number: int) -> Iterator[bytes]:
         if calls:
             yield chunk(calls)
             calls = []
+        if isinstance(block, ProviderContent):  # not Gemini's (blocks_of left them out)
+            continue
         if isinstance(block, ThinkingContent) and not block.thinking:
             waiting = block.signature
             continue
@@ -172,13 +187,15 @@ def responses_events(reply: ReplyLike, body: Mapping[str, Any], number: int) -> 
 
     Each block is one output item: thinking a ``reasoning`` item (its summary streamed; its
     signature the ``encrypted_content``, sent when the request's ``include`` asks for it),
-    text a ``message`` item, a call a ``function_call`` item (its ``call_id`` the block's id).
+    text a ``message`` item, a call a ``function_call`` item (its ``call_id`` the block's id),
+    an ``"openai"`` `ProviderContent` the item in its `data` (e.g. ``tool_search_call``,
+    ``tool_search_output``), added then done.
     ``end_turn`` and ``tool_use`` end with ``response.completed``; ``max_tokens`` cuts the
     last item short (the first half of its pieces, no ``.done`` events) and ends with
     ``response.incomplete``; ``refusal``
     streams the text as a ``refusal`` part; ``error`` ends with ``response.failed``.
     """
-    blocks = blocks_of(reply)
+    blocks = blocks_of(reply, "openai")
     stop = stop_reason_of(reply, blocks)
     encrypted = "reasoning.encrypted_content" in (body.get("include") or ())
     counter = iter(range(1_000_000))
@@ -206,6 +223,8 @@ def responses_events(reply: ReplyLike, body: Mapping[str, Any], number: int) -> 
         items: _ItemEvents
         if isinstance(block, ThinkingContent):
             items = _reasoning(event, block, index, number, reply.chunk_size, encrypted, cut)
+        elif isinstance(block, ProviderContent):
+            items = _provider_item(event, block, index)
         elif isinstance(block, TextContent):
             refusal = stop == "refusal"
             items = _message(event, block.text, index, number, reply.chunk_size, refusal, cut)
@@ -275,6 +294,13 @@ def _reasoning(
         done["encrypted_content"] = block.signature
     yield event("response.output_item.done", output_index=index, item=done)
     return done
+
+
+def _provider_item(event: _EventFunc, block: ProviderContent, index: int) -> _ItemEvents:
+    added = {**block.data, "status": "in_progress"} if "status" in block.data else block.data
+    yield event("response.output_item.added", output_index=index, item=added)
+    yield event("response.output_item.done", output_index=index, item=block.data)
+    return block.data
 
 
 def _message(

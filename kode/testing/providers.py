@@ -50,7 +50,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 from kode.models.base import StopReason
-from kode.models.messages import TextContent, ThinkingContent, ToolUseContent, Usage
+from kode.models.messages import (
+    ProviderContent,
+    TextContent,
+    ThinkingContent,
+    ToolUseContent,
+    Usage,
+)
 from kode.testing._wire import (
     arguments,
     blocks_of,
@@ -80,9 +86,13 @@ Dialect = Literal["anthropic", "openai", "openai-responses", "gemini"]
 class Reply:
     """A scripted response, streamed in the format of the endpoint that receives the request."""
 
-    content: Sequence[str | TextContent | ThinkingContent | ToolUseContent] = ()
+    content: Sequence[str | TextContent | ThinkingContent | ToolUseContent | ProviderContent] = ()
     """The blocks, in order; a string is a text block. A tool call's input that is a string is
-    streamed as is (use it for arguments that are not valid JSON). OpenAI streams thinking as
+    streamed as is (use it for arguments that are not valid JSON). A `ProviderContent` is sent
+    only by its own provider's endpoint: an ``"anthropic"`` one as a content block (a
+    ``server_tool_use`` with its input streamed as ``input_json_delta`` pieces, any other,
+    e.g. a ``tool_search_tool_result``, whole in its ``content_block_start``), an ``"openai"``
+    one as a Responses output item. OpenAI streams thinking as
     ``reasoning_content``, text, then tool calls. The Responses API streams thinking as a
     reasoning item whose ``encrypted_content`` is the signature. Gemini puts a thinking
     block's signature on its last piece, and an empty thinking block's signature on the next
@@ -510,7 +520,7 @@ def _raw(dialect: Dialect, reply: RawEvents) -> Iterator[bytes]:
 
 
 def _anthropic(reply: Reply, body: Mapping[str, Any], number: int) -> Iterator[bytes]:
-    blocks = blocks_of(reply)
+    blocks = blocks_of(reply, "anthropic")
     message: dict[str, Any] = {
         "id": f"msg_fake_{number:04d}",
         "type": "message",
@@ -537,6 +547,15 @@ def _anthropic(reply: Reply, body: Mapping[str, Any], number: int) -> Iterator[b
             ]
             if block.signature:
                 deltas.append({"type": "signature_delta", "signature": block.signature})
+        elif isinstance(block, ProviderContent):
+            start, deltas = dict(block.data), []
+            if start.get("type") == "server_tool_use":
+                text = json.dumps(start.get("input", {}), separators=(",", ":"))
+                start["input"] = {}
+                deltas = [
+                    {"type": "input_json_delta", "partial_json": p}
+                    for p in pieces(text, reply.chunk_size)
+                ]
         else:
             start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
             deltas = [
