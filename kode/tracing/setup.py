@@ -55,8 +55,7 @@ def configure_sdk(
         )
     except ImportError as exc:
         raise ImportError(
-            f"--otel needs the OpenTelemetry SDK ({exc}); install it with "
-            "pip install opentelemetry-sdk"
+            f"--otel needs the OpenTelemetry SDK ({exc}): install the package opentelemetry-sdk"
         ) from None
     from kode.tracing import instrument
 
@@ -74,8 +73,8 @@ def configure_sdk(
         except ImportError as exc:
             raise ImportError(
                 f"OTEL_EXPORTER_OTLP_ENDPOINT is set, and sending to it needs the OTLP "
-                f"exporter ({exc}); install it with "
-                "pip install opentelemetry-exporter-otlp-proto-http"
+                f"exporter ({exc}): install the package "
+                "opentelemetry-exporter-otlp-proto-http"
             ) from None
         processor = BatchSpanProcessor(OTLPSpanExporter())
         readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
