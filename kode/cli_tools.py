@@ -115,6 +115,22 @@ def _first_line(text: str, room: int) -> str:
     return first + " …" if len(lines) > 1 else first
 
 
+def _deferred(reg: Any, entry: Any, meta: Any) -> bool:
+    """Whether an agent listing the tool gets it deferred (a template may defer more)."""
+    from kode.registries.entries import normalize_name
+    from kode.registries.policy import entry_matches
+
+    if meta.defer_loading or entry.tool.defer_loading:
+        return True
+    above = reg.defer_mcp_above
+    if meta.server is not None and above is not None:
+        with reg.reading() as view:
+            if view.index.server_size(meta.server) > above:
+                return True
+    aliases = tuple(normalize_name(a) for a in meta.aliases)
+    return any(entry_matches(p, meta, aliases) for p in reg.deferred_patterns())
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     import shutil
 
@@ -133,6 +149,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
                 "groups": list(meta.groups),
                 "optional": meta.optional,
                 "aliases": list(meta.aliases),
+                "defer_loading": _deferred(reg, entry, meta),
             }
         )
     if args.json:

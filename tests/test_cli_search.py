@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
+from pathlib import Path
 
 
 def kode(*args: str) -> subprocess.CompletedProcess[str]:
@@ -36,3 +38,35 @@ def test_search_by_regex_as_json_and_clear_errors() -> None:
     assert empty.returncode != 0 and "give words to search for" in empty.stderr
     bad = kode("tools", "search", "--builtin", "--regex", "(")
     assert bad.returncode != 0 and "not a valid regular expression" in bad.stderr
+
+
+def test_list_says_which_tools_are_deferred(tmp_path: Path) -> None:
+    module = tmp_path / "many_tools.py"
+    module.write_text(
+        textwrap.dedent(
+            '''
+            from kode import define_tool, registry
+
+            @define_tool
+            def word_count(text: str) -> int:
+                """Count the words of a text."""
+                return len(text.split())
+
+            @define_tool(defer_loading=True)
+            def create_issue(repo: str, title: str) -> str:
+                """Create an issue in a GitHub repository."""
+                return "created"
+
+            @define_tool
+            def mail_send(to: str) -> str:
+                """Send an email."""
+                return "sent"
+
+            registry.defer(["mail_*"])
+            '''
+        )
+    )
+    out = kode("tools", "list", str(module), "--json")
+    assert out.returncode == 0, out.stderr
+    rows = {row["name"]: row["defer_loading"] for row in json.loads(out.stdout)}
+    assert rows == {"create_issue": True, "mail_send": True, "word_count": False}
