@@ -335,7 +335,7 @@ class AgentRun:
                         outcomes[index] = self._settle(calls[index], verdict.message, error=True)
                     for index, original in duplicates.items():
                         outcomes[index] = duplicate_result(self, calls[index], original)
-                    await run_turn_calls(self, calls, outcomes)
+                    await self._run_calls(calls, outcomes)
                     if self._fatal is not None:  # a tool's KeyboardInterrupt or SystemExit
                         raise self._fatal
                     pending = [
@@ -428,6 +428,21 @@ class AgentRun:
             response.message = clean_message(response.message)
         return response
 
+    async def _run_calls(
+        self, calls: Sequence[ToolUseContent], outcomes: list[CallOutcome | None]
+    ) -> None:
+        """Run a turn's calls; with a store, the session's lease is renewed meanwhile."""
+        session = self.agent.session
+        if session.lease is None:
+            await run_turn_calls(self, calls, outcomes)
+            return
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.keep_lease)  # a long call, or a long wait for approval
+            try:
+                await run_turn_calls(self, calls, outcomes)
+            finally:
+                tg.cancel_scope.cancel()
+
     async def _commit_at_end(self) -> None:
         """Write what the run's end changed, even while cancelled.
 
@@ -462,7 +477,7 @@ class AgentRun:
             try:
                 if self._interrupt_pending:
                     scope.cancel()
-                await run_turn_calls(self, calls, outcomes)
+                await self._run_calls(calls, outcomes)
             finally:
                 self._scope = None
         stopped = self._fatal is not None or scope.cancelled_caught

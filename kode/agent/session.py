@@ -539,6 +539,22 @@ class Session:
                     self._journal[:0] = batch
                 raise
 
+    async def keep_lease(self) -> None:
+        """Renew the lease every third of its ``ttl`` until cancelled (while calls run).
+
+        Stops when the lease is lost or the store fails: the next commit says so.
+        """
+        store = self.store
+        while store is not None and self.lease is not None:
+            await anyio.sleep(self.lease_ttl / 3)
+            lease = self.lease
+            if lease is None:
+                return
+            try:
+                self.lease = await store.renew(lease, ttl=self.lease_ttl)
+            except Exception:
+                return
+
     async def poll_decisions(self, after: int) -> None:
         """Read decisions other processes appended after record `after` for calls that wait."""
         if self.store is None:

@@ -318,3 +318,44 @@ async def test_a_run_that_lost_its_lease_stops_with_the_store_error(
         await agent.send("go")
     assert ran == {}  # nothing ran without the lease
     await thief.aclose()
+
+
+async def test_the_lease_is_renewed_while_a_long_call_runs(
+    tmp_path: Path, reg: ToolRegistry
+) -> None:
+    @define_tool(kind="read", registry=reg)
+    async def slow(key: str) -> str:
+        """Take a while."""
+        await anyio.sleep(1.0)  # more than three times the lease
+        return "slow done"
+
+    def model(request: ModelRequest) -> Any:
+        return [tool_use("slow", {"key": "k"})] if len(request.messages) == 1 else "ok"
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    agent = Agent.create(
+        AgentTemplate(id="slow", tools=["slow"]),
+        model=FunctionModel(model),
+        registry=reg,
+        store=url,
+        session_id="s1",
+        lease_ttl=0.3,
+    )
+    taken: list[bool] = []
+
+    async def another_process() -> None:
+        await anyio.sleep(0.7)  # the lease, unless renewed, ran out 0.4 s ago
+        other = store_from(url)
+        try:
+            await other.acquire("s1", owner="another process")
+            taken.append(True)
+        except SessionLeaseError:
+            taken.append(False)
+        finally:
+            await other.aclose()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(another_process)
+        reply = await agent.send("go")
+    assert taken == [False] and reply.text == "ok"
+    await agent.aclose()
