@@ -617,19 +617,59 @@ class Agent:
         call_id: str,
         decision: Literal["allow", "deny", "allow_always"],
         note: str = "",
+        *,
+        scope: Literal["tool", "server", "pattern"] = "tool",
+        pattern: str = "",
+        input: dict[str, Any] | None = None,
     ) -> None:
         """Answer an `ApprovalRequired` event (from any thread).
 
         Args:
             call_id: The call's id, from the event.
-            decision: ``allow``, ``deny``, or ``allow_always`` (this tool, for the session).
+            decision: ``allow``, ``deny``, or ``allow_always`` (for the rest of the session:
+                the tool, its server or calls matching a pattern, by `scope`).
             note: Shown to the model with a denial.
+            scope: What ``allow_always`` covers: ``tool``, ``server`` (every tool of the
+                call's MCP server) or ``pattern`` (the tool's calls whose pattern, e.g. a
+                ``bash_run`` command, starts with `pattern`).
+            pattern: For scope ``pattern``: the prefix (empty: the event's ``pattern``).
+            input: Run the call with these arguments instead (validated here first).
 
         Raises:
-            AgentError: no call with this id is waiting for a decision.
+            AgentError: no call with this id is waiting for a decision, `input` is not valid
+                for the tool (the call still waits), or `scope` cannot apply to the call.
         """
         run = self._current
-        if run is None or not run.decide(call_id, ApprovalDecision(decision=decision, note=note)):
+        request = run.approval_request(call_id) if run is not None else None
+        if request is not None:
+            if input is not None:
+                if decision == "deny":
+                    raise AgentError("input= changes a call that runs: give it with an allow")
+                tool = self.lookup(request.tool_name)
+                checked = tool.prepare(input) if tool is not None else None
+                if isinstance(checked, ToolResult):
+                    raise AgentError(
+                        f"the input given for call {call_id!r} is not valid for "
+                        f"{request.tool_name}, and the call still waits: {checked.text}"
+                    )
+            if decision == "allow_always" and scope == "server" and not request.server:
+                raise AgentError(
+                    f"{request.tool_name} is not an MCP tool, so there is no server to allow; "
+                    "use scope='tool'"
+                )
+            if (
+                decision == "allow_always"
+                and scope == "pattern"
+                and not (pattern or request.pattern)
+            ):
+                raise AgentError(
+                    f"{request.tool_name} gives no pattern for its calls; pass pattern=... or "
+                    "use scope='tool'"
+                )
+        answer = ApprovalDecision(
+            decision=decision, note=note, scope=scope, pattern=pattern, input=input
+        )
+        if run is None or not run.decide(call_id, answer):
             waiting = run.waiting_for_approval if run is not None else []
             raise AgentError(
                 f"no call {call_id!r} is waiting for approval; waiting: "

@@ -14,6 +14,7 @@ from pydantic_core import to_jsonable_python
 
 from kode.models.base import ModelRetry
 from kode.models.messages import ToolResultContent, Usage
+from kode.tools.invocation import Display
 
 __all__ = [
     "AgentEvent",
@@ -195,6 +196,9 @@ class ToolEnd:
     """The ``tool_result`` block that goes back to the model."""
     status: str = "done"
     """The call's final status (``done``, ``failed``, ``denied``, ``cancelled``, ``pending``)."""
+    display: Display | None = None
+    """What the result shows a person (a diff, a todo list, a command's output); never sent
+    to the model."""
     type: Literal["tool_end"] = "tool_end"
 
 
@@ -210,6 +214,18 @@ class ApprovalRequired:
     """The validated arguments, as JSON data (as `ToolStart.input`)."""
     reason: str
     """Why approval is needed."""
+    description: str = ""
+    """What the call will do, in one line (empty when its tool does not say)."""
+    locations: list[str] = field(default_factory=list)
+    """The paths it reads or changes."""
+    diff: str = ""
+    """A unified diff of the change it would make."""
+    pattern: str | None = None
+    """What an "always for calls starting with ..." answer matches (``bash_run``: the command)."""
+    server: str | None = None
+    """The tool's MCP server, for an "always for this server" answer."""
+    rule: str = ""
+    """What asked for approval: ``rule 'x' (project)``, ``mode approval``, ..."""
     type: Literal["approval_required"] = "approval_required"
 
 

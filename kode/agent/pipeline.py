@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.from_thread
 
+from kode.agent.approvals import call_details, origin, remember_always
 from kode.agent.blocks import result_block
 from kode.agent.events import (
     AgentEvent,
@@ -35,8 +36,10 @@ from kode.agent.permissions import (
     ALLOWED,
     ApprovalDecision,
     ApprovalRequest,
+    Verdict,
     can_only_allow,
     check_permission,
+    pattern_allowed,
 )
 from kode.agent.state import ToolCallStatus
 from kode.models.messages import ToolResultContent, ToolUseContent
@@ -97,6 +100,7 @@ def truncate_result(result: ToolResult, limit: int) -> ToolResult:
         error_type=result.error_type,
         metadata=result.metadata,
         pending=result.pending,
+        display=result.display,
     )
 
 
@@ -144,6 +148,7 @@ class _Call:
                 is_error=result.is_error,
                 result=block,
                 status=status,
+                display=result.display,
             )
         )
         return CallOutcome(block=block, status=status, pending=pending)
@@ -161,19 +166,22 @@ class _Call:
             return self.finish(prepared, "failed")
         arguments = prepared.arguments
         # 3. permission (a call approved, or started, before a restart has it already)
+        source = server = None
         try:
             permission = agent.template.permission
-            verdict = (
-                ALLOWED
-                if self.record.status in ("approved", "running") or can_only_allow(permission, tool)
-                else check_permission(
+            if self.record.status in ("approved", "running") or can_only_allow(permission, tool):
+                verdict = ALLOWED
+            else:
+                source, server = origin(agent, tool)
+                verdict = check_permission(
                     tool,
                     arguments,
                     permission,
                     always_allowed=agent.always_allowed,
                     ctx=self.context(tool),
+                    source=source,
+                    server=server,
                 )
-            )
         except Exception as exc:  # a requires_approval function that raised
             _log.error("the permission check of %r raised", tool.name, exc_info=exc)
             return self.finish(
@@ -191,10 +199,22 @@ class _Call:
                 error_result(
                     f"Tool '{tool.name}' was not run: {verdict.reason}.",
                     type=ToolErrorType.PERMISSION_DENIED,
+                    details={"rule": verdict.rule},
                 ),
                 "denied",
             )
+        details = None
         if verdict.action == "ask":
+            details = call_details(tool, arguments, self.context(tool), server=server)
+            prefix = pattern_allowed(tool.name, details.pattern, agent.always_allowed)
+            if prefix is not None:
+                verdict = Verdict(
+                    action="allow",
+                    reason="allowed for this session",
+                    rule=f"session: {tool.name} calls starting with {prefix!r} always allowed",
+                )
+        if verdict.action == "ask":
+            assert details is not None
             session = self.session
             if (
                 agent.approver is None
@@ -218,19 +238,30 @@ class _Call:
                 reason=verdict.reason,
                 kind=tool.kind.value,
             )
+            request = ApprovalRequest(
+                call_id=call.id,
+                tool_name=tool.name,
+                input=arguments,
+                reason=verdict.reason,
+                kind=tool.kind,
+                description=details.description,
+                locations=details.locations,
+                diff=details.diff,
+                pattern=details.pattern,
+                server=server,
+                rule=verdict.rule,
+            )
             try:
                 decision = (
-                    ApprovalDecision(decision=prior.decision, note=prior.note)
-                    if prior is not None
-                    else await self.run_.ask(
-                        ApprovalRequest(
-                            call_id=call.id,
-                            tool_name=tool.name,
-                            input=arguments,
-                            reason=verdict.reason,
-                            kind=tool.kind,
-                        )
+                    ApprovalDecision(
+                        decision=prior.decision,
+                        note=prior.note,
+                        scope=prior.scope,
+                        pattern=prior.pattern,
+                        input=prior.input,
                     )
+                    if prior is not None
+                    else await self.run_.ask(request)
                 )
             except Exception as exc:  # an approver that raised: refuse, and say why
                 _log.error("the approver raised for %r", tool.name, exc_info=exc)
@@ -253,6 +284,9 @@ class _Call:
                 decision.decision,
                 decision.note,
                 recorded=session.decisions.get(call.id) is not None,
+                scope=decision.scope,
+                pattern=decision.pattern,
+                input=decision.input,
             )
             if decision.decision == "deny":
                 note = f" Note from the user: {decision.note}" if decision.note else ""
@@ -264,8 +298,22 @@ class _Call:
                     ),
                     "denied",
                 )
+            if decision.input is not None:  # the decider changed the input: validate it again
+                changed = tool.prepare(decision.input)
+                if isinstance(changed, ToolResult):
+                    return self.finish(
+                        error_result(
+                            f"Tool '{tool.name}' was not run: the input the user gave instead "
+                            f"is not valid: {changed.text}",
+                            type=ToolErrorType.INVALID_TOOL_PARAMS,
+                        ),
+                        "failed",
+                    )
+                prepared = changed
+                arguments = prepared.arguments
+                call = call.model_copy(update={"input": decision.input})
             if decision.decision == "allow_always":
-                session.allow_always(tool.name)
+                remember_always(session, request, decision)
         # 4. pre-hooks
         pre, post = agent.hooks.for_tool(tool.name)
         answer: ToolResult | None = None

@@ -99,7 +99,7 @@ class AgentRun:
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._scope: anyio.CancelScope | None = None
         self._interrupt_pending = False  # interrupt() came before the run's cancel scope
-        self._approvals: dict[str, tuple[anyio.Event, list[ApprovalDecision]]] = {}
+        self._approvals: dict[str, tuple[anyio.Event, list[ApprovalDecision], ApprovalRequest]] = {}
         self._fatal: BaseException | None = None  # a tool's KeyboardInterrupt or SystemExit
         self.poll_interval = 0.2
         """Seconds between reads of the store for decisions made in other processes."""
@@ -130,7 +130,7 @@ class AgentRun:
         waiting = self._approvals.get(call_id)
         if waiting is None:
             return False
-        event, box = waiting
+        event, box, _ = waiting
         box.append(decision)
         event.set()
         return True
@@ -152,6 +152,11 @@ class AgentRun:
         """The ids of the calls waiting for `decide`."""
         return list(self._approvals)
 
+    def approval_request(self, call_id: str) -> ApprovalRequest | None:
+        """The request of a call waiting for `decide`, or `None`."""
+        waiting = self._approvals.get(call_id)
+        return None if waiting is None else waiting[2]
+
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         """Ask for approval: the agent's approver, or an `ApprovalRequired` event and `decide`."""
         agent = self.agent
@@ -159,7 +164,7 @@ class AgentRun:
             return await agent.approver(request)
         event = anyio.Event()
         box: list[ApprovalDecision] = []
-        self._approvals[request.call_id] = (event, box)
+        self._approvals[request.call_id] = (event, box, request)
         session = agent.session
         session.set_status("awaiting_approval")
         await self.commit()
@@ -169,6 +174,12 @@ class AgentRun:
                 name=request.tool_name,
                 input=jsonable_arguments(request.input),
                 reason=request.reason,
+                description=request.description,
+                locations=list(request.locations),
+                diff=request.diff,
+                pattern=request.pattern,
+                server=request.server,
+                rule=request.rule,
             )
         )
         try:
@@ -184,7 +195,15 @@ class AgentRun:
                     await session.poll_decisions(after)
                     found = session.decisions.get(request.call_id)
                     if found is not None:
-                        box.append(ApprovalDecision(decision=found.decision, note=found.note))
+                        box.append(
+                            ApprovalDecision(
+                                decision=found.decision,
+                                note=found.note,
+                                scope=found.scope,
+                                pattern=found.pattern,
+                                input=found.input,
+                            )
+                        )
                         break
         finally:
             self._approvals.pop(request.call_id, None)

@@ -288,21 +288,44 @@ class Session:
         return self.decisions.get(call.id)
 
     def decide(
-        self, call: ToolUseContent, decision: str, note: str = "", *, recorded: bool = False
+        self,
+        call: ToolUseContent,
+        decision: str,
+        note: str = "",
+        *,
+        recorded: bool = False,
+        scope: str = "tool",
+        pattern: str = "",
+        input: dict[str, Any] | None = None,
     ) -> None:
         """Someone decided a call waiting for approval (`recorded`: the store has it already)."""
         self.decisions.pop(call.id, None)
         if not recorded and decision in ("allow", "deny", "allow_always"):
-            self._write(ApprovalDecided(call_id=call.id, decision=decision, note=note))  # type: ignore[arg-type]
+            self._write(
+                ApprovalDecided(
+                    call_id=call.id,
+                    decision=decision,  # type: ignore[arg-type]
+                    note=note,
+                    scope=scope,  # type: ignore[arg-type]
+                    pattern=pattern,
+                    input=input,
+                )
+            )
         if decision != "deny":
             self.update_call(call, "approved")
 
-    def allow_always(self, tool_name: str) -> None:
-        """A tool runs without asking for the rest of the session."""
-        name = tool_name.lower()
-        if name not in self.always_allowed:
-            self.always_allowed.add(name)
-            self._write(ToolAlwaysAllowed(tool=name))
+    def allow_always(
+        self, tool_name: str, *, server: str | None = None, pattern: str | None = None
+    ) -> None:
+        """A tool runs without asking for the rest of the session.
+
+        Or, with `server`, every tool of that MCP server; with `pattern`, the tool's calls
+        whose pattern starts with it.
+        """
+        record = ToolAlwaysAllowed(tool=tool_name, server=server or "", pattern=pattern)
+        if record.key not in self.always_allowed:
+            self.always_allowed.add(record.key)
+            self._write(record)
 
     def add_child(self, session_id: str) -> None:
         """This session spawned `session_id` (kept in its metadata, ``kode.children``)."""

@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.invocation import Display
+from kode.tools.results import ToolResult, text_result
 from kode.tools.services import TODOS
 
 __all__ = ["TodoItem", "todo_read", "todo_write"]
@@ -50,7 +52,9 @@ def _summary(todos: list[dict[str, Any]]) -> str:
 
 
 @define_tool(kind="think", groups=["group:think"], aliases=["TodoWrite"])
-def todo_write(todos: Annotated[list[TodoItem], Field(max_length=100)], *, ctx: ToolContext) -> str:
+def todo_write(
+    todos: Annotated[list[TodoItem], Field(max_length=100)], *, ctx: ToolContext
+) -> ToolResult:
     """Replace the task list with this one (send every item, changed or not).
 
     Use it to plan multi-step work and to mark progress: at most one item may be
@@ -76,8 +80,10 @@ def todo_write(todos: Annotated[list[TodoItem], Field(max_length=100)], *, ctx: 
         )
     current = _list(ctx)
     current[:] = [t.model_dump() for t in todos]
-    ctx.emit("todos", [dict(t) for t in current])
-    return _summary(current)
+    items = [dict(t) for t in current]
+    ctx.emit("todos", items)
+    summary = _summary(current)
+    return text_result(summary, display=Display(kind="todos", text=summary, data=items))
 
 
 @define_tool(kind="think", groups=["group:think"], aliases=["TodoRead"])

@@ -160,6 +160,12 @@ class ApprovalDecided(BaseModel):
     """Run it, refuse it, or run it and every later call of this tool in the session."""
     note: str = ""
     """Shown to the model with a denial."""
+    scope: Literal["tool", "server", "pattern"] = "tool"
+    """What ``allow_always`` covers: the tool, its MCP server, or calls matching ``pattern``."""
+    pattern: str = ""
+    """For scope ``pattern``: the prefix the calls' pattern starts with."""
+    input: dict[str, Any] | None = None
+    """The arguments the call runs with instead of the model's, when the decider changed them."""
 
 
 class UsageAdded(BaseModel):
@@ -183,12 +189,33 @@ class TodosReplaced(BaseModel):
 
 
 class ToolAlwaysAllowed(BaseModel):
-    """A tool runs without asking for the rest of the session ("allow always")."""
+    """A tool runs without asking for the rest of the session ("allow always").
+
+    Or every tool of an MCP server (``server``), or the tool's calls whose pattern starts
+    with ``pattern``.
+    """
 
     model_config = _RECORD
     type: Literal["always_allowed"] = "always_allowed"
     tool: Annotated[str, Field(min_length=1)]
     """The tool's name (kept lower-case)."""
+    server: str = ""
+    """Every tool of this MCP server is allowed (empty: not a server answer)."""
+    pattern: str | None = None
+    """Only the tool's calls whose pattern starts with this (`None`: all its calls)."""
+
+    @property
+    def key(self) -> str:
+        """How a session's ``always_allowed`` set keeps it.
+
+        ``fs_write``, ``server:github``, ``bash_run:git status`` (as
+        `kode.agent.permissions.always_key` makes them).
+        """
+        if self.server:
+            return f"server:{self.server.lower()}"
+        if self.pattern is not None:
+            return f"{self.tool}:{self.pattern}"
+        return self.tool
 
     @field_validator("tool")
     @classmethod

@@ -179,8 +179,8 @@ class SessionState(BaseModel):
         elif isinstance(record, TodosReplaced):
             self.todos = [dict(t) for t in record.todos]
         elif isinstance(record, ToolAlwaysAllowed):
-            if record.tool not in self.always_allowed:
-                self.always_allowed.append(record.tool)
+            if record.key not in self.always_allowed:
+                self.always_allowed.append(record.key)
         elif isinstance(record, MetadataSet):
             if record.value is None:
                 self.metadata.pop(record.key, None)

@@ -11,6 +11,7 @@ from kode.tools.errors import (
     ToolErrorType,
     ToolNotFoundError,
 )
+from kode.tools.invocation import CallDetails, Display
 from kode.tools.kinds import Kind
 from kode.tools.results import (
     Image,
@@ -26,6 +27,8 @@ from kode.tools.sync import run_sync
 from kode.tools.tool import PreparedCall, Tool
 
 __all__ = [
+    "CallDetails",
+    "Display",
     "Image",
     "ImageBlock",
     "Kind",

@@ -19,6 +19,7 @@ import pydantic_core
 
 from kode.tools.display import result_markdown, result_repr
 from kode.tools.errors import ToolErrorType
+from kode.tools.invocation import Display
 from kode.tools.plain import is_json_data, is_plain_data
 
 __all__ = [
@@ -149,6 +150,9 @@ class ToolResult:
     pending: bool = False
     """Whether the call is waiting for the caller to run it (a client tool): the content then
     says so, and the real result comes from the caller."""
+    display: Display | None = None
+    """What to show a person (a diff, a todo list, a command's output) instead of the content:
+    events and ``kode run`` show it; it never reaches the model."""
 
     @property
     def text(self) -> str:
@@ -193,6 +197,7 @@ _set_is_error = ToolResult.__dict__["is_error"].__set__
 _set_error_type = ToolResult.__dict__["error_type"].__set__
 _set_metadata = ToolResult.__dict__["metadata"].__set__
 _set_pending = ToolResult.__dict__["pending"].__set__
+_set_display = ToolResult.__dict__["display"].__set__
 if [f.name for f in dataclasses.fields(ToolResult)] != [
     "content",
     "details",
@@ -200,6 +205,7 @@ if [f.name for f in dataclasses.fields(ToolResult)] != [
     "error_type",
     "metadata",
     "pending",
+    "display",
 ] or [f.name for f in dataclasses.fields(TextBlock)] != ["text", "type"]:  # pragma: no cover
     raise RuntimeError("kode.tools.results: update _result and _text_block to the new fields")
 
@@ -217,6 +223,7 @@ def _result(
     details: Any = None,
     is_error: bool = False,
     error_type: ToolErrorType | None = None,
+    display: Display | None = None,
 ) -> ToolResult:
     """`ToolResult(...)`, without the frozen dataclass's per-field setattr calls."""
     result: ToolResult = _new(ToolResult)
@@ -226,6 +233,7 @@ def _result(
     _set_error_type(result, error_type)
     _set_metadata(result, {})
     _set_pending(result, False)
+    _set_display(result, display)
     return result
 
 
@@ -234,9 +242,9 @@ _INLINE_TYPES = frozenset({ToolResult, int, float, bool, type(None), bytes, Imag
 """The values `to_result` turns into a result with no work that depends on their content."""
 
 
-def text_result(text: str, *, details: Any = None) -> ToolResult:
-    """A result holding one text block."""
-    return _result((_text_block(text),), details)
+def text_result(text: str, *, details: Any = None, display: Display | None = None) -> ToolResult:
+    """A result holding one text block (and what to show a person instead, if given)."""
+    return _result((_text_block(text),), details, display=display)
 
 
 def json_result(value: Any, *, indent: int | None = None) -> ToolResult:

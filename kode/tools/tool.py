@@ -32,6 +32,7 @@ from kode.tools.dialects import (
 )
 from kode.tools.display import format_signature, tool_markdown
 from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.invocation import DescribeFunc
 from kode.tools.kinds import Kind
 from kode.tools.results import (
     Image,
@@ -110,6 +111,10 @@ class Tool(Generic[P, R]):
     """Whether an agent sends the definition only once ``tool_search`` has found the tool
     (``define_tool(defer_loading=True)``); the tool is allowed all along. Set it on the tool
     after definition for tools made otherwise."""
+    describer: DescribeFunc | None = None
+    """Describes a call for its approval (`CallDetails`: what it does, the paths it touches, a
+    diff, the text "always" patterns match); set with ``@my_tool.describe``. Run only when a
+    call needs approval."""
     on_agent_create: Callable[[ToolContext[Any]], None] | None = None
     """Called once for each agent made with this tool (`Agent.create`), with a context holding
     the agent's ids, deps, workspace, file pool and services (no call id): for a tool to
@@ -186,6 +191,32 @@ class Tool(Generic[P, R]):
         self._ctx_positional = context_positional
         self._validator = validator
         self._watch_next = True  # time the steps of the next call (kode.tools.blocking)
+
+    def describe(self, fn: DescribeFunc) -> DescribeFunc:
+        """Use `fn` to describe this tool's calls to whoever approves them (a decorator).
+
+        `fn` gets the validated arguments and the call's `ToolContext` (`None` outside a
+        call) and returns a `CallDetails`. It runs only when a call needs approval; what it
+        raises is logged and the request goes out without details.
+
+        Example:
+            ```python
+            from kode import define_tool
+            from kode.tools.invocation import CallDetails
+
+            @define_tool(kind="execute", registry=None)
+            def deploy(target: str) -> str:
+                return f"deployed to {target}"
+
+            @deploy.describe
+            def _(args, ctx):
+                return CallDetails(description=f"Deploy to {args['target']}")
+            ```
+        """
+        if not callable(fn):
+            raise TypeError(f"describe takes a function of (arguments, ctx), not {fn!r}")
+        self.describer = fn
+        return fn
 
     if not TYPE_CHECKING:  # mypy keeps checking attribute names
 

@@ -230,6 +230,7 @@ async def test_the_approver_gets_the_request(tools: ToolRegistry) -> None:
             input={"command": "ls"},
             reason="kind execute needs approval",
             kind=Kind.EXECUTE,
+            rule="mode approval",
         )
     ]
 
@@ -310,6 +311,7 @@ async def test_stream_asks_and_decide_allows(tools: ToolRegistry) -> None:
             name="shell",
             input={"command": "ls"},
             reason="kind execute needs approval",
+            rule="mode approval",
         )
     ]
     types = [e.type for e in events if e.type != "text_delta"]

@@ -29,6 +29,13 @@ from typing import Annotated, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kode.builtin.fs._approval import (
+    current_text,
+    describe_edit,
+    describe_multi_edit,
+    describe_write,
+    diff_display,
+)
 from kode.builtin.fs._text_edits import apply_edit, read_numbered, short_diff
 from kode.builtin.fs._workspace_files import (
     BINARY_SNIFF_BYTES,
@@ -265,6 +272,7 @@ def fs_write(path: str, content: str, *, ctx: ToolContext) -> ToolResult:
                 ctx.files.check_writable(where.path, display=where.shown)
             except ToolError as exc:
                 raise _unchanged(exc) from None
+        _, before = current_text(where.path)  # for the person's diff (Display)
         with _unchanged_on_error(), parent_dir(where, create=True) as dir_fd:
             existed = _write(ctx, where, dir_fd, data)
     lines = content.count("\n") + (0 if content.endswith("\n") or not content else 1)
@@ -273,6 +281,7 @@ def fs_write(path: str, content: str, *, ctx: ToolContext) -> ToolResult:
     return text_result(
         f"Wrote {counted} ({_human(len(data))}) to '{where.shown}' ({how}).",
         details={"path": where.shown, "bytes": len(data), "lines": lines, "created": not existed},
+        display=diff_display(before if existed else None, content, where.shown),
     )
 
 
@@ -307,6 +316,7 @@ def _edit(ctx: ToolContext, where: Target, edits: list[FileEdit]) -> ToolResult:
     return text_result(
         f"Edited '{where.shown}' ({what}).\n{diff}",
         details={"path": where.shown, "replacements": replaced, "edits": len(edits)},
+        display=diff_display(current.text, text, where.shown),
     )
 
 
@@ -374,6 +384,10 @@ def fs_multi_edit(
     """
     return _edit(ctx, target(ctx, path), list(edits))
 
+
+fs_write.describe(describe_write)
+fs_edit.describe(describe_edit)
+fs_multi_edit.describe(describe_multi_edit)
 
 # fs_glob and fs_grep live in kode.builtin.fs.search; imported here so that they register
 # between fs_multi_edit and fs_ls, as they always have, and stay importable from this module.

@@ -73,6 +73,7 @@ import anyio
 import anyio.to_thread
 from pydantic import Field
 
+from kode.builtin.runtime._approval import describe_run, terminal_display
 from kode.builtin.runtime._environment import command_environment
 from kode.builtin.runtime._policy import (
     DEFAULT_BLOCKED,
@@ -101,6 +102,7 @@ from kode.builtin.runtime._shell_dirs import sweep_once
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.invocation import Display
 from kode.tools.results import TextBlock, ToolResult
 from kode.tools.services import ServiceKey
 
@@ -310,13 +312,18 @@ def _directory(ctx: ToolContext[Any], cwd: object) -> Path:
 
 
 def _result(
-    text: str, *, details: dict[str, Any], error: ToolErrorType | None = None
+    text: str,
+    *,
+    details: dict[str, Any],
+    error: ToolErrorType | None = None,
+    display: Display | None = None,
 ) -> ToolResult:
     return ToolResult(
         content=(TextBlock(text=text),),
         details=details,
         is_error=error is not None,
         error_type=error,
+        display=display,
     )
 
 
@@ -426,7 +433,12 @@ async def bash_run(
             f"Command timed out after {limit:g} s: it and every process it started were killed "
             f"({how}). Run long commands with background=true, or give a longer timeout."
         )
-        return _result("\n".join(parts), details=details, error=ToolErrorType.TIMEOUT)
+        return _result(
+            "\n".join(parts),
+            details=details,
+            error=ToolErrorType.TIMEOUT,
+            display=terminal_display(command, "\n".join(parts)),
+        )
     if outcome.leftovers_killed:
         parts.append(
             "[the command left processes running after it exited; they were killed. Use "
@@ -437,10 +449,13 @@ async def bash_run(
         parts.append(f"[killed by {_signal_name(code)}; exit code {code}]")
     else:
         parts.append(f"[exit code {code}]")
-    return _result("\n".join(parts), details=details)
+    return _result(
+        "\n".join(parts), details=details, display=terminal_display(command, "\n".join(parts))
+    )
 
 
 bash_run.on_agent_create = _on_agent_create
+bash_run.describe(describe_run)
 
 
 @define_tool(kind="read", groups=[GROUP], aliases=["bash_output", "BashOutput"])
