@@ -20,8 +20,10 @@ from kode import Agent, AgentTemplate, ToolRegistry, define_tool
 from kode.models import (
     AnthropicModel,
     Message,
+    ModelRequest,
     OpenAIResponsesModel,
     ProviderContent,
+    ScriptedModel,
     TextContent,
     ToolUseContent,
 )
@@ -219,8 +221,6 @@ def test_history_with_server_blocks_declares_the_search_tool() -> None:
         ),
         Message.user("Thanks."),
     ]
-    from kode.models import ModelRequest
-
     params = model.request_params(ModelRequest(system="", messages=messages, tools=[]))
     assert params["tools"] == [
         {"type": "tool_search_tool_regex_20251119", "name": "tool_search_tool_regex"}
@@ -321,3 +321,39 @@ async def test_responses_searches_natively(
     assert to_anthropic_messages(agent.session.messages[1:2])[0]["content"][0]["type"] == (
         "tool_use"
     )
+
+
+async def test_a_stored_session_keeps_the_blocks_and_what_they_found(
+    server: FakeProviderServer, registry: ToolRegistry, tmp_path: Any
+) -> None:
+    """The blocks survive a SQLite store; resumed with a model of kode's search, the tool
+    the provider found is loaded, and the blocks go back to Anthropic on the next turn."""
+    url = f"sqlite:///{tmp_path / 'agent.db'}"
+    blocks = [ProviderContent(provider="anthropic", data=d) for d in (SERVER_USE, SEARCH_RESULT)]
+    server.reply(Reply(content=[*blocks, CALL]), Reply(content=["Filed."]))
+    model = AnthropicModel("claude-test", base_url=server.url, api_key="k", tool_search="bm25")
+    template = AgentTemplate(id="native", tools=["word_count", "create_issue", "send_sms"])
+    first = Agent.create(template, model=model, registry=registry, store=url)
+    await first.send("File a bug.")
+    await first.aclose()
+
+    local = ScriptedModel(["Done."])
+    again = await Agent.resume(
+        first.session_id, store=url, model=local, template=template, registry=registry
+    )
+    await again.send("Thanks.")
+    await again.aclose()
+    assert again.session.messages[1].content[:2] == blocks
+    assert [t.name for t in local.requests[0].tools] == [
+        "word_count",
+        "tool_search",
+        "create_issue",
+    ]
+
+    server.reply(Reply(content=["Welcome."]))
+    native = await Agent.resume(
+        first.session_id, store=url, model=model, template=template, registry=registry
+    )
+    await native.send("Bye.")
+    await native.aclose()
+    assert server.bodies[-1]["messages"][1]["content"][:2] == [SERVER_USE, SEARCH_RESULT]
