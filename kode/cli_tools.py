@@ -14,6 +14,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 __all__ = ["register"]
@@ -267,9 +268,88 @@ def _import_problem(target: str, exc: Exception) -> str:
     return f"{where or target}: cannot import {target!r}: {said}"
 
 
+def _permission_config(args: argparse.Namespace) -> Any:
+    """The permission settings ``check --explain`` decides with.
+
+    A template's (``--template``), with the rules files given per tier, and ``--mode``.
+    """
+    from kode.agent import AgentTemplate, PermissionConfig, TemplateError
+    from kode.agent.rules import RuleError, load_rules
+
+    config = PermissionConfig()
+    if args.template:
+        try:
+            config = AgentTemplate.from_file(args.template).permission
+        except (OSError, TemplateError) as exc:
+            raise CommandError(str(exc)) from None
+    tiers: dict[str, str] = {}
+    for given in args.rules:
+        tier, sep, path = given.partition("=")
+        if not sep or tier not in ("defaults", "user", "project", "admin") or not path:
+            raise CommandError(
+                f"--rules {given!r}: give TIER=FILE, with TIER one of defaults, user, project, "
+                "admin (e.g. --rules project=.kode/rules.toml)"
+            )
+        if not Path(path).is_file():
+            raise CommandError(f"--rules {given!r}: no file {path}")
+        tiers[tier] = path
+    try:
+        rules = [*config.rules, *load_rules(**{k: Path(v) for k, v in tiers.items()})]
+    except RuleError as exc:
+        raise CommandError(str(exc)) from None
+    update: dict[str, Any] = {"rules": rules}
+    if args.mode:
+        update["mode"] = args.mode
+    return config.model_copy(update=update)
+
+
+def _explain(args: argparse.Namespace) -> int:
+    """``kode tools check --explain NAME [ARGS]``: what the permission check decides, and why."""
+    from kode.agent.approvals import call_details
+    from kode.agent.permissions import check_permission
+    from kode.tools import ToolResult
+
+    reg = _load(args)
+    if len(args.explain) > 2:
+        raise CommandError(
+            "--explain takes a tool's name and its arguments as one JSON object, e.g. "
+            """--explain bash_run '{"command": "ls"}'"""
+        )
+    config = _permission_config(args)
+    name, raw = args.explain[0], args.explain[1] if len(args.explain) > 1 else "{}"
+    tool = _get(reg, name)
+    prepared = tool.prepare(raw)
+    if isinstance(prepared, ToolResult):
+        print(f"{tool.name}: the arguments are not valid, so the call would not run:")
+        print(prepared.text)
+        return 1
+    meta = reg.meta(tool.name)
+    verdict = check_permission(
+        tool,
+        prepared.arguments,
+        config,
+        always_allowed=set(),
+        source=meta.source.value,
+        server=meta.server,
+    )
+    print(f"{tool.name}: {verdict.action}")
+    print(f"  decided by: {verdict.rule}")
+    print(f"  reason: {verdict.reason}")
+    if verdict.action == "ask":
+        details = call_details(tool, prepared.arguments, None, server=meta.server)
+        if details.description:
+            print(f"  the request says: {details.description}")
+        if details.pattern is not None:
+            print(f"  its pattern (for 'always'): {details.pattern}")
+    return 0
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from kode import registry as reg
     from kode.registries.modules import import_tools_module
+
+    if args.explain:
+        return _explain(args)
 
     if args.builtin:
         importlib.import_module("kode.builtin")
@@ -451,17 +531,57 @@ async def _show(agent: Any, event: Any, started: dict[str, float]) -> int:
         mark = "✗" if event.is_error else "✓"
         first = _first_line(event.result.text, 100)
         print(f"  {mark} {event.name} ({event.duration:.2f} s) {first}", flush=True)
+        if event.display is not None and event.display.text:
+            print(_indented(event.display.text), flush=True)
     elif isinstance(event, ev.ApprovalRequired):
-        question = f"\nAllow {event.name} {event.input}? [y/N/a(lways)] "
-        answer = await _prompt(question)
-        decision = {"y": "allow", "a": "allow_always"}.get(answer.strip()[:1], "deny")
-        agent.decide(event.call_id, decision)
+        await _approve(agent, event)
     elif isinstance(event, ev.Done):
         print()
     elif isinstance(event, ev.ErrorEvent):
         print(f"\nerror: {event.message}", file=sys.stderr)
         return 1
     return 0
+
+
+_SHOWN_LINES = 60
+"""The most lines of a diff or a display ``kode run`` prints (more are counted)."""
+
+
+def _indented(text: str, prefix: str = "    ") -> str:
+    lines = text.splitlines()
+    if len(lines) > _SHOWN_LINES:
+        lines = [*lines[:_SHOWN_LINES], f"… ({len(lines) - _SHOWN_LINES} more lines)"]
+    return "\n".join(prefix + line for line in lines)
+
+
+async def _approve(agent: Any, event: Any) -> None:
+    """Ask whoever runs ``kode run`` about a call: what it does, its diff, and the choices."""
+    print(f"\n{event.name} needs approval: {event.reason} ({event.rule})")
+    if event.description:
+        print(f"  {event.description}")
+    else:
+        print(f"  {event.name} {json.dumps(event.input, default=str, ensure_ascii=False)}")
+    if event.diff:
+        print(_indented(event.diff))
+    choices = ["[y]es once", f"[a]lways for {event.name}"]
+    if event.server:
+        choices.append(f"[s]erver: always for MCP server {event.server}")
+    if event.pattern:
+        choices.append(f"[p]attern: always for calls starting with {event.pattern!r}")
+    choices.append("[n]o (n NOTE: say why)")
+    answer = (await _prompt(f"Allow? {', '.join(choices)}: ")).strip()
+    key, _, rest = answer.partition(" ")
+    key = key[:1].lower()
+    if key == "y":
+        agent.decide(event.call_id, "allow")
+    elif key == "a":
+        agent.decide(event.call_id, "allow_always")
+    elif key == "s" and event.server:
+        agent.decide(event.call_id, "allow_always", scope="server")
+    elif key == "p" and event.pattern:
+        agent.decide(event.call_id, "allow_always", scope="pattern", pattern=rest.strip())
+    else:
+        agent.decide(event.call_id, "deny", rest.strip() if key == "n" else "")
 
 
 def _builtin_hint(reg: Any, entries: list[str]) -> str:
@@ -639,6 +759,25 @@ def register(commands: Any) -> None:
         "check", help="lint tool definitions (missing descriptions, schemas, collisions)"
     )
     p.add_argument("modules_pos", nargs="*", metavar="MODULE", help="modules to import")
+    p.add_argument(
+        "--explain",
+        nargs="+",
+        metavar=("NAME", "ARGS"),
+        help="say what the permission check decides for a call of NAME with JSON ARGS, and "
+        "which rule decided",
+    )
+    p.add_argument(
+        "--rules",
+        action="append",
+        default=[],
+        metavar="TIER=FILE",
+        help="with --explain: a TOML rules file for a tier (defaults, user, project, admin); "
+        "repeatable",
+    )
+    p.add_argument(
+        "--mode", choices=["auto", "approval", "readonly"], help="with --explain: the mode"
+    )
+    p.add_argument("--template", help="with --explain: a template whose permission settings apply")
     common(p)
     p.set_defaults(handler=_guard(lambda a: _cmd_check(_merge(a))))
 

@@ -335,7 +335,7 @@ def test_end_of_input_at_an_approval_prompt_denies(
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
-    assert "Allow erase {'name': 'n1'}? [y/N/a(lways)] " in out.stdout
+    assert 'erase {"name": "n1"}\nAllow? [y]es once, [a]lways for erase, [n]o' in out.stdout
     assert "(end of input: denied)" in out.stdout
     assert "✗ erase" in out.stdout
     assert out.stdout.rstrip().endswith("It was not erased.")
@@ -407,7 +407,7 @@ def test_ctrl_c_at_an_approval_prompt(tools: Path, tmp_path: Path, marks: Path) 
         tmp_path, marks,
     )  # fmt: skip
     out = collect(proc)
-    assert wait_until(lambda: b"[y/N/a(lways)]" in out), bytes(out)
+    assert wait_until(lambda: b"[n]o (n NOTE: say why): " in out), bytes(out)
     proc.send_signal(signal.SIGINT)
     code, stdout, stderr = finish(proc, out)
     assert code == 130, stderr

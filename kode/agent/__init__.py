@@ -28,6 +28,7 @@ from kode.agent.permissions import (
     PermissionMode,
 )
 from kode.agent.reply import AgentReply
+from kode.agent.rules import PermissionRule, RuleError, load_rules
 from kode.agent.run import AgentRun
 from kode.agent.state import AgentState, ToolCallRecord
 from kode.agent.stream import AgentStream
@@ -61,9 +62,11 @@ __all__ = [
     "PermissionConfig",
     "PartialOutput",
     "PermissionMode",
+    "PermissionRule",
     "PolicyConfig",
     "Respond",
     "RewriteInput",
+    "RuleError",
     "TemplateError",
     "TemplateRegistry",
     "TextDelta",
@@ -75,5 +78,6 @@ __all__ = [
     "ToolProgress",
     "ToolStart",
     "TurnEnd",
+    "load_rules",
     "templates",
 ]

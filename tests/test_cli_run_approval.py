@@ -1,0 +1,124 @@
+"""``kode run`` asks about a file write with its description and diff, takes "always for
+this tool", and shows each result's display; ``kode tools check --explain`` names the rule
+deciding a call. Real ``python -m kode`` subprocesses over kode's built-in file tools."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def kode(*args: str, cwd: Path, answers: str = "") -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC", "OPENAI"))}
+    return subprocess.run(
+        [sys.executable, "-m", "kode", *args],
+        input=answers,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+        env=env,
+        check=False,
+    )
+
+
+def test_a_diff_approval_answered_always_for_the_tool(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "app.py").write_text("print('old')\n", encoding="utf-8")
+    (tmp_path / "agent.json").write_text(
+        json.dumps(
+            {"id": "t", "tools": ["fs_read", "fs_write"], "permission": {"mode": "approval"}}
+        ),
+        encoding="utf-8",
+    )
+    write = {"name": "fs_write", "input": {"path": "app.py", "content": "print('new')\nx = 1\n"}}
+    again = {"name": "fs_write", "input": {"path": "notes.md", "content": "hi\n"}}
+    (tmp_path / "turns.json").write_text(
+        json.dumps([[{"name": "fs_read", "input": {"path": "app.py"}}], [write], [again], "Done."]),
+        encoding="utf-8",
+    )
+    out = kode(
+        "run", "agent.json", "Update app.py", "--builtin", "--workspace", "ws",
+        "--model", "scripted:turns.json", cwd=tmp_path, answers="a\n",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    asked = [i for i, line in enumerate(lines) if "needs approval" in line]
+    assert len(asked) == 1, out.stdout  # the second write is covered by "always"
+    start = asked[0]
+    assert lines[start] == "fs_write needs approval: kind edit needs approval (mode approval)"
+    assert lines[start + 1 : start + 8] == [
+        "  Write 2 lines to app.py",
+        "    --- a/app.py",
+        "    +++ b/app.py",
+        "    @@ -1 +1,2 @@",
+        "    -print('old')",
+        "    +print('new')",
+        "    +x = 1",
+    ]
+    assert lines[start + 8].startswith("Allow? [y]es once, [a]lways for fs_write, [n]o")
+    done = [line for line in lines if line.startswith("  ✓ fs_write")]
+    assert len(done) == 2
+    assert "    +hi" in lines  # the second write's display: its diff against no file
+    assert (ws / "app.py").read_text() == "print('new')\nx = 1\n"
+    assert (ws / "notes.md").read_text() == "hi\n"
+
+
+def test_a_denial_with_a_note_reaches_the_model(tmp_path: Path) -> None:
+    (tmp_path / "agent.json").write_text(
+        json.dumps({"id": "t", "tools": ["fs_write"], "permission": {"mode": "approval"}}),
+        encoding="utf-8",
+    )
+    write = {"name": "fs_write", "input": {"path": "x.txt", "content": "x"}}
+    (tmp_path / "turns.json").write_text(json.dumps([[write], "Ok."]), encoding="utf-8")
+    out = kode(
+        "run", "agent.json", "Write", "--builtin", "--workspace", ".",
+        "--model", "scripted:turns.json", cwd=tmp_path, answers="n not in this repo\n",
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "✗ fs_write" in out.stdout
+    assert "Note from the user: not in this repo" in out.stdout
+    assert not (tmp_path / "x.txt").exists()
+
+
+def test_check_explain_names_the_rule_that_decides(tmp_path: Path) -> None:
+    (tmp_path / "rules.toml").write_text(
+        '[[rule]]\nname = "no-push"\ntool = "bash_run"\nargs = { command = "^git push" }\n'
+        'decision = "deny"\nreason = "pushing is for people"\n\n'
+        '[[rule]]\nname = "ask-git"\ntool = "bash_run"\nargs = { command = "^git" }\n'
+        'decision = "ask"\n',
+        encoding="utf-8",
+    )
+    push = kode(
+        "tools", "check", "--builtin", "--rules", "project=rules.toml",
+        "--explain", "bash_run", '{"command": "git push origin main"}', cwd=tmp_path,
+    )  # fmt: skip
+    assert push.returncode == 0, push.stderr
+    assert push.stdout.splitlines() == [
+        "bash_run: deny",
+        "  decided by: rule 'no-push' (project)",
+        "  reason: pushing is for people",
+    ]
+    status = kode(
+        "tools", "check", "--builtin", "--rules", "project=rules.toml",
+        "--explain", "bash_run", '{"command": "git status"}', cwd=tmp_path,
+    )  # fmt: skip
+    assert status.stdout.splitlines() == [
+        "bash_run: ask",
+        "  decided by: rule 'ask-git' (project)",
+        "  reason: ask by rule 'ask-git' (project)",
+        "  the request says: Run `git status` in .",
+        "  its pattern (for 'always'): git status",
+    ]
+    plain = kode(
+        "tools", "check", "--builtin", "--explain", "fs_read", '{"path": "a"}', cwd=tmp_path
+    )
+    assert plain.stdout.splitlines()[:2] == ["fs_read: allow", "  decided by: mode auto"]
+    bad = kode("tools", "check", "--builtin", "--rules", "team=x.toml", "--explain", "fs_read",
+               cwd=tmp_path)  # fmt: skip
+    assert bad.returncode == 2
+    assert "give TIER=FILE, with TIER one of defaults, user, project, admin" in bad.stderr
