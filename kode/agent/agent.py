@@ -52,7 +52,7 @@ from kode.tools.services import CALLER, SESSIONS, SUBAGENTS, TODOS
 from kode.tools.sync import run_sync
 from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool, Workspace
-from kode.tracing import InstrumentSetting, tracing_for
+from kode.tracing import InstrumentSetting, trace_headers, tracing_for
 
 _log = logging.getLogger("kode.agent")
 
@@ -531,9 +531,10 @@ class Agent:
                 f"call {call_id!r} of session {session_id!r} {why}; waiting: "
                 f"{', '.join(open_) or 'none'}"
             )
-        await kept.append(
-            session_id, [ApprovalDecided(call_id=call_id, decision=decision, note=note)]
+        decided = ApprovalDecided(
+            call_id=call_id, decision=decision, note=note, trace=trace_headers() or None
         )
+        await kept.append(session_id, [decided])
 
     async def aclose(self) -> None:
         """Release what the agent's tools hold, and the session's lease.

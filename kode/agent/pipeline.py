@@ -48,6 +48,7 @@ from kode.tools.context import ToolContext, ToolEvent
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import TextBlock, ToolResult, error_result, text_result
 from kode.tools.tool import Tool
+from kode.tracing.events import link as span_link
 from kode.tracing.events import note as span_event
 
 if TYPE_CHECKING:
@@ -279,6 +280,9 @@ class _Call:
                     "kode.approval",
                     {"kode.reason": verdict.reason, "kode.approval.decision": decision.decision},
                 )
+                stored = session.decisions.get(call.id)  # decided in another process
+                if stored is not None and stored.trace:
+                    span_link(self.span, stored.trace, {"kode.link.type": "approval_decision"})
             session.decide(
                 call,
                 decision.decision,

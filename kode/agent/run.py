@@ -64,6 +64,7 @@ from kode.models.messages import (
     Usage,
 )
 from kode.tools.errors import ToolErrorType
+from kode.tracing import trace_headers
 
 if TYPE_CHECKING:
     from kode.agent.agent import Agent
@@ -235,8 +236,12 @@ class AgentRun:
         try:
             if tracing is None:
                 result = await self._loop(prompt)
-            else:  # the run inside its invoke_agent span
-                result = await tracing.invoke_agent(self.agent, lambda: self._loop(prompt))
+            else:  # the run inside its invoke_agent span (continuing a stopped run's trace)
+                session = self.agent.session
+                stopped, session.trace_context = session.trace_context, None
+                result = await tracing.invoke_agent(
+                    self.agent, lambda: self._loop(prompt), resume_from=stopped
+                )
         finally:
             self.ended.set()
         self.emit(result)
@@ -246,6 +251,8 @@ class AgentRun:
         agent = self.agent
         session = agent.session
         await session.open(resume=False)
+        if self.tracing is not None and session.store is not None:
+            session.keep_trace(trace_headers())  # for a resume in another process
         resumed, session.resumed = session.resumed, False
         if resumed and session.open_turn():
             # A process stopped in the middle of a turn: its calls are settled by the resume

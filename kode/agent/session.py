@@ -46,10 +46,15 @@ from kode.tools.errors import ToolErrorType
 from kode.tools.kinds import Kind
 from kode.tools.tool import Tool
 
-__all__ = ["CHILDREN_KEY", "HistoryView", "Session", "rerun_safe"]
+__all__ = ["CHILDREN_KEY", "TRACE_KEY", "HistoryView", "Session", "rerun_safe"]
 
 CHILDREN_KEY = "kode.children"
 """The metadata key under which a session keeps the ids of the sessions it spawned."""
+
+TRACE_KEY = "kode.trace"
+"""The metadata key under which a traced run keeps its trace context (``traceparent``,
+``tracestate`` of its ``invoke_agent`` span), so a run resumed in another process continues
+the same trace."""
 
 _READ_ONLY = frozenset({Kind.READ, Kind.SEARCH, Kind.THINK})
 
@@ -162,6 +167,9 @@ class Session:
         """The session that started this one, if any."""
         self.children: list[str] = []
         """The sessions this one spawned (``sessions_spawn``), in order."""
+        self.trace_context: dict[str, str] | None = None
+        """The trace context (``traceparent``, ``tracestate``) of the run its process left
+        unfinished (read by `load`; `None` when that run was not traced, or had ended)."""
         """Whether the session was loaded with a run that had not ended (`Agent.resume`)."""
         self.last_seq = 0
         """The sequence number of the last record written or read."""
@@ -332,6 +340,15 @@ class Session:
         self.children.append(session_id)
         self._write(MetadataSet(key=CHILDREN_KEY, value=list(self.children)))
 
+    def keep_trace(self, carrier: dict[str, str]) -> None:
+        """Keep a traced run's trace context in the store (metadata ``kode.trace``).
+
+        Written with the run's first records (no transaction of its own); a run resumed in
+        another process continues that trace (see `trace_context`).
+        """
+        if self._journal is not None and carrier:
+            self._write(MetadataSet(key=TRACE_KEY, value=carrier))
+
     def wait_for_client(self, calls: Sequence[ToolUseContent], outcomes: Sequence[Any]) -> None:
         """A run ends with client calls waiting for their results."""
         self.client_calls.wait_for(calls, outcomes)
@@ -455,6 +472,12 @@ class Session:
             }
             self.client_calls.restore(calls, done, state.client_waiting)
         self.children = list(state.metadata.get(CHILDREN_KEY) or [])
+        trace = state.metadata.get(TRACE_KEY)
+        self.trace_context = (
+            {str(k): str(v) for k, v in trace.items()}
+            if isinstance(trace, dict) and state.status in ("running", "awaiting_approval")
+            else None
+        )
         last = self.messages[-1] if self.messages else None
         self.resumed = (
             state.status in ("running", "awaiting_approval")

@@ -166,6 +166,9 @@ class ApprovalDecided(BaseModel):
     """For scope ``pattern``: the prefix the calls' pattern starts with."""
     input: dict[str, Any] | None = None
     """The arguments the call runs with instead of the model's, when the decider changed them."""
+    trace: dict[str, str] | None = None
+    """The decider's trace context (``traceparent``, ``tracestate``) when it was traced: the
+    call's ``execute_tool`` span links to it."""
 
 
 class UsageAdded(BaseModel):

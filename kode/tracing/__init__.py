@@ -173,12 +173,13 @@ def _load(settings: Instrumentation) -> Tracing:
 def trace_headers() -> dict[str, str]:
     """The current trace context as W3C headers (``traceparent``, ``tracestate``), or ``{}``.
 
-    Reads OpenTelemetry's current context only when OpenTelemetry is already imported (by an
-    instrumented agent, or by the application): otherwise there is no trace to continue and
-    this costs a dictionary lookup. Used to hand a trace to a child process (``TRACEPARENT``)
-    and to an MCP server (``params._meta``).
+    Reads OpenTelemetry's current context only when OpenTelemetry's trace API is already
+    imported (by an instrumented agent, or by the application): otherwise there is no trace
+    to continue and this costs a dictionary lookup. Used to hand a trace to a child process
+    (``TRACEPARENT``), to an MCP server (``params._meta``) and to a session's store (a run's
+    context, a decision's).
     """
-    if "opentelemetry.propagate" not in sys.modules:
+    if "opentelemetry.trace" not in sys.modules:
         return {}
     from opentelemetry.propagate import inject
 

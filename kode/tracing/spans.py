@@ -146,8 +146,21 @@ class Tracing:
 
     # --- invoke_agent --------------------------------------------------------------------------
 
-    async def invoke_agent(self, agent: Any, run: Callable[[], Awaitable[T]]) -> T:
-        """Run `run` (an agent's loop) inside its ``invoke_agent`` span; its last event."""
+    async def invoke_agent(
+        self,
+        agent: Any,
+        run: Callable[[], Awaitable[T]],
+        *,
+        resume_from: Mapping[str, str] | None = None,
+    ) -> T:
+        """Run `run` (an agent's loop) inside its ``invoke_agent`` span; its last event.
+
+        `resume_from` is the trace context a stopped process kept in the session's store
+        (``traceparent``, ``tracestate`` of its run's span): the span of the run that takes
+        over is then its child, in the same trace (the run goes on with the same work), with
+        ``kode.agent.resumed``; a span current here in another trace (a worker's job) gets a
+        link from it.
+        """
         template = agent.template
         model = agent.model
         provider = provider_name(model)
@@ -159,13 +172,23 @@ class Tracing:
             "gen_ai.conversation.id": agent.session_id,
             "gen_ai.request.model": model.name,
         }
+        parent = extract_context(resume_from) if resume_from else None
+        links: list[trace.Link] | None = None
+        if parent is not None:
+            attributes["kode.agent.resumed"] = True
+            stopped = trace.get_current_span(parent).get_span_context()
+            here = trace.get_current_span().get_span_context()
+            if here.is_valid and here.trace_id != stopped.trace_id:
+                links = [trace.Link(here, {"kode.link.type": "caller"})]
         started = time.perf_counter()
         error: str | None = None
         active = ACTIVE.set(self)  # for what the run calls that has no agent (MCP clients)
         with self.tracer.start_as_current_span(
             f"invoke_agent {template.id}",
+            context=parent,
             kind=SpanKind.INTERNAL,
             attributes=attributes,
+            links=links,
             record_exception=True,
             set_status_on_exception=True,
         ) as span:
