@@ -209,7 +209,7 @@ class ToolRegistry:
         entry = RegisteredTool(meta=meta, tool=tool, factory=None, origin=origin_of(tool.fn))
         # A built-in tool's schema is made on first read, not here (a test checks that none of
         # them has a limit).
-        if self._add(entry, replace=replace) and "input_schema" in getattr(tool, "__dict__", ()):
+        if self._add(entry, replace=replace) and tool.schema_made:
             limit = openai_strict_limit(tool.input_schema)
             if limit is not None:
                 self.report(

@@ -12,9 +12,10 @@ import functools
 import inspect
 import logging
 import math
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Generic, Literal, ParamSpec, TypeVar, cast
+from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
 
 import anyio
 import anyio.to_thread
@@ -51,6 +52,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _logger = logging.getLogger("kode.tools")
+_SCHEMA_LOCK = threading.Lock()
 _NO_OUTPUT_SCHEMA = frozenset({str, type(None), inspect.Signature.empty, bytes, Any, object})
 
 
@@ -98,9 +100,6 @@ class Tool(Generic[P, R]):
     """Whether a call needs approval: `None` lets the agent's permission mode decide by kind."""
     run_in_thread: bool
     """Whether a sync function runs in a worker thread (the default) or inline in the loop."""
-    input_schema: dict[str, Any]
-    """The JSON Schema of the arguments (computed once: at definition, or for kode's built-in
-    tools on first use)."""
     aliases: tuple[str, ...] = ()
     """Other names that reach the tool in a registry (e.g. ``("read",)`` for ``fs_read``)."""
     idempotent: bool = False
@@ -175,10 +174,12 @@ class Tool(Generic[P, R]):
         self.run_in_thread = run_in_thread
         self.spec = spec
         """What schema inference learned about the function (`None` for a schema tool)."""
-        if callable(input_schema):  # made on first read, by __getattr__
-            self.__dict__["_make_input_schema"] = input_schema
+        self._input_schema: dict[str, Any] | None = None
+        self._make_input_schema: Callable[[], dict[str, Any]] | None = None
+        if callable(input_schema):
+            self._make_input_schema = input_schema  # made on first read
         else:
-            self.input_schema = input_schema
+            self._input_schema = input_schema
         self.aliases = aliases
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             getattr(fn, "__call__", None)  # noqa: B004 - an object with an async __call__
@@ -218,16 +219,30 @@ class Tool(Generic[P, R]):
         self.describer = fn
         return fn
 
-    if not TYPE_CHECKING:  # mypy keeps checking attribute names
+    @property
+    def input_schema(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments.
 
-        def __getattr__(self, name: str) -> Any:
-            # Only reached for attributes not set: `input_schema` of a tool built later.
-            if name == "input_schema":
-                make = self.__dict__.get("_make_input_schema")
-                if make is not None:
-                    # Threads racing here compute equal schemas; all keep the first stored.
-                    return self.__dict__.setdefault("input_schema", make())
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        Computed once: at definition, or for kode's built-in tools when first read.
+        """
+        schema = self._input_schema
+        if schema is None:
+            make = self._make_input_schema
+            assert make is not None
+            schema = make()
+            with _SCHEMA_LOCK:  # threads racing here all keep the first schema made
+                if self._input_schema is None:
+                    self._input_schema = schema
+                schema = self._input_schema
+        return schema
+
+    @property
+    def schema_made(self) -> bool:
+        """Whether `input_schema` has been computed.
+
+        Always true but for kode's built-in tools, which make it when it is first read.
+        """
+        return self._input_schema is not None
 
     @classmethod
     def from_function(
