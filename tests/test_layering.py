@@ -226,6 +226,28 @@ def test_kode_builtin_has_no_import_cycle() -> None:
     assert cycle is None, "import cycle in kode.builtin: " + " -> ".join(cycle or [])
 
 
+def test_kode_agent_has_no_import_cycle() -> None:
+    """Every import counts, those made for type checking only too: the modules under an agent
+    (its run, reply, stream, pipeline, services, display) use it through `kode.agent.ports`'
+    protocols and never import `kode.agent.agent` or `kode.agent.run` back."""
+    cycle = find_cycle(import_graph("kode.agent"))
+    assert cycle is None, "import cycle in kode.agent: " + " -> ".join(cycle or [])
+
+
+def test_no_module_of_kode_agent_imports_its_package_or_the_agent() -> None:
+    """The package's __init__ imports every module (an import of it would hide a cycle from
+    the graph above); only it imports `Agent`, which sits at the top of the package."""
+    wrong = []
+    for module, path in MODULES:
+        if not module.startswith("kode.agent.") or module == "kode.agent.agent":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for line, target, names in kode_imports(module, tree):
+            if target == "kode.agent" or "kode.agent.agent" in _resolved(target, names):
+                wrong.append(f"{module} line {line}: {target}")
+    assert not wrong, wrong
+
+
 def test_the_builtin_clusters_import_nothing_of_each_other() -> None:
     wrong = []
     for module, imported in import_graph("kode.builtin").items():

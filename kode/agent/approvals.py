@@ -16,7 +16,7 @@ from kode.agent.permissions import ApprovalDecision, ApprovalRequest, always_key
 from kode.tools.invocation import CallDetails
 
 if TYPE_CHECKING:
-    from kode.agent.agent import Agent
+    from kode.agent.ports import AgentLike
     from kode.agent.session import Session
     from kode.tools.tool import Tool
 
@@ -28,7 +28,7 @@ NO_DETAILS = CallDetails()
 """The details of a call whose tool describes nothing."""
 
 
-def origin(agent: Agent, tool: Tool[..., Any]) -> tuple[str | None, str | None]:
+def origin(agent: AgentLike, tool: Tool[..., Any]) -> tuple[str | None, str | None]:
     """The tool's source (``core``, ``mcp``, ...) and MCP server, from the agent's registry.
 
     `None` for what the registry does not know.

@@ -16,7 +16,7 @@ from kode.tools.asking import ElicitationReply, ElicitationRequest, SampleReques
 from kode.tools.errors import ToolError, ToolErrorType
 
 if TYPE_CHECKING:
-    from kode.agent.agent import Agent
+    from kode.agent.ports import AgentLike
 
 __all__ = ["AgentCaller"]
 
@@ -26,7 +26,7 @@ class AgentCaller:
 
     __slots__ = ("_agent",)
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: AgentLike) -> None:
         self._agent = agent
 
     async def elicit(self, request: ElicitationRequest) -> ElicitationReply:

@@ -16,7 +16,7 @@ from kode.agent.text import clean_text
 from kode.models.messages import ContentBlock, TextContent, ToolResultContent, ToolUseContent
 
 if TYPE_CHECKING:
-    from kode.agent.pipeline import CallOutcome
+    from kode.agent.state import CallOutcome
 
 __all__ = ["ClientCalls"]
 

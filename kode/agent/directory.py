@@ -21,7 +21,7 @@ from kode.sessions.records import MessageAdded
 from kode.sessions.store import SessionHeader, Store
 
 if TYPE_CHECKING:
-    from kode.agent.agent import Agent
+    from kode.agent.ports import AgentLike
 
 __all__ = ["SessionTools"]
 
@@ -59,7 +59,7 @@ class SessionTools:
 
     __slots__ = ("_agent",)
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: AgentLike) -> None:
         self._agent = agent
 
     def _store(self) -> Store:
@@ -151,7 +151,7 @@ class SessionTools:
         header = await store.get(session_id)
         template, model, options = self._agent.subagent_options(header.template)
         try:  # the agent's own class: no import of kode.agent.agent from here (no circle)
-            child = await type(self._agent).resume(
+            child = await self._agent.resume(
                 session_id, store=store, model=model, template=template, **options
             )
         except SessionLeaseError:
@@ -167,7 +167,7 @@ class SessionTools:
         """A sub-agent in a new session (a child of this one) on `prompt`."""
         store = self._store()
         template, model, options = self._agent.subagent_options(template_id)
-        child = type(self._agent).create(
+        child = self._agent.create(
             template, model=model, store=store, lease_ttl=self._agent.session.lease_ttl, **options
         )
         child.session.parent_id = self._agent.session.id
@@ -182,7 +182,7 @@ class SessionTools:
             return {"session_id": child.session_id, "queued": True}
         return await self._run(child, prompt, seconds)
 
-    async def _run(self, child: Agent, message: str, seconds: float) -> dict[str, Any]:
+    async def _run(self, child: AgentLike, message: str, seconds: float) -> dict[str, Any]:
         reply = None
         try:
             with anyio.move_on_after(seconds) as scope:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kode.agent.agent import Agent
+    from kode.agent.ports import AgentLike
 
 __all__ = ["agent_markdown", "agent_repr"]
 
@@ -24,7 +24,7 @@ def _model_label(model: Any) -> str:
     return f"{kind}({name!r})" if isinstance(name, str) and name else kind
 
 
-def _last_reply(agent: Agent) -> str:
+def _last_reply(agent: AgentLike) -> str:
     for message in reversed(agent.messages):
         if message.role == "assistant" and message.text:
             text = " ".join(message.text.split())
@@ -32,7 +32,7 @@ def _last_reply(agent: Agent) -> str:
     return ""
 
 
-def _waiting(agent: Agent, approvals: list[str]) -> str:
+def _waiting(agent: AgentLike, approvals: list[str]) -> str:
     parts = []
     if approvals:
         parts.append(f"approval of {', '.join(approvals)}")
@@ -41,7 +41,7 @@ def _waiting(agent: Agent, approvals: list[str]) -> str:
     return "; ".join(parts)
 
 
-def agent_repr(agent: Agent) -> str:
+def agent_repr(agent: AgentLike) -> str:
     """`agent` in one line.
 
     E.g. ``<Agent agent_1f2e3d 'notes' ScriptedModel('scripted') idle: 2 tools, 4 messages>``.
@@ -55,7 +55,7 @@ def agent_repr(agent: Agent) -> str:
     )
 
 
-def agent_markdown(agent: Agent, approvals: list[str]) -> str:
+def agent_markdown(agent: AgentLike, approvals: list[str]) -> str:
     """`agent` as markdown: a heading and a table of its model, tools and conversation.
 
     Args:

@@ -14,7 +14,6 @@ import inspect
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -41,8 +40,8 @@ from kode.agent.permissions import (
     check_permission,
     pattern_allowed,
 )
-from kode.agent.state import ToolCallStatus
-from kode.models.messages import ToolResultContent, ToolUseContent
+from kode.agent.state import CallOutcome, ToolCallStatus
+from kode.models.messages import ToolUseContent
 from kode.tools.blocking import BLOCKED_LOOP_KEY
 from kode.tools.context import ToolContext, ToolEvent
 from kode.tools.errors import ToolError, ToolErrorType
@@ -52,23 +51,11 @@ from kode.tracing.events import link as span_link
 from kode.tracing.events import note as span_event
 
 if TYPE_CHECKING:
-    from kode.agent.run import AgentRun
+    from kode.agent.ports import CallEnvironment
 
 __all__ = ["CallOutcome", "duplicate_result", "run_turn_calls", "truncate_result"]
 
 _log = logging.getLogger("kode.agent")
-
-
-@dataclass(kw_only=True, slots=True)
-class CallOutcome:
-    """What one call ended as."""
-
-    block: ToolResultContent
-    """The ``tool_result`` block."""
-    status: ToolCallStatus
-    """The call's final status."""
-    pending: bool = False
-    """Whether a client must supply the real result."""
 
 
 def truncate_result(result: ToolResult, limit: int) -> ToolResult:
@@ -114,7 +101,7 @@ async def _maybe_await(value: Any) -> Any:
 class _Call:
     """The pipeline for one call."""
 
-    def __init__(self, run: AgentRun, call: ToolUseContent) -> None:
+    def __init__(self, run: CallEnvironment, call: ToolUseContent) -> None:
         self.run_ = run
         self.agent = run.agent
         self.call = call
@@ -488,7 +475,7 @@ class _Call:
                 self.emit(out)
 
 
-def duplicate_result(run: AgentRun, call: ToolUseContent, original: str) -> CallOutcome:
+def duplicate_result(run: CallEnvironment, call: ToolUseContent, original: str) -> CallOutcome:
     """The outcome of a call whose id (`original`) repeated another's: answered, never run."""
     why = (
         f"its call id {original!r} was already used by another call"
@@ -508,7 +495,7 @@ def duplicate_result(run: AgentRun, call: ToolUseContent, original: str) -> Call
 async def _run_into(
     results: list[CallOutcome | None],
     index: int,
-    run: AgentRun,
+    run: CallEnvironment,
     call: ToolUseContent,
     *,
     commit: bool = True,
@@ -577,7 +564,7 @@ def _cancelled_in(exc: BaseExceptionGroup[BaseException]) -> bool:
     return exc.subgroup(anyio.get_cancelled_exc_class()) is not None
 
 
-def _failed(run: AgentRun, call: ToolUseContent, why: str) -> CallOutcome:
+def _failed(run: CallEnvironment, call: ToolUseContent, why: str) -> CallOutcome:
     """The outcome of a call whose pipeline raised: an ``execution_failed`` result."""
     block = result_block(
         call.id,
@@ -590,7 +577,7 @@ def _failed(run: AgentRun, call: ToolUseContent, why: str) -> CallOutcome:
 
 
 async def run_turn_calls(
-    run: AgentRun, calls: Sequence[ToolUseContent], results: list[CallOutcome | None]
+    run: CallEnvironment, calls: Sequence[ToolUseContent], results: list[CallOutcome | None]
 ) -> None:
     """Run one turn's calls into `results` (same order as `calls`; set ones are skipped).
 

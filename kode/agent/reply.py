@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from kode.agent.events import AgentEvent, Done
 from kode.agent.permissions import ApprovalRequest, check_permission
-from kode.agent.run import EventCallbackFunc
+from kode.agent.ports import EventCallbackFunc
 from kode.models.base import Model
 from kode.models.messages import Usage
 from kode.tools.context import ToolContext
 from kode.tools.tool import Tool
 
 if TYPE_CHECKING:
-    from kode.agent.agent import Agent
+    from kode.agent.ports import AgentLike
 
 __all__ = ["AgentHandle", "AgentReply"]
 
@@ -28,7 +28,7 @@ class AgentHandle:
 
     __slots__ = ("_agent",)
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: AgentLike) -> None:
         self._agent = agent
 
     async def run_subagent(

@@ -13,7 +13,7 @@ and commits before each step that follows a change.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -22,7 +22,6 @@ import anyio.lowlevel
 
 from kode.agent.blocks import cancelled_result
 from kode.agent.events import (
-    AgentEvent,
     ApprovalRequired,
     Done,
     ErrorEvent,
@@ -42,6 +41,7 @@ from kode.agent.output import (
 )
 from kode.agent.permissions import ApprovalDecision, ApprovalRequest
 from kode.agent.pipeline import CallOutcome, duplicate_result, run_turn_calls
+from kode.agent.ports import EventCallbackFunc
 from kode.agent.session import HistoryView
 from kode.agent.state import ToolCallStatus
 from kode.agent.text import clean_message
@@ -67,12 +67,9 @@ from kode.tools.errors import ToolErrorType
 from kode.tracing import trace_headers
 
 if TYPE_CHECKING:
-    from kode.agent.agent import Agent
+    from kode.agent.ports import AgentLike
 
 __all__ = ["AgentRun", "EventCallbackFunc"]
-
-EventCallbackFunc = Callable[[AgentEvent], None]
-"""Receives every event of a run as it happens."""
 
 
 class AgentRun:
@@ -84,7 +81,7 @@ class AgentRun:
         interactive: Whether someone is listening who can answer approvals with `decide`.
     """
 
-    def __init__(self, agent: Agent, emit: EventCallbackFunc, *, interactive: bool) -> None:
+    def __init__(self, agent: AgentLike, emit: EventCallbackFunc, *, interactive: bool) -> None:
         self.agent = agent
         """The agent this run belongs to."""
         self.emit = emit

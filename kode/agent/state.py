@@ -9,6 +9,7 @@ round-trips through JSON (`AgentState.model_validate_json(state.model_dump_json(
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,7 +17,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from kode.agent.template import AgentTemplate
 from kode.models.messages import Message, ToolResultContent, ToolUseContent, Usage
 
-__all__ = ["AgentState", "AgentStatus", "CallRecords", "ToolCallRecord", "ToolCallStatus"]
+__all__ = [
+    "AgentState",
+    "AgentStatus",
+    "CallOutcome",
+    "CallRecords",
+    "ToolCallRecord",
+    "ToolCallStatus",
+]
 
 ToolCallStatus = Literal[
     "pending", "awaiting_approval", "approved", "running", "done", "failed", "denied", "cancelled"
@@ -26,6 +34,18 @@ ToolCallStatus = Literal[
 
 AgentStatus = Literal["idle", "running", "awaiting_approval", "awaiting_client", "failed"]
 """What the agent is doing."""
+
+
+@dataclass(kw_only=True, slots=True)
+class CallOutcome:
+    """What one call ended as (the pipeline's answer to one ``tool_use``)."""
+
+    block: ToolResultContent
+    """The ``tool_result`` block."""
+    status: ToolCallStatus
+    """The call's final status."""
+    pending: bool = False
+    """Whether a client must supply the real result."""
 
 
 class ToolCallRecord(BaseModel):

@@ -28,7 +28,7 @@ from kode.agent.events import AgentEvent
 from kode.agent.run import AgentRun
 
 if TYPE_CHECKING:
-    from kode.agent.agent import Agent
+    from kode.agent.ports import AgentLike
 
 __all__ = ["AgentStream"]
 
@@ -54,7 +54,7 @@ class _StreamRun:
         "task",
     )
 
-    def __init__(self, agent: Agent, prompt: str | None) -> None:
+    def __init__(self, agent: AgentLike, prompt: str | None) -> None:
         self.agent = agent
         self.prompt = prompt
         self.send, self.receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
@@ -138,7 +138,7 @@ class AgentStream:
             a tool's KeyboardInterrupt and SystemExit, once every call has its result.
     """
 
-    def __init__(self, agent: Agent, prompt: str | None) -> None:
+    def __init__(self, agent: AgentLike, prompt: str | None) -> None:
         self._run = _StreamRun(agent, prompt)
         self._started = False
         self._group: TaskGroup | None = None  # the caller's, with ``async with``
