@@ -1,4 +1,4 @@
-"""Built-in file tools (``group:fs``): read, write, edit, glob, grep and list, in the workspace.
+"""Built-in file tools (``group:fs``): read, write, edit, patch, glob, grep and list files.
 
 Every path is resolved in ``ctx.workspace`` (the current directory when there is none) and
 refused with ``path_not_in_workspace`` when it escapes by ``..``, an absolute path or a
@@ -14,7 +14,8 @@ agent never overwrites edits it has not seen. Writes are atomic (a temporary fil
 the same directory descriptor) and keep the file's mode; a write inside ``.git``, or into
 any directory that is or would become a git directory (``HEAD`` beside ``objects``, ``refs``
 or ``commondir``), asks for approval, since git config and hooks can run commands. Each tool is an
-ordinary ``@define_tool`` function; the plumbing lives in `kode.builtin.fs._workspace_files`,
+ordinary ``@define_tool`` function. ``apply_patch`` changes several files in one call, all or
+none (see `kode.builtin.fs.patch`). The plumbing lives in `kode.builtin.fs._workspace_files`,
 `kode.builtin.fs._safe_open`, `kode.builtin.fs._text_edits`, `kode.builtin.fs._globs`,
 `kode.builtin.fs._grep` and `kode.builtin.fs._grep_files`.
 """
@@ -59,6 +60,7 @@ from kode.tools.results import Image, ToolResult, image_result, text_result
 
 __all__ = [
     "FileEdit",
+    "apply_patch",
     "fs_edit",
     "fs_glob",
     "fs_grep",
@@ -475,3 +477,7 @@ def _ls_row(entry: os.DirEntry[str], dir_fd: int) -> tuple[int, str, str, dict[s
         line = f"file  {name}  ({_human(size)})"
         return 1, name, line, {"name": name, "type": "file", "size": size}
     return 1, name, f"other {name}", {"name": name, "type": "other"}
+
+
+# apply_patch lives in kode.builtin.fs.patch; registered after fs_ls.
+from kode.builtin.fs.patch import apply_patch  # noqa: E402
