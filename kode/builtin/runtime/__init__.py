@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import threading
 import time
 from collections import OrderedDict
 from pathlib import Path
@@ -98,7 +99,8 @@ from kode.builtin.runtime._sandbox import (
     known_support,
     sandbox_support,
 )
-from kode.builtin.runtime._shell_dirs import sweep_once
+from kode.builtin.runtime._shell_dirs import sweep_once, swept
+from kode.builtin.runtime._shell_parse import load_parser, parser_loaded
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
@@ -197,13 +199,51 @@ def _needs_approval(arguments: dict[str, Any], ctx: ToolContext[Any] | None = No
     return getattr(decision, "reason", "") or True
 
 
+def _ready(bwrap: str | None) -> bool:
+    """Whether `_warm_up` has nothing left to do (`bwrap`: the sandbox program, if wanted)."""
+    return swept() and parser_loaded() and (bwrap is None or known_support(bwrap) is not None)
+
+
+def _warm_up(bwrap: str | None) -> None:
+    """The blocking work done once per process before commands run, for a worker thread.
+
+    The sweep of the shells' directories crashed kode processes left (a scan of the
+    temporary directory), bashlex's import (it builds its parser tables) and, when `bwrap`
+    is given, the bubblewrap probe (a subprocess). A second caller waits for the first.
+    """
+    sweep_once()
+    load_parser()
+    if bwrap is not None:
+        sandbox_support(bwrap)
+
+
+_warming: list[threading.Thread] = []
+_warming_lock = threading.Lock()
+
+
+def _warm_up_in_background() -> None:
+    """Start `_warm_up`'s sweep and parser import in a daemon thread, once per process.
+
+    The agent's first approval check (which runs in the event loop's thread) then finds the
+    parser loaded, unless it comes within a fraction of a second of the agent's creation.
+    """
+    with _warming_lock:
+        if _warming or _ready(None):
+            return
+        thread = threading.Thread(target=_warm_up, args=(None,), name="kode-bash-warm-up")
+        thread.daemon = True
+        _warming.append(thread)
+    thread.start()
+
+
 def _on_agent_create(ctx: ToolContext[Any]) -> None:
     """When an agent with ``bash_run`` is made: clean up after crashes, say what is missing.
 
-    The shells' directories crashed kode processes left are removed (once per process), and
-    a log record says once if commands cannot be sandboxed here.
+    The shells' directories crashed kode processes left are removed (once per process, in a
+    thread, with bashlex's import), and a log record says once if commands cannot be
+    sandboxed here.
     """
-    sweep_once()
+    _warm_up_in_background()
     with contextlib.suppress(TypeError):
         policy = runtime_policy_for(ctx.services)
         if policy.sandbox != "off":
@@ -311,6 +351,24 @@ def _directory(ctx: ToolContext[Any], cwd: object) -> Path:
     return where
 
 
+def _prepare(
+    policy: RuntimePolicy, command: str, cwd: str | None, ctx: ToolContext[Any]
+) -> tuple[Path, CommandCheck, dict[str, str], Sandbox | None]:
+    """Everything `bash_run` decides before the command starts, for a worker thread.
+
+    It reads the file system (the directory, the paths the command names, symlinks and globs
+    among them), may import bashlex and probe bubblewrap the first time, and may raise the
+    `ToolError` that refuses the command.
+    """
+    bwrap = policy.bwrap if policy.sandbox != "off" else None
+    if not _ready(bwrap):
+        _warm_up(bwrap)
+    where = _directory(ctx, cwd)
+    check = _enforce(policy, command, ctx, where)
+    env = _environment_for(policy, confined=check.action == "run")
+    return where, check, env, _sandbox_for(policy, ctx, check)
+
+
 def _result(
     text: str,
     *,
@@ -380,16 +438,13 @@ async def bash_run(
         ctx: Injected by kode (not shown to the model).
     """
     policy = _policy_of(ctx)
-    where = _directory(ctx, cwd)
-    if policy.sandbox != "off" and known_support(policy.bwrap) is None:
-        await anyio.to_thread.run_sync(sandbox_support, policy.bwrap)  # runs bubblewrap once
-    check = _enforce(policy, command, ctx, where)
-    env = _environment_for(policy, confined=check.action == "run")
-    sandbox = _sandbox_for(policy, ctx, check)
+    # The checks read the file system and the first call imports and probes: not in the
+    # event loop's thread, where every other task of the agent would wait for them.
+    where, _, env, sandbox = await anyio.to_thread.run_sync(_prepare, policy, command, cwd, ctx)
     if background:
         manager = _manager_of(ctx)
         manager.max_shells = policy.max_background
-        shell = manager.start(command, cwd=where, env=env, sandbox=sandbox)
+        shell = await manager.astart(command, cwd=where, env=env, sandbox=sandbox)
         note = " (timeout does not apply to background shells)" if timeout is not None else ""
         return _result(
             f"Started background shell {shell.id} (pid {shell.pid}){note}. Read its output "

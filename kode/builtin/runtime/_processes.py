@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import codecs
 import contextlib
+import functools
 import os
 import shutil
 import subprocess
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 
 from kode.builtin.runtime import _launch_and_kill
 from kode.builtin.runtime._environment import command_environment
@@ -213,9 +215,17 @@ async def run_command(
     outlives the call. `env` defaults to `command_environment()` (scrubbed), not ``os.environ``.
     With a `sandbox`, the command runs in it (`kode.builtin.runtime._sandbox`).
     """
-    launch = _launch_and_kill.prepare(
-        command, command_environment() if env is None else env, sandbox=sandbox, cwd=cwd
-    )
+    # The sandbox's arguments resolve paths and globs: in a worker thread, not the loop's.
+    with anyio.CancelScope(shield=True):  # the launch holds a descriptor to close
+        launch = await anyio.to_thread.run_sync(
+            functools.partial(
+                _launch_and_kill.prepare,
+                command,
+                command_environment() if env is None else env,
+                sandbox=sandbox,
+                cwd=cwd,
+            )
+        )
     tracked = launch.tag is not None or launch.sandboxed
     try:
         process = await anyio.open_process(
@@ -262,7 +272,8 @@ async def run_command(
             else:
                 with anyio.move_on_after(_DRAIN):
                     await pumped.wait()
-                if target.alive():  # it exited, leaving processes behind
+                # it exited, leaving processes behind? (a scan of /proc: in a worker thread)
+                if await anyio.to_thread.run_sync(target.alive):
                     leftovers = True
                     killed = await _launch_and_kill.kill(target, reap)
             with anyio.move_on_after(_DRAIN) as drain:
@@ -405,11 +416,58 @@ class ProcessManager:
         """Start `command` with ``bash -c`` in `cwd`, in a new session; return its shell.
 
         `env` defaults to `command_environment()` (scrubbed), not ``os.environ``. With a
-        `sandbox`, the command runs in it (`kode.builtin.runtime._sandbox`).
+        `sandbox`, the command runs in it (`kode.builtin.runtime._sandbox`). It blocks: the
+        first call makes the shells' directory, and the sandbox's arguments read the file
+        system; `astart` does both in a worker thread.
 
         Raises:
             ToolError: too many shells are running.
         """
+        self._check_room()
+        if self._dir is None:
+            self._dir = shells_dir()
+        launch = _launch_and_kill.prepare(
+            command, command_environment() if env is None else env, sandbox=sandbox, cwd=cwd
+        )
+        return self._spawn(command, cwd, launch)
+
+    async def astart(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        sandbox: Sandbox | None = None,
+    ) -> BackgroundShell:
+        """`start` for async code: what blocks is done in a worker thread.
+
+        The process itself is started in the calling thread (the event loop's), not in the
+        worker: a sandboxed command dies with the thread that started it (bubblewrap's
+        ``--die-with-parent``), and worker threads end when they have been idle a while.
+
+        Raises:
+            ToolError: too many shells are running.
+        """
+        self._check_room()
+        with anyio.CancelScope(shield=True):  # what the thread makes must not be dropped
+            if self._dir is None:
+                made = await anyio.to_thread.run_sync(shells_dir)
+                if self._dir is None:
+                    self._dir = made
+                else:  # another call made one meanwhile
+                    shutil.rmtree(made, ignore_errors=True)
+            launch = await anyio.to_thread.run_sync(
+                functools.partial(
+                    _launch_and_kill.prepare,
+                    command,
+                    command_environment() if env is None else env,
+                    sandbox=sandbox,
+                    cwd=cwd,
+                )
+            )
+        return self._spawn(command, cwd, launch)
+
+    def _check_room(self) -> None:
         running = [s for s in self._shells.values() if s.exit_code is None]
         if len(running) >= self.max_shells:
             raise ToolError(
@@ -418,17 +476,16 @@ class ProcessManager:
                 f"{', '.join(s.id for s in running)}.",
                 type=ToolErrorType.EXECUTION_FAILED,
             )
-        if self._dir is None:
-            self._dir = shells_dir()
-        self._counter += 1
-        shell_id = f"shell_{self._counter}"
-        log = self._dir / f"{shell_id}.log"
-        launch = _launch_and_kill.prepare(
-            command, command_environment() if env is None else env, sandbox=sandbox, cwd=cwd
-        )
-        tracked = launch.tag is not None or launch.sandboxed
-        status = self._dir / f"{shell_id}.status" if tracked else None
+
+    def _spawn(self, command: str, cwd: Path, launch: _launch_and_kill.Launch) -> BackgroundShell:
         try:
+            self._check_room()  # again: another call may have started one meanwhile
+            assert self._dir is not None
+            self._counter += 1
+            shell_id = f"shell_{self._counter}"
+            log = self._dir / f"{shell_id}.log"
+            tracked = launch.tag is not None or launch.sandboxed
+            status = self._dir / f"{shell_id}.status" if tracked else None
             with log.open("wb") as out, open(status or os.devnull, "wb") as err:
                 popen = subprocess.Popen(
                     launch.argv,

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
-__all__ = ["shells_dir", "sweep_once", "sweep_stale_shell_dirs"]
+__all__ = ["shells_dir", "swept", "sweep_once", "sweep_stale_shell_dirs"]
 
 _SHELLS_PREFIX = "kode-shells-"
 _OWNER = "owner"
@@ -83,14 +84,28 @@ def sweep_stale_shell_dirs(base: str | None = None) -> list[str]:
 
 
 _swept = False
+_sweep_lock = threading.Lock()
 
 
 def sweep_once() -> None:
-    """`sweep_stale_shell_dirs`, the first time this process calls it."""
+    """`sweep_stale_shell_dirs`, the first time this process calls it.
+
+    Any thread may call it: a second caller waits until the first one's sweep is done.
+    """
     global _swept
-    if not _swept:
-        _swept = True
-        sweep_stale_shell_dirs()
+    if _swept:
+        return
+    with _sweep_lock:
+        if not _swept:
+            try:
+                sweep_stale_shell_dirs()
+            finally:
+                _swept = True
+
+
+def swept() -> bool:
+    """Whether `sweep_once` has swept already (then it costs nothing)."""
+    return _swept
 
 
 def shells_dir() -> Path:

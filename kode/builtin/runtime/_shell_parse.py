@@ -31,7 +31,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BASHLEX", "MAX_PARSED_CHARS", "ParsedCommand", "SimpleCommand", "Word", "parse_shell"]
+__all__ = [
+    "BASHLEX",
+    "MAX_PARSED_CHARS",
+    "ParsedCommand",
+    "SimpleCommand",
+    "Word",
+    "load_parser",
+    "parse_shell",
+    "parser_loaded",
+]
 
 _NOT_LOADED: Any = object()
 BASHLEX: Any = _NOT_LOADED
@@ -50,6 +59,20 @@ def _load_bashlex() -> Any:
         except ImportError:  # pragma: no cover - exercised by setting BASHLEX to None
             BASHLEX = None
     return BASHLEX
+
+
+def load_parser() -> None:
+    """Import bashlex now, if it is not yet imported.
+
+    It builds its parser tables (a tenth of a second or more): a blocking step, for a worker
+    thread, so that no event loop waits for it.
+    """
+    _load_bashlex()
+
+
+def parser_loaded() -> bool:
+    """Whether bashlex was imported (or found missing): reading a line then costs no import."""
+    return BASHLEX is not _NOT_LOADED
 
 
 MAX_PARSED_CHARS = 4_096
