@@ -556,6 +556,8 @@ def _indented(text: str, prefix: str = "    ") -> str:
 
 async def _approve(agent: Any, event: Any) -> None:
     """Ask whoever runs ``kode run`` about a call: what it does, its diff, and the choices."""
+    from kode.agent import AgentError
+
     print(f"\n{event.name} needs approval: {event.reason} ({event.rule})")
     if event.description:
         print(f"  {event.description}")
@@ -568,8 +570,22 @@ async def _approve(agent: Any, event: Any) -> None:
         choices.append(f"[s]erver: always for MCP server {event.server}")
     if event.pattern:
         choices.append(f"[p]attern: always for calls starting with {event.pattern!r}")
+    choices.append("[e]dit (e JSON: run with this input)")
     choices.append("[n]o (n NOTE: say why)")
-    answer = (await _prompt(f"Allow? {', '.join(choices)}: ")).strip()
+    while True:
+        answer = (await _prompt(f"Allow? {', '.join(choices)}: ")).strip()
+        try:
+            _answer(agent, event, answer)
+        except (AgentError, ValueError) as exc:
+            if not answer.lower().startswith("e"):
+                raise
+            print(f"  {exc}", flush=True)  # an input that is not valid: ask again
+            continue
+        return
+
+
+def _answer(agent: Any, event: Any, answer: str) -> None:
+    """Decide a call by what was typed at ``kode run``'s approval prompt."""
     key, _, rest = answer.partition(" ")
     key = key[:1].lower()
     if key == "y":
@@ -580,6 +596,14 @@ async def _approve(agent: Any, event: Any) -> None:
         agent.decide(event.call_id, "allow_always", scope="server")
     elif key == "p" and event.pattern:
         agent.decide(event.call_id, "allow_always", scope="pattern", pattern=rest.strip())
+    elif key == "e":
+        try:
+            value = json.loads(rest)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"e takes the new input as a JSON object: {exc}") from None
+        if not isinstance(value, dict):
+            raise ValueError('e takes the new input as a JSON object, e.g. e {"path": "a"}')
+        agent.decide(event.call_id, "allow", input=value)
     else:
         agent.decide(event.call_id, "deny", rest.strip() if key == "n" else "")
 

@@ -335,7 +335,7 @@ def test_end_of_input_at_an_approval_prompt_denies(
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
-    assert 'erase {"name": "n1"}\nAllow? [y]es once, [a]lways for erase, [n]o' in out.stdout
+    assert 'erase {"name": "n1"}\nAllow? [y]es once, [a]lways for erase, [e]dit' in out.stdout
     assert "(end of input: denied)" in out.stdout
     assert "✗ erase" in out.stdout
     assert out.stdout.rstrip().endswith("It was not erased.")

@@ -60,7 +60,7 @@ def test_a_diff_approval_answered_always_for_the_tool(tmp_path: Path) -> None:
         "    +print('new')",
         "    +x = 1",
     ]
-    assert lines[start + 8].startswith("Allow? [y]es once, [a]lways for fs_write, [n]o")
+    assert lines[start + 8].startswith("Allow? [y]es once, [a]lways for fs_write, [e]dit")
     done = [line for line in lines if line.startswith("  ✓ fs_write")]
     assert len(done) == 2
     assert "    +hi" in lines  # the second write's display: its diff against no file
@@ -83,6 +83,27 @@ def test_a_denial_with_a_note_reaches_the_model(tmp_path: Path) -> None:
     assert "✗ fs_write" in out.stdout
     assert "Note from the user: not in this repo" in out.stdout
     assert not (tmp_path / "x.txt").exists()
+
+
+def test_an_edited_input_is_checked_and_asked_again_until_valid(tmp_path: Path) -> None:
+    (tmp_path / "agent.json").write_text(
+        json.dumps({"id": "t", "tools": ["fs_write"], "permission": {"mode": "approval"}}),
+        encoding="utf-8",
+    )
+    write = {"name": "fs_write", "input": {"path": "x.txt", "content": "x"}}
+    (tmp_path / "turns.json").write_text(json.dumps([[write], "Ok."]), encoding="utf-8")
+    answers = 'e [1]\ne {"path": "y.txt"}\ne {"path": "y.txt", "content": "edited"}\n'
+    out = kode(
+        "run", "agent.json", "Write", "--builtin", "--workspace", ".",
+        "--model", "scripted:turns.json", cwd=tmp_path, answers=answers,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "  e takes the new input as a JSON object" in out.stdout
+    assert "not valid for fs_write, and the call still waits" in out.stdout
+    assert "'content' is required but missing" in out.stdout
+    assert out.stdout.count("Allow? ") == 3
+    assert not (tmp_path / "x.txt").exists()
+    assert (tmp_path / "y.txt").read_text() == "edited"
 
 
 def test_check_explain_names_the_rule_that_decides(tmp_path: Path) -> None:
