@@ -67,6 +67,7 @@ __all__ = [
     "fs_ls",
     "fs_multi_edit",
     "fs_read",
+    "fs_read_many",
     "fs_write",
 ]
 
@@ -479,5 +480,6 @@ def _ls_row(entry: os.DirEntry[str], dir_fd: int) -> tuple[int, str, str, dict[s
     return 1, name, f"other {name}", {"name": name, "type": "other"}
 
 
-# apply_patch lives in kode.builtin.fs.patch; registered after fs_ls.
+# apply_patch and fs_read_many live in their own modules; registered after fs_ls.
 from kode.builtin.fs.patch import apply_patch  # noqa: E402
+from kode.builtin.fs.read_many import fs_read_many  # noqa: E402
