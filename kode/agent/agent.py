@@ -496,12 +496,18 @@ class Agent:
         call_id: str,
         decision: Literal["allow", "deny", "allow_always"],
         note: str = "",
+        *,
+        scope: Literal["tool", "server", "pattern"] = "tool",
+        pattern: str = "",
+        input: dict[str, Any] | None = None,
     ) -> None:
         """Decide a call of a stored session that waits for approval, from any process.
 
         The process running the session sees the decision within a moment (it reads the
         store while it waits); a session whose process stopped uses it when resumed. The
-        first decision wins.
+        first decision wins. `scope`, `pattern` and `input` are those of `decide`; a changed
+        `input` is validated by the process that runs the call (an invalid one becomes the
+        call's error result).
 
         Raises:
             SessionNotFoundError: the store has no such session.
@@ -509,7 +515,9 @@ class Agent:
         """
         kept = store_from(store)
         try:
-            await Agent._decide_in(kept, session_id, call_id, decision, note)
+            await Agent._decide_in(
+                kept, session_id, call_id, decision, note, scope=scope, pattern=pattern, input=input
+            )
         finally:
             if isinstance(store, str):
                 await kept.aclose()
@@ -521,6 +529,10 @@ class Agent:
         call_id: str,
         decision: Literal["allow", "deny", "allow_always"],
         note: str,
+        *,
+        scope: Literal["tool", "server", "pattern"] = "tool",
+        pattern: str = "",
+        input: dict[str, Any] | None = None,
     ) -> None:
         state = (await kept.load(session_id)).state()
         waiting = state.approvals.get(call_id)
@@ -532,7 +544,13 @@ class Agent:
                 f"{', '.join(open_) or 'none'}"
             )
         decided = ApprovalDecided(
-            call_id=call_id, decision=decision, note=note, trace=trace_headers() or None
+            call_id=call_id,
+            decision=decision,
+            note=note,
+            scope=scope,
+            pattern=pattern,
+            input=input,
+            trace=trace_headers() or None,
         )
         await kept.append(session_id, [decided])
 

@@ -278,3 +278,101 @@ async def test_always_answers_are_kept_by_the_store_and_resumed(tools: ToolRegis
     await again.aclose()
     assert sorted(again.always_allowed) == ["save", "server:github", "shell:git status"]
     assert [r.tool_name for r in again.approver.requests] == []  # type: ignore[union-attr]
+
+
+async def test_a_describe_function_that_fails_leaves_the_request_plain(
+    reg: ToolRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    @define_tool(registry=reg, kind="edit")
+    def broken(x: int) -> str:
+        """Break.
+
+        Args:
+            x: A number.
+        """
+        return "ran"
+
+    @define_tool(registry=reg, kind="edit")
+    def odd(x: int) -> str:
+        """Return something odd from describe.
+
+        Args:
+            x: A number.
+        """
+        return "ran"
+
+    @broken.describe
+    def _(args: dict[str, Any], ctx: Any) -> CallDetails:
+        raise RuntimeError("no description today")
+
+    odd.describe(lambda args, ctx: "not details")  # type: ignore[arg-type,return-value]
+    approver = Answers(ApprovalDecision(decision="allow"), ApprovalDecision(decision="allow"))
+    _, model = await run(reg, [calls(("broken", {"x": 1}), ("odd", {"x": 2}))], approver)
+    assert [(r.description, r.diff, r.pattern) for r in approver.requests] == [
+        ("", "", None),
+        ("", "", None),
+    ]
+    assert texts(sent_results(model)) == [("ran", False), ("ran", False)]
+    assert "the describe function of 'broken' raised" in caplog.text
+    assert "returned str, not CallDetails" in caplog.text
+    with pytest.raises(TypeError, match="describe takes a function"):
+        odd.describe("nope")  # type: ignore[arg-type]
+
+
+async def test_decide_needs_a_pattern_for_the_pattern_scope(reg: ToolRegistry) -> None:
+    @define_tool(registry=reg, kind="edit")
+    def save(path: str) -> str:
+        """Save.
+
+        Args:
+            path: Where.
+        """
+        return "saved"
+
+    agent, model = make_agent(
+        reg, [calls(("save", {"path": "a"})), "done"], permission={"mode": "approval"}
+    )
+    async with aclosing(agent.stream("go")) as events:
+        async for event in events:
+            if isinstance(event, ApprovalRequired):
+                assert event.pattern is None
+                with pytest.raises(AgentError, match="gives no pattern for its calls"):
+                    agent.decide(event.call_id, "allow_always", scope="pattern")
+                agent.decide(event.call_id, "allow_always", scope="pattern", pattern="a")
+    assert "save:a" in agent.always_allowed
+    assert texts(sent_results(model)) == [("saved", False)]
+
+
+async def test_a_decision_through_the_store_carries_its_scope_and_input(
+    tools: ToolRegistry,
+) -> None:
+    store = MemoryStore()
+    agent, model = make_agent(
+        tools,
+        [
+            calls(("shell", {"command": "git status"})),
+            calls(("shell", {"command": "git status --short"})),
+            "done",
+        ],
+        permission={"mode": "approval"},
+        create={"store": store},
+    )
+    asked = 0
+    async with aclosing(agent.stream("go")) as events:
+        async for event in events:
+            if isinstance(event, ApprovalRequired):
+                asked += 1
+                await Agent.decide_in_store(  # as another process would
+                    store,
+                    agent.session_id,
+                    event.call_id,
+                    "allow_always",
+                    scope="pattern",
+                    pattern="git status",
+                    input={"command": "git status -b"},
+                )
+    await agent.aclose()
+    assert asked == 1
+    assert texts(sent_results(model, 1)) == [("ran git status -b", False)]
+    assert texts(sent_results(model)) == [("ran git status --short", False)]
+    assert "shell:git status" in agent.always_allowed
