@@ -200,6 +200,11 @@ class RemoteServer:
         """Called with the new listing when the server says its tools changed."""
         self.server_info: types.Implementation | None = None
         """The server's name and version, from the last start."""
+        self.protocol_version: str | None = None
+        """The MCP protocol version agreed at the last start."""
+        self.session_id: str | None = None
+        """The ``Mcp-Session-Id`` the server gave at the last start (HTTP servers that
+        keep sessions; `None` over stdio)."""
         self._lock = threading.Lock()
         self._portal_cm: contextlib.AbstractContextManager[anyio.from_thread.BlockingPortal] | None
         self._portal_cm = None
@@ -251,8 +256,19 @@ class RemoteServer:
         from mcp.client.streamable_http import streamable_http_client
 
         assert spec.url is not None
+        self.session_id = None
+
+        async def note_session(response: httpx2.Response) -> None:
+            found = response.headers.get("mcp-session-id")
+            if found:
+                self.session_id = found
+
         client = await stack.enter_async_context(
-            httpx2.AsyncClient(headers=spec.headers, timeout=httpx2.Timeout(30.0, read=300.0))
+            httpx2.AsyncClient(
+                headers=spec.headers,
+                timeout=httpx2.Timeout(30.0, read=300.0),
+                event_hooks={"response": [note_session]},
+            )
         )
         streams = await stack.enter_async_context(
             streamable_http_client(spec.url, http_client=client)
@@ -436,6 +452,7 @@ class RemoteServer:
                     init = await session.initialize()
                     tools = await _list_all(session)
                 self.server_info = init.server_info
+                self.protocol_version = init.protocol_version
                 self.capabilities = init.capabilities
                 async with anyio.create_task_group() as tg:
                     if client_tasks is not None:
@@ -594,10 +611,16 @@ class RemoteServer:
     def _span_attributes(self) -> dict[str, Any]:
         """The MCP conventions' transport attributes of this server's ``tools/call`` spans."""
         url = self.spec.url
+        found: dict[str, Any] = {}
+        if self.protocol_version:
+            found["mcp.protocol.version"] = self.protocol_version
         if url is None:
-            return {"network.transport": "pipe"}
+            found["network.transport"] = "pipe"
+            return found
+        if self.session_id:
+            found["mcp.session.id"] = self.session_id
         parts = urlsplit(url)
-        found: dict[str, Any] = {"network.transport": "tcp", "network.protocol.name": "http"}
+        found.update({"network.transport": "tcp", "network.protocol.name": "http"})
         if parts.hostname:
             found["server.address"] = parts.hostname
             found["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)

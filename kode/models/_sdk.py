@@ -161,6 +161,11 @@ class SDKModel(Generic[ClientT]):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
+    @property
+    def base_url(self) -> str | None:
+        """The API's address this model was given (`None`: the SDK's default, or a client's)."""
+        return self._base_url
+
     def _make_client(self) -> ClientT:
         raise NotImplementedError
 

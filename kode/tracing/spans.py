@@ -19,6 +19,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
 from opentelemetry import metrics, trace
 from opentelemetry.propagate import extract, inject
@@ -245,6 +246,9 @@ class Tracing:
         }
         if settings.temperature is not None:
             attributes["gen_ai.request.temperature"] = settings.temperature
+        base_url = getattr(model, "base_url", None)
+        server = _server(base_url) if isinstance(base_url, str) and base_url else {}
+        attributes.update(server)
         if request.output is not None:
             attributes["gen_ai.output.type"] = "json"
         span = self.tracer.start_span(f"chat {model.name}", kind=SpanKind.CLIENT)
@@ -300,6 +304,7 @@ class Tracing:
                 "gen_ai.operation.name": "chat",
                 "gen_ai.provider.name": provider,
                 "gen_ai.request.model": model.name,
+                **server,
             }
             if response is not None:
                 answered = response.model or model.name
@@ -474,6 +479,20 @@ def _error_type(exc: BaseException) -> str:
     if name in ("TimeoutError", "TooSlowError"):
         return "timeout"
     return name
+
+
+def _server(url: str) -> dict[str, Any]:
+    """``server.address`` and ``server.port`` of a model's base URL (``{}`` without a host)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return {}
+    if not parts.hostname:
+        return {}
+    if port is None:
+        port = 80 if parts.scheme == "http" else 443
+    return {"server.address": parts.hostname, "server.port": port}
 
 
 def _metric_attributes(common: Mapping[str, Any], error: str | None) -> dict[str, Any]:

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
+import socket
 import sys
 from pathlib import Path
 
+import anyio
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
 from otel_support import Telemetry
@@ -162,7 +165,10 @@ async def test_one_trace_through_kode_mcp_serve_exported_over_otlp(
     assert dict(call.attributes or {})["gen_ai.tool.type"] == "extension"
     assert client.kind is SpanKind.CLIENT
     assert client.parent is not None and client.parent.span_id == call.context.span_id
-    assert dict(client.attributes or {}) == {
+    client_attributes = dict(client.attributes or {})
+    # the version the SDK agreed with the server, e.g. 2025-11-25
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", str(client_attributes.pop("mcp.protocol.version")))
+    assert client_attributes == {
         "mcp.method.name": "tools/call",
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": "shout",
@@ -193,3 +199,47 @@ async def test_one_trace_through_kode_mcp_serve_exported_over_otlp(
     assert by_name["execute_tool refuse"].attributes["error.type"] == "tool_error"
     assert by_name["execute_tool refuse"].attributes["kode.tool.outcome"] == "failed"
     assert by_name["tools/call refuse"].trace_id == trace_id
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+async def test_the_mcp_client_span_names_the_session_and_protocol_version(
+    reg: ToolRegistry, telemetry: Telemetry
+) -> None:
+    port = _free_port()
+    command = [sys.executable, "-m", "kode", "mcp", "serve", str(HERE / "traced_tools.py")]
+    server = await anyio.open_process([*command, "--http", str(port)])
+    try:
+        with anyio.fail_after(30):
+            while True:
+                try:
+                    await (await anyio.connect_tcp("127.0.0.1", port)).aclose()
+                    break
+                except OSError:
+                    await anyio.sleep(0.05)
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with connect("srv", url=url, registry=reg) as connection:
+            model = ScriptedModel([[tool_use("mcp__srv__shout", {"text": "hi"})], "HI."])
+            agent = Agent.create(
+                AgentTemplate(id="caller", tools=["mcp__srv__*"]),
+                model=model,
+                registry=reg,
+                instrument=telemetry.settings(),
+            )
+            assert (await agent.send("Shout hi.")).text == "HI."
+            session = connection.remote
+    finally:
+        server.terminate()
+        await server.wait()
+        await server.aclose()
+    attrs = dict(telemetry.one("tools/call shout").attributes or {})
+    assert session.session_id and session.protocol_version
+    assert attrs["mcp.session.id"] == session.session_id
+    assert attrs["mcp.protocol.version"] == session.protocol_version
+    assert (attrs["server.address"], attrs["server.port"]) == ("127.0.0.1", port)
+    assert attrs["network.transport"] == "tcp"

@@ -23,7 +23,9 @@ from kode.agent import (
     Deny,
 )
 from kode.models import ScriptedModel, tool_use
+from kode.models.anthropic import AnthropicModel
 from kode.registries import ToolRegistry
+from kode.testing.providers import FakeProviderServer, Reply
 
 pytestmark = pytest.mark.anyio
 
@@ -374,3 +376,28 @@ async def test_an_unknown_tool_and_a_post_hook(reg: ToolRegistry, telemetry: Tel
     assert [dict(e.attributes or {}) for e in echoed.events if e.name == "kode.hook"] == [
         {"kode.hook.kind": "post", "kode.hook.outcome": "replaced"}
     ]
+
+
+async def test_a_chat_span_names_the_server_of_a_model_with_a_base_url(
+    telemetry: Telemetry,
+) -> None:
+    with FakeProviderServer([Reply(content=["Hi there."])]) as server:
+        port = int(server.url.rsplit(":", 1)[1].strip("/"))
+        model = AnthropicModel("claude-test-1", base_url=server.url, api_key="k")
+        agent = Agent.create(
+            AgentTemplate(id="hello"), model=model, instrument=telemetry.settings()
+        )
+        assert (await agent.send("Hi.")).text == "Hi there."
+        await model.aclose()
+    chat = telemetry.one("chat claude-test-1")
+    attrs = dict(chat.attributes or {})
+    assert (attrs["server.address"], attrs["server.port"]) == ("127.0.0.1", port)
+    assert attrs["gen_ai.provider.name"] == "anthropic"
+    [(point, _, _)] = telemetry.points("gen_ai.client.operation.duration")
+    assert (point["server.address"], point["server.port"]) == ("127.0.0.1", port)
+    # A model without a base URL (the SDK's default address, or no server at all) names none.
+    scripted = Agent.create(
+        AgentTemplate(id="plain"), model=ScriptedModel(["Ok."]), instrument=telemetry.settings()
+    )
+    await scripted.send("Hi.")
+    assert "server.address" not in dict(telemetry.one("chat scripted").attributes or {})
