@@ -225,6 +225,14 @@ class _Call:
                 input=jsonable_arguments(arguments),
                 reason=verdict.reason,
                 kind=tool.kind.value,
+                details={
+                    "description": details.description,
+                    "locations": list(details.locations),
+                    "diff": details.diff,
+                    "pattern": details.pattern,
+                    "server": server,
+                    "rule": verdict.rule,
+                },
             )
             request = ApprovalRequest(
                 call_id=call.id,

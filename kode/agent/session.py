@@ -170,6 +170,8 @@ class Session:
         self.trace_context: dict[str, str] | None = None
         """The trace context (``traceparent``, ``tracestate``) of the run its process left
         unfinished (read by `load`; `None` when that run was not traced, or had ended)."""
+        self.trace_kept = False
+        """Whether the store holds a run's trace context (metadata ``kode.trace``)."""
         """Whether the session was loaded with a run that had not ended (`Agent.resume`)."""
         self.last_seq = 0
         """The sequence number of the last record written or read."""
@@ -279,18 +281,32 @@ class Session:
         return record
 
     def request_approval(
-        self, call: ToolUseContent, *, tool_name: str, input: dict[str, Any], reason: str, kind: str
+        self,
+        call: ToolUseContent,
+        *,
+        tool_name: str,
+        input: dict[str, Any],
+        reason: str,
+        kind: str,
+        details: dict[str, Any] | None = None,
     ) -> ApprovalDecided | None:
         """A call waits for approval; return a decision made already (read from the store).
 
-        A call that was waiting when its process stopped waits again without a new record.
+        `details` are the request's description, locations, diff, pattern, server and rule
+        (kept in the record, for a decider in another process). A call that was waiting when
+        its process stopped waits again without a new record.
         """
         record = self.records.for_call(call)
         if record.status != "awaiting_approval":
             self.update_call(call, "awaiting_approval")
             self._write(
                 ApprovalRequested(
-                    call_id=call.id, tool_name=tool_name, input=input, reason=reason, kind=kind
+                    call_id=call.id,
+                    tool_name=tool_name,
+                    input=input,
+                    reason=reason,
+                    kind=kind,
+                    **(details or {}),
                 )
             )
         return self.decisions.get(call.id)
@@ -344,10 +360,12 @@ class Session:
         """Keep a traced run's trace context in the store (metadata ``kode.trace``).
 
         Written with the run's first records (no transaction of its own); a run resumed in
-        another process continues that trace (see `trace_context`).
+        another process continues that trace (see `trace_context`). An empty `carrier` (a
+        run that is not traced) removes a context kept by an earlier run.
         """
-        if self._journal is not None and carrier:
-            self._write(MetadataSet(key=TRACE_KEY, value=carrier))
+        if self._journal is not None and (carrier or self.trace_kept):
+            self._write(MetadataSet(key=TRACE_KEY, value=carrier or None))
+            self.trace_kept = bool(carrier)
 
     def wait_for_client(self, calls: Sequence[ToolUseContent], outcomes: Sequence[Any]) -> None:
         """A run ends with client calls waiting for their results."""
@@ -473,6 +491,7 @@ class Session:
             self.client_calls.restore(calls, done, state.client_waiting)
         self.children = list(state.metadata.get(CHILDREN_KEY) or [])
         trace = state.metadata.get(TRACE_KEY)
+        self.trace_kept = trace is not None
         self.trace_context = (
             {str(k): str(v) for k, v in trace.items()}
             if isinstance(trace, dict) and state.status in ("running", "awaiting_approval")

@@ -142,6 +142,18 @@ class ApprovalRequested(BaseModel):
     """Why approval is needed."""
     kind: str = "other"
     """The tool's `Kind` value."""
+    description: str = ""
+    """What the call will do, in one line (its tool's describe function; else empty)."""
+    locations: list[str] = Field(default_factory=list)
+    """The paths it reads or changes."""
+    diff: str = ""
+    """A unified diff of the change it would make."""
+    pattern: str | None = None
+    """What an "always for calls starting with ..." answer matches (a ``bash_run`` command)."""
+    server: str | None = None
+    """The tool's MCP server, for an "always for this server" answer."""
+    rule: str = ""
+    """What asked for approval (``rule 'x' (project)``, ``mode approval``, ...)."""
 
 
 class ApprovalDecided(BaseModel):

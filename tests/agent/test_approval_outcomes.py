@@ -362,6 +362,12 @@ async def test_a_decision_through_the_store_carries_its_scope_and_input(
         async for event in events:
             if isinstance(event, ApprovalRequired):
                 asked += 1
+                seen = (await store.load(agent.session_id)).state().approvals[event.call_id]
+                assert (seen.request.description, seen.request.pattern, seen.request.rule) == (
+                    "Run `git status`",
+                    "git status",
+                    "mode approval",
+                )
                 await Agent.decide_in_store(  # as another process would
                     store,
                     agent.session_id,
