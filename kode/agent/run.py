@@ -248,8 +248,9 @@ class AgentRun:
         agent = self.agent
         session = agent.session
         await session.open(resume=False)
-        if self.tracing is not None and session.store is not None:
-            session.keep_trace(trace_headers())  # for a resume in another process
+        if session.store is not None and (self.tracing is not None or session.trace_kept):
+            # for a resume in another process (an untraced run removes an earlier run's)
+            session.keep_trace(trace_headers() if self.tracing is not None else {})
         resumed, session.resumed = session.resumed, False
         if resumed and session.open_turn():
             # A process stopped in the middle of a turn: its calls are settled by the resume

@@ -182,8 +182,16 @@ async def test_an_untraced_run_keeps_no_trace_context(
     booking: ToolRegistry, telemetry: Telemetry
 ) -> None:
     store = MemoryStore()
-    script = ScriptedModel([[tool_use("book", {"city": "Rome"}, id="c1")]])
-    await _stop_at_approval(_agent(booking, store, script, False), store)
+    traced = _agent(booking, store, ScriptedModel(["Hello."]), telemetry.settings())
+    assert (await traced.send("Hi.")).text == "Hello."
+    await traced.aclose()
+    assert TRACE_KEY in (await store.load("s")).state().metadata
+    # A run that is not traced removes the context an earlier run kept.
+    untraced = await Agent.resume(
+        "s", store=store, model=ScriptedModel([[tool_use("book", {"city": "Rome"}, id="c1")]]),
+        template=TRAVEL, registry=booking, instrument=False,
+    )  # fmt: skip
+    await _stop_at_approval(untraced, store)
     assert TRACE_KEY not in (await store.load("stopped")).state().metadata
     await Agent.decide_in_store(store, "stopped", "c1", "allow")
     resumed = await Agent.resume(
