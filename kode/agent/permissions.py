@@ -200,7 +200,13 @@ def check_permission(
         )
     if config.rules:
         rule = match_rule(
-            config.rules, name, arguments, mode=config.mode, source=source, server=server
+            config.rules,
+            name,
+            arguments,
+            mode=config.mode,
+            source=source,
+            server=server,
+            groups=tool.groups,
         )
         if rule is not None:
             why = rule.reason or f"{rule.decision} by {rule.label}"

@@ -54,7 +54,8 @@ class PermissionRule(BaseModel):
     decision: Literal["allow", "deny", "ask"]
     """What a matching call gets."""
     tool: str = "*"
-    """The tool's name or a glob (``fs_*``, ``mcp__github__*``), any case."""
+    """The tool's name, a glob (``fs_*``, ``mcp__github__*``) or a group (``group:fs``), any
+    case."""
     source: str | None = None
     """Where the tool comes from (``builtin``, ``user``, ``mcp``, ``plugin``, ...); `None`: any."""
     server: str | None = None
@@ -98,11 +99,19 @@ class PermissionRule(BaseModel):
         mode: str,
         source: str | None = None,
         server: str | None = None,
+        groups: Sequence[str] = (),
     ) -> bool:
-        """Whether a call of `tool` with `arguments` in `mode` is one this rule decides."""
+        """Whether a call of `tool` with `arguments` in `mode` is one this rule decides.
+
+        `groups` are the tool's groups (``group:fs``), which a ``tool = "group:..."`` matches.
+        """
         if self.modes and mode not in self.modes:
             return False
-        if not fnmatch.fnmatchcase(tool.lower(), self.tool.strip().lower()):
+        wanted = self.tool.strip().lower()
+        if wanted.startswith("group:"):
+            if wanted not in (g.lower() for g in groups):
+                return False
+        elif not fnmatch.fnmatchcase(tool.lower(), wanted):
             return False
         if self.source is not None and (source or "").lower() != self.source.lower():
             return False
@@ -141,10 +150,11 @@ def match_rule(
     mode: str,
     source: str | None = None,
     server: str | None = None,
+    groups: Sequence[str] = (),
 ) -> PermissionRule | None:
     """The rule that decides a call: the first of `ordered(rules)` that matches, or `None`."""
     for rule in ordered(rules):
-        if rule.matches(tool, arguments, mode=mode, source=source, server=server):
+        if rule.matches(tool, arguments, mode=mode, source=source, server=server, groups=groups):
             return rule
     return None
 

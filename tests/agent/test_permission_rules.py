@@ -203,3 +203,43 @@ async def test_the_rule_reaches_the_event_and_a_denial(reg: ToolRegistry) -> Non
     assert ok == "ran git status"
     assert is_error and "deny by rule 'no-curl' (project)" in denied
     assert sent_results(model)[1].is_error
+
+
+@define_tool(registry=None, kind="edit", groups=["group:fs"])
+def fs_write(path: str) -> str:
+    """Write a file.
+
+    Args:
+        path: The file.
+    """
+    return f"wrote {path}"
+
+
+def test_a_rule_may_name_a_group() -> None:
+    rules = [rule("fs-asks", "ask", tool="group:FS")]
+    assert decide(fs_write, {"path": "a"}, rules) == ("ask", "rule 'fs-asks' (user)")
+    assert decide(bash_run, {"command": "ls"}, rules) == ("allow", "mode auto")
+
+
+@pytest.mark.anyio
+async def test_rules_decide_among_the_tools_a_profile_and_policy_chose(reg: ToolRegistry) -> None:
+    for made in (bash_run, fs_read, fs_write):
+        reg.register(made)
+    agent, model = make_agent(
+        reg,
+        [
+            [
+                tool_use("fs_write", {"path": "a"}, id="w"),
+                tool_use("bash_run", {"command": "ls"}, id="b"),
+            ],
+            "done",
+        ],
+        tools=["*"],
+        policy={"deny": ["fs_read"]},
+        permission={"rules": [rule("no-fs-writes", "deny", tool="group:fs")]},
+    )
+    assert sorted(t.name for t in agent.tools) == ["bash_run", "fs_write"]  # the policy chose
+    await agent.send("go")
+    (written, is_error), (ran, _) = texts(sent_results(model))
+    assert is_error and "deny by rule 'no-fs-writes' (user)" in written
+    assert ran == "ran ls"
