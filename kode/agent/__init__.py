@@ -35,6 +35,7 @@ from kode.agent.stream import AgentStream
 from kode.agent.template import (
     AgentTemplate,
     PolicyConfig,
+    SessionAccess,
     TemplateError,
     TemplateRegistry,
     templates,
@@ -67,6 +68,7 @@ __all__ = [
     "Respond",
     "RewriteInput",
     "RuleError",
+    "SessionAccess",
     "TemplateError",
     "TemplateRegistry",
     "TextDelta",

@@ -2,7 +2,8 @@
 
 This module owns what ``sessions_list``, ``sessions_history``, ``session_status``,
 ``sessions_send``, ``sessions_spawn`` and ``agents_list`` (`kode.builtin.sessions`) do: which
-sessions an agent reaches (its own, and the sessions it spawned), what is shown of them, and
+sessions an agent reaches (its own, the sessions it spawned, and those its template's
+`SessionAccess` names), what is shown of them, and
 how a message is sent into one (the session is resumed here, under its lease, and run) or
 queued for it (appended under its lease; the next run of the session answers it).
 """
@@ -68,14 +69,31 @@ class SessionTools:
             raise ValueError("this agent keeps no sessions (it was made without a store)")
         return store
 
-    def _reachable(self, session_id: str) -> None:
+    async def _reachable(self, session_id: str) -> None:
+        """Raise `LookupError` unless the agent reaches `session_id`."""
         session = self._agent.session
-        if session_id != session.id and session_id not in session.children:
-            raise LookupError(
-                f"session {session_id!r} is not one this agent may reach: it reaches its own "
-                f"session ({session.id!r}) and the sessions it spawned "
-                f"({', '.join(session.children) or 'none yet'})"
-            )
+        if session_id == session.id or session_id in session.children:
+            return
+        access = self._agent.template.session_access
+        if access.all or access.templates or access.labels:
+            try:
+                header = await self._store().get(session_id)
+            except SessionNotFoundError:
+                raise LookupError(f"there is no session {session_id!r} in the store") from None
+            if access.reaches(header.template, header.label):
+                return
+        also = []
+        if access.templates:
+            also.append(f"sessions of templates {', '.join(access.templates)}")
+        if access.labels:
+            also.append(f"sessions labelled {', '.join(access.labels)}")
+        raise LookupError(
+            f"session {session_id!r} is not one this agent may reach: it reaches its own "
+            f"session ({session.id!r}), the sessions it spawned "
+            f"({', '.join(session.children) or 'none yet'})"
+            + "".join(f", {a}" for a in also)
+            + " (its template's session_access names which others)"
+        )
 
     async def list_sessions(
         self, *, template: str | None, label: str | None, status: str | None, limit: int
@@ -83,7 +101,7 @@ class SessionTools:
         """The sessions the agent reaches, filtered, the most recently active first."""
         store = self._store()
         session = self._agent.session
-        found = []
+        found: dict[str, SessionHeader] = {}
         for session_id in [session.id, *session.children]:
             try:
                 header = await store.get(session_id)
@@ -94,13 +112,28 @@ class SessionTools:
                 and (label is None or header.label == label)
                 and (status is None or header.status == status)
             ):
-                found.append(header)
-        found.sort(key=lambda h: (h.last_active, h.id), reverse=True)
-        return [_header(h) for h in found[:limit]]
+                found[header.id] = header
+        access = self._agent.template.session_access
+        wanted: list[tuple[str | None, str | None]] = []  # (template, label) filters to list
+        if access.all:
+            wanted.append((template, label))
+        else:
+            wanted += [(t, label) for t in access.templates if template in (None, t)]
+            wanted += [(template, x) for x in access.labels if label in (None, x)]
+        for by_template, by_label in wanted:  # each the first page: the most recent `limit`
+            page = await store.list_sessions(
+                template=by_template,
+                label=by_label,
+                status=status,  # type: ignore[arg-type]  # checked by the tool's schema
+                limit=limit,
+            )
+            found.update((h.id, h) for h in page.sessions)
+        ordered = sorted(found.values(), key=lambda h: (h.last_active, h.id), reverse=True)
+        return [_header(h) for h in ordered[:limit]]
 
     async def history(self, session_id: str, *, limit: int) -> list[dict[str, Any]]:
         """The last `limit` messages of a session the agent reaches."""
-        self._reachable(session_id)
+        await self._reachable(session_id)
         if session_id == self._agent.session.id:
             messages = self._agent.messages
         else:
@@ -119,7 +152,7 @@ class SessionTools:
 
     async def status(self, session_id: str) -> dict[str, Any]:
         """A reachable session's header, usage, and what it waits for."""
-        self._reachable(session_id)
+        await self._reachable(session_id)
         store = self._store()
         header = await store.get(session_id)
         state = (await store.load(session_id)).state()
@@ -141,7 +174,7 @@ class SessionTools:
         self, session_id: str, message: str, *, wait: bool, seconds: float
     ) -> dict[str, Any]:
         """Send a message into a spawned session: run it now (`wait`), or queue it."""
-        self._reachable(session_id)
+        await self._reachable(session_id)
         if session_id == self._agent.session.id:
             raise ValueError("a session cannot send a message into itself")
         store = self._store()

@@ -24,7 +24,14 @@ from kode.models.base import ModelSettings
 from kode.registries.policy import ToolPolicy
 from kode.tools.errors import KodeError
 
-__all__ = ["AgentTemplate", "PolicyConfig", "TemplateError", "TemplateRegistry", "templates"]
+__all__ = [
+    "AgentTemplate",
+    "PolicyConfig",
+    "SessionAccess",
+    "TemplateError",
+    "TemplateRegistry",
+    "templates",
+]
 
 
 class TemplateError(KodeError, ValueError):
@@ -52,6 +59,41 @@ class PolicyConfig(BaseModel):
             also_allow=self.also_allow,
             deny=self.deny,
             name=name,
+        )
+
+
+class SessionAccess(BaseModel):
+    """Which sessions of its store an agent's session tools reach.
+
+    The tools are ``sessions_list``, ``sessions_history``, ``session_status`` and
+    ``sessions_send``. An agent always reaches its own session and the sessions it spawned;
+    these settings let it reach more. A session it does not reach is neither listed nor
+    shown, and no message can be sent into it.
+
+    Example:
+        ```python
+        from kode.agent import AgentTemplate, SessionAccess
+
+        lead = AgentTemplate(
+            id="lead",
+            tools=["group:sessions"],
+            session_access=SessionAccess(templates=["reviewer"], labels=["team"]),
+        )
+        ```
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    templates: list[str] = Field(default_factory=list)
+    """Also the sessions made from these template ids."""
+    labels: list[str] = Field(default_factory=list)
+    """Also the sessions with these labels."""
+    all: bool = False
+    """Every session of the store."""
+
+    def reaches(self, template: str, label: str | None) -> bool:
+        """Whether a session of `template` with `label` is reached (one not its own or spawned)."""
+        return (
+            self.all or template in self.templates or (label is not None and label in self.labels)
         )
 
 
@@ -85,6 +127,9 @@ class AgentTemplate(BaseModel):
     """A policy layer applied on top of the tool list."""
     permission: PermissionConfig = Field(default_factory=PermissionConfig)
     """Who may run what."""
+    session_access: SessionAccess = Field(default_factory=SessionAccess)
+    """Which sessions of the store its session tools reach besides its own and those it
+    spawned (none by default)."""
     hooks: AgentHooks | None = Field(default=None, exclude=True)
     """Pre- and post-tool-use hooks (code only; not part of the serialised template)."""
     model_settings: dict[str, Any] = Field(default_factory=dict)

@@ -3,9 +3,11 @@
 ``sessions_list``, ``sessions_history``, ``session_status``, ``sessions_send``,
 ``sessions_spawn`` and ``agents_list`` reach the sessions of the store the agent keeps its own
 session in, through the `SESSIONS` service the agent gives its tools. An agent reaches its own
-session and the sessions it spawned, nothing else; an agent without a store has no sessions to
-reach, and the tools say so. Permissions apply as for any tool (``sessions_send`` and
-``sessions_spawn`` run agents: kind ``other``, and sub-agents may not use them by default).
+session and the sessions it spawned, and others only as its template's ``session_access``
+(`kode.agent.SessionAccess`) allows: sessions of named templates, with named labels, or all of
+them. An agent without a store has no sessions to reach, and the tools say so. Permissions
+apply as for any tool (``sessions_send`` and ``sessions_spawn`` run agents: kind ``other``, and
+sub-agents may not use them by default).
 """
 
 from __future__ import annotations
@@ -75,7 +77,10 @@ async def sessions_list(
     *,
     ctx: ToolContext,
 ) -> str:
-    """List the sessions this agent may reach (its own and those it spawned), most recent first."""
+    """List the sessions this agent may reach (its own, those it spawned, others it is allowed).
+
+    The most recently active first.
+    """
     found = _directory(ctx, "sessions_list")
     return await _ask(
         "sessions_list",
