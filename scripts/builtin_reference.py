@@ -31,6 +31,7 @@ _TITLES = {
     "web": "Web",
     "todo": "Todo list",
     "tasks": "Sub-agents",
+    "sessions": "Sessions",
     "memory": "Memory",
 }
 

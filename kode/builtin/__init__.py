@@ -2,8 +2,9 @@
 
 Importing ``kode.builtin`` registers them all; importing one module (``kode.builtin.fs``)
 registers only its tools. Groups: ``group:fs``, ``group:runtime``, ``group:web``,
-``group:think`` (todo), ``group:sessions`` (sub-agents),
-``group:memory`` (facts kept across sessions). See ``docs/builtin-tools.md``.
+``group:think`` (todo), ``group:sessions`` (sub-agents, the sessions of the agent's store),
+``group:memory`` (facts kept across sessions).
+See ``docs/builtin-tools.md``.
 
 What configures them is importable from here too: `RuntimePolicy` (what ``bash_run`` may run)
 with `set_default_runtime_policy` and `using_runtime_policy`.
@@ -17,7 +18,7 @@ from kode.tools.define import building_later
 
 __all__ = ["MODULES", "RuntimePolicy", "set_default_runtime_policy", "using_runtime_policy"]
 
-MODULES = ("fs", "runtime", "web", "todo", "tasks", "memory")
+MODULES = ("fs", "runtime", "web", "todo", "tasks", "sessions", "memory")
 """The built-in tool modules, in registration order."""
 
 # Each tool's pydantic model and JSON Schema are made on its first use: importing the tools
