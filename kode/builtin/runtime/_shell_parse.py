@@ -55,9 +55,11 @@ def _load_bashlex() -> Any:
     global BASHLEX
     if BASHLEX is _NOT_LOADED:
         try:  # bashlex ships no type information
-            BASHLEX = importlib.import_module("bashlex")
+            found: Any = importlib.import_module("bashlex")
         except ImportError:  # pragma: no cover - exercised by setting BASHLEX to None
-            BASHLEX = None
+            found = None
+        if BASHLEX is _NOT_LOADED:  # not set meanwhile (the import may run in a thread)
+            BASHLEX = found
     return BASHLEX
 
 
