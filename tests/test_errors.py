@@ -29,6 +29,7 @@ INTERNAL = {
     "LogFileError": "the kode command prints it and exits with code 2",
     "PostgresUnavailable": "kode.testing's postgres fixtures skip the test",
     "RaisedInThread": "carries a tool's GeneratorExit out of its worker thread to its call",
+    "SlotClosedError": "kode.mcp.session answers the server's request for an ended call with an error",
 }
 
 
