@@ -3,7 +3,8 @@
 ``bash_run`` runs a command with ``bash -c`` in the workspace root and returns its output
 (capped) and exit code; its ``timeout`` kills the command and every process it started.
 ``background=true`` starts it and returns a shell id at once; ``bash_logs`` then returns the new
-output and the exit status, and ``bash_kill`` kills the shell and every process it started.
+output and the exit status, ``bash_kill`` kills the shell and every process it started, and
+``bash_list`` lists the shells with their command, age and status.
 Background shells live in the agent's `PROCESSES` service (a `ProcessManager`), so closing
 the agent kills them. Processes a foreground command leaves running when it exits are killed too.
 
@@ -122,6 +123,7 @@ __all__ = [
     "SandboxMode",
     "SandboxSupport",
     "bash_kill",
+    "bash_list",
     "bash_logs",
     "bash_run",
     "check_command",
@@ -562,4 +564,83 @@ async def bash_kill(shell_id: str, *, ctx: ToolContext) -> ToolResult:
     return _result(
         f"{head}{body}\n{_status(shell)}",
         details={"shell_id": shell.id, "killed_with": sent, "exit_code": shell.exit_code},
+    )
+
+
+_LIST_COMMAND_CHARS = 200
+
+
+def _age(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _shell_row(shell: BackgroundShell, now: float) -> tuple[str, dict[str, Any]]:
+    code = shell.exit_code
+    if code is None:
+        state = "running"
+    elif shell.killed_with is not None:
+        state = f"killed ({shell.killed_with})"
+    elif code < 0:
+        state = f"killed by {_signal_name(code)}"
+    else:
+        state = f"exited {code}"
+    try:
+        unread = max(shell.log.stat().st_size - shell.offset, 0)
+    except OSError:
+        unread = 0
+    command = " ".join(shell.command.split())
+    if len(command) > _LIST_COMMAND_CHARS:
+        command = command[:_LIST_COMMAND_CHARS] + "…"
+    age = now - shell.started
+    note = f", {unread:,} bytes of output not read yet" if unread else ""
+    line = f"{shell.id}  {state}  started {_age(age)} ago  pid {shell.pid}{note}\n    $ {command}"
+    info = {
+        "shell_id": shell.id,
+        "command": shell.command,
+        "running": code is None,
+        "exit_code": code,
+        "pid": shell.pid,
+        "age_seconds": round(age, 3),
+        "unread_bytes": unread,
+    }
+    return line, info
+
+
+@define_tool(kind="read", groups=[GROUP], aliases=["list_shells"])
+async def bash_list(running_only: bool = False, *, ctx: ToolContext) -> ToolResult:
+    """List the background shells bash_run(background=true) started: command, age and status.
+
+    Each shell shows its id (for bash_logs and bash_kill), whether it runs or how it ended
+    (exit code, or the signal that killed it), how long ago it started, its pid, how much of
+    its output bash_logs has not returned yet, and its command (cut at 200 characters).
+    Oldest first.
+
+    Args:
+        running_only: List only the shells still running.
+        ctx: Injected by kode (not shown to the model).
+    """
+    try:
+        manager = PROCESSES.get(ctx.services)
+    except TypeError as exc:
+        raise ToolError(f"{exc}.", type=ToolErrorType.EXECUTION_FAILED) from None
+    shells = manager.shells if manager is not None else []
+    listed = [s for s in shells if not running_only or s.exit_code is None]
+    if not listed:
+        what = "running background shells" if running_only else "background shells"
+        return _result(
+            f"No {what}. Start one with bash_run(background=true).",
+            details={"shells": []},
+        )
+    now = time.monotonic()
+    rows = [_shell_row(shell, now) for shell in listed]
+    running = sum(info["running"] for _, info in rows)
+    count = f"{len(rows)} background shell{'' if len(rows) == 1 else 's'}"
+    head = f"{count} ({running} running):" if not running_only else f"{count} running:"
+    return _result(
+        "\n".join([head, *(line for line, _ in rows)]),
+        details={"shells": [info for _, info in rows]},
     )
