@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kode.agent.approvals import call_details, remember_always
 from kode.agent.events import AgentEvent, Done
-from kode.agent.permissions import ApprovalRequest, check_permission
+from kode.agent.permissions import ApprovalRequest, check_permission, pattern_allowed
 from kode.agent.ports import EventCallbackFunc
 from kode.models.base import Model
 from kode.models.messages import Usage
@@ -78,12 +79,20 @@ class AgentHandle:
             return verdict.reason
         if verdict.action == "allow":
             return None
+        details = call_details(tool, arguments, ctx, server=None)
+        if pattern_allowed(tool.name, details.pattern, agent.always_allowed) is not None:
+            return None
         request = ApprovalRequest(
             call_id=call_id,
             tool_name=tool.name,
             input=arguments,
             reason=verdict.reason,
             kind=tool.kind,
+            description=details.description,
+            locations=details.locations,
+            diff=details.diff,
+            pattern=details.pattern,
+            rule=verdict.rule,
         )
         decision = await agent.ask_approval(request)
         if decision is None:
@@ -94,7 +103,7 @@ class AgentHandle:
         if decision.decision == "deny":
             return "the user denied it" + (f": {decision.note}" if decision.note else "")
         if decision.decision == "allow_always":
-            agent.session.allow_always(tool.name)
+            remember_always(agent.session, request, decision)
         return None
 
 

@@ -382,3 +382,49 @@ async def test_a_decision_through_the_store_carries_its_scope_and_input(
     assert texts(sent_results(model, 1)) == [("ran git status -b", False)]
     assert texts(sent_results(model)) == [("ran git status --short", False)]
     assert "shell:git status" in agent.always_allowed
+
+
+async def test_an_action_a_call_asks_about_is_described_and_remembered(
+    reg: ToolRegistry,
+) -> None:
+    from kode.tools.context import ToolContext
+    from kode.tools.services import AGENT
+
+    @define_tool(registry=None, kind="execute")
+    def launch(target: str) -> str:
+        """Launch (an action described as a call; not registered).
+
+        Args:
+            target: Where.
+        """
+        return ""
+
+    @launch.describe
+    def _(args: dict[str, Any], ctx: Any) -> CallDetails:
+        return CallDetails(description=f"Launch at {args['target']}", pattern=args["target"])
+
+    @define_tool(registry=reg, kind="think")
+    async def plan(target: str, ctx: ToolContext) -> str:
+        """Plan, asking to launch.
+
+        Args:
+            target: Where.
+        """
+        link = AGENT.get(ctx.services)
+        assert link is not None
+        refusal = await link.approve(launch, {"target": target}, ctx, call_id="launch-1")
+        return refusal or "launched"
+
+    approver = Answers(ApprovalDecision(decision="allow_always", scope="pattern"))
+    agent, model = make_agent(
+        reg,
+        [calls(("plan", {"target": "moon"})), calls(("plan", {"target": "moon"})), "done"],
+        permission={"mode": "approval"},
+        create={"approver": approver},
+    )
+    await agent.send("go")
+    assert [(r.description, r.pattern, r.rule) for r in approver.requests] == [
+        ("Launch at moon", "moon", "mode approval")
+    ]
+    assert "launch:moon" in agent.always_allowed
+    assert texts(sent_results(model)) == [("launched", False)]
