@@ -438,3 +438,37 @@ async def test_git_directories_ask_for_approval_and_the_diff_is_described(
     failing = _describe_call({"patch": plain.replace("-one", "-nope")}, ctx)
     assert failing is not None and "it will fail" in failing.description
     assert (ws / "a.txt").read_text() == "one\n"  # describing writes nothing
+
+
+async def test_a_fenced_or_here_document_patch_is_unwrapped(ctx: ToolContext, ws: Path) -> None:
+    f = await seen(ctx, ws, "a.txt", "one\n")
+    fenced = "```diff\n*** Begin Patch\n*** Update File: a.txt\n-one\n+two\n*** End Patch\n```\n"
+    assert not (await patch(ctx, fenced)).is_error
+    heredoc = (
+        "apply_patch <<'EOF'\n*** Begin Patch\n*** Update File: a.txt\n-two\n+three\n"
+        "*** End Patch\nEOF"
+    )
+    result = await patch(ctx, heredoc)
+    assert not result.is_error, result.text
+    assert f.read_text() == "three\n"
+
+
+async def test_unified_names_that_differ_update_the_file_there_unless_git_says_rename(
+    ctx: ToolContext, ws: Path
+) -> None:
+    await seen(ctx, ws, "conf.py", "debug = False\n")
+    # diff -u conf.py.orig conf.py: the file there is updated, nothing is moved or made.
+    result = await patch(
+        ctx, "--- conf.py.orig\n+++ conf.py\n@@ -1 +1 @@\n-debug = False\n+debug = True\n"
+    )
+    assert not result.is_error, result.text
+    assert tree(ws) == {"conf.py": "debug = True\n"}
+    # git's rename headers move it, with its hunk.
+    result = await patch(
+        ctx,
+        "diff --git a/conf.py b/settings.py\nsimilarity index 80%\nrename from conf.py\n"
+        "rename to settings.py\n--- a/conf.py\n+++ b/settings.py\n@@ -1 +1 @@\n"
+        "-debug = True\n+debug = 1\n",
+    )
+    assert not result.is_error, result.text
+    assert tree(ws) == {"settings.py": "debug = 1\n"}

@@ -85,6 +85,10 @@ class FileOp:
     hunks: list[Hunk] = field(default_factory=list)
     content: str = ""
     """An added file's content."""
+    other_path: str | None = None
+    """A unified diff's old name when it differs from `path` (its new name) without git's
+    ``rename from``/``rename to``: the file updated is whichever of the two exists, as
+    ``patch`` does; the diff never moves a file on its own."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -119,7 +123,7 @@ def parse_patch(text: str) -> list[FileOp]:
             f"The patch is {len(text):,} characters long; apply_patch takes at most "
             f"{MAX_PATCH_CHARS:,}. Split it into several patches."
         )
-    lines = text.replace("\r\n", "\n").split("\n")
+    lines = _unwrapped(text.replace("\r\n", "\n").split("\n"))
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None:
         raise PatchError("The patch is empty. " + _FORMATS)
@@ -142,6 +146,26 @@ def parse_patch(text: str) -> list[FileOp]:
             "in one call. Split it."
         )
     return ops
+
+
+def _unwrapped(lines: list[str]) -> list[str]:
+    """The patch without a Markdown fence or a shell here-document around it.
+
+    Models sometimes send ```` ```diff ```` … ```` ``` ```` or ``apply_patch <<'EOF'`` …
+    ``EOF`` (the command line they saw in training); the lines inside are the patch.
+    """
+    body = list(lines)
+    while body and not body[0].strip():
+        body.pop(0)
+    while body and not body[-1].strip():
+        body.pop()
+    if len(body) >= 2 and body[0].startswith("```") and body[-1].strip() == "```":
+        return body[1:-1]
+    if len(body) >= 2 and body[0].startswith("apply_patch") and "<<" in body[0]:
+        marker = body[0].split("<<", 1)[1].strip().strip("'\"-")
+        if marker and body[-1].strip() == marker:
+            return body[1:-1]
+    return lines
 
 
 _FORMATS = (
@@ -308,9 +332,13 @@ def _parse_unified(lines: list[str]) -> list[FileOp]:
         elif line.startswith("rename to "):
             rename["to"] = line[len("rename to ") :].strip()
         elif line.startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+            renamed = "from" in rename and "to" in rename
             rename = {}
             old, new = _strip_prefixes(_diff_path(line[4:]), _diff_path(lines[i + 1][4:]))
             i = _unified_file(lines, i + 2, old, new, ops)
+            op = ops[-1]
+            if op.move_to is not None and not renamed:
+                op.path, op.other_path, op.move_to = op.move_to, op.path, None
             continue
         i += 1
     if "from" in rename and "to" in rename:

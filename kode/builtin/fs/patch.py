@@ -91,7 +91,7 @@ def _refused(error: ToolError) -> ToolError:
 
 
 def _paths(op: FileOp) -> list[str]:
-    return [op.path] if op.move_to is None else [op.path, op.move_to]
+    return [p for p in (op.path, op.move_to, op.other_path) if p is not None]
 
 
 def _not_dir(where: Target) -> None:
@@ -147,6 +147,11 @@ def _plan(ctx: ToolContext, ops: list[FileOp]) -> list[_Change]:
     seen: dict[Path, str] = {}
     changes: list[_Change] = []
     for op in ops:
+        if op.other_path is not None:  # "--- a/old +++ b/new" without a rename: the one there
+            new, old = target(ctx, op.path), target(ctx, op.other_path)
+            if not new.path.exists() and old.path.exists():
+                op.path = op.other_path
+            op.other_path = None
         change = _Change(op=op)
         for name in _paths(op):
             where = target(ctx, name)
