@@ -2,7 +2,8 @@
 
 This script owns `render`, which imports every module of `kode.builtin` and writes, group by
 group, each tool's name, aliases, kind, groups, description and a table of its parameters read
-from its own ``input_schema`` (with each module's docstring as the group's introduction). The
+from its own ``input_schema`` (with each module's docstring as the group's introduction), and
+for some tools an example whose calls it runs in a temporary workspace (`_EXAMPLES`). The
 page ``docs/builtin-tools.md`` is its output, checked by ``tests/test_builtin_docs.py``, so the
 documentation cannot drift from the code. It does not register anything itself and needs no
 optional dependency. It lives outside the package: it is how the docs are made, not something
@@ -52,7 +53,8 @@ Everything on this page is generated from the tools themselves: the description 
 model reads, and each parameter table is the tool's `input_schema`. A parameter alias is another
 name the tool accepts for a parameter (a model used to `file_path` still reaches `path`); the
 schema shows only the parameter's own name. Limits and errors are in each group's introduction
-and in each tool's description.
+and in each tool's description. Where a tool shows an example, its calls were run when the page
+was made, in a temporary workspace, and each result is the text the model gets.
 """
 
 
@@ -243,7 +245,104 @@ def _tool_section(tool: Tool[..., Any]) -> list[str]:
     lines += ["```text", tool.description.strip(), "```", ""]
     lines += _table(tool.input_schema, _param_aliases(tool))
     lines += list(_definitions(tool.input_schema))
+    lines += _example(tool.name)
     return [*lines, ""]
+
+
+# Examples run when the page is rendered, in a fresh temporary workspace: the files are made,
+# then each call runs through the tool's own `run` (validation included) and its result is
+# shown as the model gets it. Only tools whose output does not depend on time or process ids.
+_EXAMPLES: dict[str, tuple[dict[str, str], list[tuple[str, dict[str, Any]]]]] = {
+    "apply_patch": (
+        {"app.py": 'def greet(name):\n    print("Hi", name)\n', "old.txt": "bye\n"},
+        [
+            ("fs_read", {"path": "app.py"}),
+            ("fs_read", {"path": "old.txt"}),
+            (
+                "apply_patch",
+                {
+                    "patch": "*** Begin Patch\n"
+                    "*** Update File: app.py\n"
+                    "*** Move to: src/app.py\n"
+                    "@@ def greet(name):\n"
+                    '-    print("Hi", name)\n'
+                    '+    print("Hello", name)\n'
+                    "*** Add File: notes.txt\n"
+                    "+remember the milk\n"
+                    "*** Delete File: old.txt\n"
+                    "*** End Patch"
+                },
+            ),
+            (
+                "apply_patch",
+                {
+                    "patch": "*** Begin Patch\n"
+                    "*** Update File: src/app.py\n"
+                    "@@\n"
+                    '-    print("Hey", name)\n'
+                    '+    print("Hi there", name)\n'
+                    "*** End Patch"
+                },
+            ),
+        ],
+    ),
+    "fs_read_many": (
+        {
+            ".gitignore": "build/\n",
+            "README.md": "# Demo\n",
+            "src/a.py": "A = 1\n",
+            "src/b.py": "B = 2\n",
+            "build/gen.py": "GENERATED = True\n",
+            "logo.bin": "\x00\x01",
+        },
+        [("fs_read_many", {"paths": ["README.md", "**/*.py", "logo.bin"]})],
+    ),
+    "memory": (
+        {},
+        [
+            ("memory", {"action": "save", "fact": "Tests run with `make check`."}),
+            ("memory", {"action": "list", "scope": "workspace"}),
+        ],
+    ),
+}
+
+
+def _example(name: str) -> list[str]:
+    """The example of tool `name`, run now, as Markdown ([] when it has none)."""
+    if name not in _EXAMPLES:
+        return []
+    import tempfile
+    from pathlib import Path
+
+    import anyio
+
+    from kode.registries import registry
+    from kode.tools.context import ToolContext
+    from kode.tools.workspace import FilePool, Workspace
+
+    files, calls = _EXAMPLES[name]
+    out = ["", "Example (run when this page was made, in a temporary workspace):", ""]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+        if files:
+            out += ["Files: " + ", ".join(f"`{rel}`" for rel in files) + ".", ""]
+        ctx: ToolContext[Any] = ToolContext(workspace=Workspace(root=root), files=FilePool())
+        for tool_name, arguments in calls:
+            tool = registry.get(tool_name)
+            result = anyio.run(tool.run, arguments, ctx)
+            status = " (an error result)" if result.is_error else ""
+            texts = {k: v for k, v in arguments.items() if isinstance(v, str) and "\n" in v}
+            rest = {k: v for k, v in arguments.items() if k not in texts}
+            if rest:
+                shown = json.dumps(rest, ensure_ascii=False, indent=2)
+                out += [f"`{tool_name}` with", "", "```json", shown, "```", ""]
+            for key, text in texts.items():
+                out += [f"`{tool_name}` with `{key}`:", "", "```text", text, "```", ""]
+            out += [f"returns{status}:", "", "```text", result.text.rstrip(), "```", ""]
+    return out[:-1]
 
 
 def render() -> str:

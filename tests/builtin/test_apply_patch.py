@@ -472,3 +472,19 @@ async def test_unified_names_that_differ_update_the_file_there_unless_git_says_r
     )
     assert not result.is_error, result.text
     assert tree(ws) == {"settings.py": "debug = 1\n"}
+
+
+async def test_a_hunk_with_no_line_in_the_file_shows_the_most_similar(
+    ctx: ToolContext, ws: Path
+) -> None:
+    await seen(ctx, ws, "app.py", APP)
+    text = refused(
+        await patch(
+            ctx,
+            '*** Begin Patch\n*** Update File: app.py\n-    print("Hey", name)\n'
+            '+    print("Hello", name)\n*** End Patch',
+        )
+    )
+    lines = text.splitlines()
+    assert "No line of it is in the file; the most similar lines (from line 5):" in lines
+    assert '     5|     print("Hi", name)' in lines

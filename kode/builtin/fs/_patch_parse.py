@@ -23,6 +23,7 @@ touches no file and knows nothing of the workspace.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -484,6 +485,33 @@ def _nearest(lines: list[str], pattern: list[str]) -> tuple[int, int] | None:
     return max(best, 0), count
 
 
+_SIMILAR_LINES = 20_000
+"""Files longer than this are not searched for lines merely similar to a hunk's."""
+
+
+def _similar(lines: list[str], pattern: list[str]) -> int | None:
+    """The index of the window whose lines are most similar to `pattern`'s (by difflib)."""
+    if len(lines) > _SIMILAR_LINES:
+        return None
+    keyed = [line.strip() for line in lines]
+    best: tuple[float, int] | None = None
+    for k, line in enumerate(pattern[:20]):
+        key = line.strip()
+        if len(key) < 3:
+            continue
+        matcher = difflib.SequenceMatcher(b=key, autojunk=False)
+        for i, other in enumerate(keyed):
+            if not other:
+                continue
+            matcher.set_seq1(other)
+            if matcher.real_quick_ratio() < 0.6 or matcher.quick_ratio() < 0.6:
+                continue
+            ratio = matcher.ratio()
+            if ratio >= 0.6 and (best is None or ratio > best[0]):
+                best = (ratio, max(i - k, 0))
+    return best[1] if best is not None else None
+
+
 def _failure(
     shown: str, number: int, total: int, hunk: Hunk, lines: list[str], start: int, what: str
 ) -> HunkError:
@@ -513,6 +541,13 @@ def _failure(
         )
         parts.append(_shown(window, at + 1))
         details["nearest_line"] = at + 1
+    elif (like := _similar(lines, pattern)) is not None:
+        window = lines[like : like + max(len(pattern), 1)]
+        parts.append(
+            f"No line of it is in the file; the most similar lines (from line {like + 1}):"
+        )
+        parts.append(_shown(window, like + 1))
+        details["nearest_line"] = like + 1
     else:
         parts.append("No line of it is in the file, even ignoring whitespace.")
     parts.append(
