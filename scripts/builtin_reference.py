@@ -55,6 +55,10 @@ name the tool accepts for a parameter (a model used to `file_path` still reaches
 schema shows only the parameter's own name. Limits and errors are in each group's introduction
 and in each tool's description. Where a tool shows an example, its calls were run when the page
 was made, in a temporary workspace, and each result is the text the model gets.
+
+Left out on purpose: `message`, `gateway`, `nodes` and `tts`, which other agent tool sets
+offer, need a messaging gateway or a network of devices that kode does not have; a plugin can
+add such tools through the same registry (see [the registry](registry.md)).
 """
 
 

@@ -488,3 +488,44 @@ async def test_a_hunk_with_no_line_in_the_file_shows_the_most_similar(
     lines = text.splitlines()
     assert "No line of it is in the file; the most similar lines (from line 5):" in lines
     assert '     5|     print("Hi", name)' in lines
+
+
+async def test_an_agent_asks_with_the_patch_s_diff_and_writes_only_when_allowed(
+    ws: Path,
+) -> None:
+    from kode import Agent, AgentTemplate, ToolRegistry
+    from kode.agent import ApprovalDecision, ApprovalRequest
+    from kode.models import ScriptedModel, tool_use
+
+    (ws / "a.txt").write_text("one\n")
+    reg = ToolRegistry("test")
+    for made in (fs_read, apply_patch):
+        reg.register(made, source="core")
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(decision="deny" if len(asked) == 1 else "allow")
+
+    text = "*** Begin Patch\n*** Update File: a.txt\n-one\n+two\n*** End Patch"
+    model = ScriptedModel(
+        [
+            [tool_use("fs_read", {"path": "a.txt"})],
+            [tool_use("apply_patch", {"patch": text})],
+            [tool_use("apply_patch", {"input": text})],  # Codex's parameter name works too
+            "done",
+        ]
+    )
+    agent = Agent.create(
+        AgentTemplate(id="t", tools=["group:fs"], permission={"mode": "approval"}),
+        model=model,
+        registry=reg,
+        approver=approver,
+        workspace=ws,
+    )
+    await agent.send("patch it")
+    assert [r.tool_name for r in asked] == ["apply_patch", "apply_patch"]
+    assert asked[0].description == "Apply a patch: update a.txt"
+    assert asked[0].locations == ("a.txt",)
+    assert "--- a/a.txt\n+++ b/a.txt" in asked[0].diff and "-one\n+two" in asked[0].diff
+    assert (ws / "a.txt").read_text() == "two\n"  # denied once, then allowed
