@@ -19,6 +19,7 @@ ALLOWED: dict[str, set[str]] = {
     "models": {"tools", "tracing"},
     "sessions": {"tools", "models", "tracing"},
     "agent": {"tools", "registries", "models", "sessions", "tracing"},
+    "durable": {"tools", "registries", "models", "sessions", "agent", "tracing"},
     "builtin": {"tools", "tracing"},
     "mcp": {"tools", "registries", "models", "tracing"},
     "testing": {"tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "tracing"},

@@ -1,0 +1,228 @@
+"""`DurableAgent`: an agent's ``send`` as a DBOS workflow, a step per model turn and tool call.
+
+This module owns the workflow and the two kinds of steps. A model turn is one step: the
+model's whole response is checkpointed, so a recovered workflow replays it instead of asking
+again. A tool call is two steps drawn in call order when the model's response arrives (so
+calls a turn runs concurrently keep the same step ids on every execution): *begin*, which
+records which execution of the workflow started the call, and *call*, which runs the tool and
+checkpoints its result. A recovered workflow replays both when the call finished; when only
+*begin* was recorded, the call was running when the worker stopped, and the store's resume
+rule applies: a tool that only reads (kinds read, search, think) or is idempotent
+(``define_tool(idempotent=True)``) runs again; any other is answered with an error result
+saying it may have partly run, and is never run twice.
+
+It does not configure or launch DBOS, and keeps no state of its own: the conversation is the
+replay of the checkpointed steps.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dbos import DBOS, SetWorkflowID, StepReservation, WorkflowHandleAsync
+
+from kode.agent.agent import Agent, AgentError
+from kode.agent.hooks import AgentHooks, PreToolUseOutcome, Respond
+from kode.agent.session import rerun_safe
+from kode.agent.template import AgentTemplate
+from kode.models.base import Model, ModelError, ModelEvent, ModelRequest, ModelResponse
+from kode.models.messages import ToolUseContent
+from kode.tools.context import ToolContext
+from kode.tools.errors import ToolErrorType
+from kode.tools.results import ToolResult, error_result
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine
+
+__all__ = ["INTERRUPTED_TEXT", "DurableAgent"]
+
+INTERRUPTED_TEXT = (
+    "Tool '{name}' was interrupted by a worker restart while it ran, and was not run again: "
+    "it may have partly run. Check what it was doing before calling it again."
+)
+"""The error result of a call that was running when its worker stopped (``{name}``: the tool)."""
+
+
+@dataclass(kw_only=True, slots=True)
+class _Execution:
+    """One execution of the workflow (the first, or one recovery): its token and its calls."""
+
+    token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    """Recorded by *begin* steps: a recorded token of another execution means interrupted."""
+    slots: dict[str, tuple[StepReservation, StepReservation]] = field(default_factory=dict)
+    """The (begin, call) step reservations of the calls the last model turn asked for."""
+    agent: Agent | None = None
+
+
+class _StepModel:
+    """A model whose every response is one DBOS step (the deltas are not streamed)."""
+
+    def __init__(self, inner: Model, execution: _Execution) -> None:
+        self._inner = inner
+        self._execution = execution
+        self.name = inner.name
+
+    def supports_output_format(self, *, tools: bool) -> bool:
+        """What the wrapped model says (a model without the method enforces nothing)."""
+        method = getattr(self._inner, "supports_output_format", None)
+        return bool(method(tools=tools)) if callable(method) else False
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        """Ask the wrapped model in a step (or replay the step), then draw the calls' steps."""
+        inner = self._inner
+
+        async def model_turn() -> ModelResponse:
+            final: ModelResponse | None = None
+            async for event in inner.stream(request):
+                if isinstance(event, ModelResponse):
+                    final = event
+            if final is None:
+                raise ModelError(f"model '{inner.name}' ended its stream without a response")
+            return final
+
+        response = await DBOS.run_step_async({"name": "kode.model_turn"}, model_turn)
+        # Draw the calls' steps now, in call order, from workflow code: the turn may run
+        # them concurrently, and their step ids must not depend on which starts first.
+        for block in response.message.content:
+            if isinstance(block, ToolUseContent):
+                self._execution.slots[block.id] = (DBOS.reserve_step(), DBOS.reserve_step())
+        yield response
+
+
+class DurableAgent:
+    """An agent whose runs are DBOS workflows: a step per model turn and per tool call.
+
+    Make it (and so register its workflow) before ``DBOS.launch()``, with the same `name` in
+    every worker: a worker that starts after another stopped recovers the runs that were going
+    on and continues each after its last completed step.
+
+    ```python
+    durable = DurableAgent(template, model=model)
+    DBOS(config={"name": "app", "system_database_url": "sqlite:///app.sqlite"})
+    DBOS.launch()
+    text = await durable.run("How many words in 'a b c'?")
+    ```
+
+    A call that was running when its worker stopped is run again only if its tool only reads
+    or is idempotent; otherwise its result is an error saying it may have partly run
+    (`INTERRUPTED_TEXT`).
+    """
+
+    def __init__(
+        self,
+        template: AgentTemplate | str,
+        *,
+        model: Model,
+        name: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Register the workflow of this agent's runs.
+
+        Args:
+            template: The agent's template, or its id in the global template registry.
+            model: The model; each response is checkpointed, so it is asked once per turn.
+            name: The workflow's name, the same in every worker (default:
+                ``kode.agent.<template id>``).
+            options: Other keyword arguments of `Agent.create` (``deps``, ``policy``,
+                ``approver``, ``hooks``, ``workspace``, ...); not ``store`` or ``model``.
+
+        Raises:
+            AgentError: `options` names ``store``, ``session_id`` or ``model``.
+        """
+        options = dict(options or {})
+        refused = sorted({"store", "session_id", "model"} & options.keys())
+        if refused:
+            raise AgentError(
+                f"DurableAgent options cannot name {', '.join(refused)}: the run's state is "
+                "DBOS's checkpoints, and the model is given as model=; pass the others "
+                "(deps, policy, approver, hooks, workspace, ...)"
+            )
+        self.template = template
+        self.model = model
+        template_id = template if isinstance(template, str) else template.id
+        self.name = name or f"kode.agent.{template_id}"
+        """The workflow's name."""
+        self._options = options
+
+        async def run_workflow(prompt: str) -> str:
+            return await self._run_workflow(prompt)
+
+        self._workflow: Callable[[str], Coroutine[Any, Any, str]] = DBOS.workflow(name=self.name)(
+            run_workflow
+        )
+
+    async def _run_workflow(self, prompt: str) -> str:
+        execution = _Execution()
+        options = dict(self._options)
+        own = AgentHooks(pre_tool_use=[self._tool_step(execution)])
+        given = options.pop("hooks", None)
+        hooks = given.merged(own) if isinstance(given, AgentHooks) else own
+        agent = Agent.create(
+            self.template, model=_StepModel(self.model, execution), hooks=hooks, **options
+        )
+        execution.agent = agent
+        async with agent:
+            reply = await agent.send(prompt)
+        return reply.text
+
+    def _tool_step(
+        self, execution: _Execution
+    ) -> Callable[[ToolUseContent, ToolContext[Any]], Coroutine[Any, Any, PreToolUseOutcome]]:
+        async def pre_tool_use(call: ToolUseContent, ctx: ToolContext[Any]) -> PreToolUseOutcome:
+            slots = execution.slots.pop(call.id, None)
+            agent = execution.agent
+            tool = agent.lookup(call.name) if agent is not None else None
+            if slots is None or agent is None or tool is None:
+                return None  # not a call of a checkpointed turn: the pipeline runs it
+            begin, step = slots
+            token = execution.token
+
+            async def tool_begin() -> str:
+                return token
+
+            started_by = await begin.run_async({"name": f"kode.tool_begin.{call.name}"}, tool_begin)
+            read_only, idempotent = rerun_safe(tool)
+            interrupted = started_by != token and not (read_only or idempotent)
+            arguments = dict(call.input) if isinstance(call.input, dict) else call.input
+            timeout = agent.template.tool_timeout
+
+            async def tool_call() -> ToolResult:
+                if interrupted:
+                    return error_result(
+                        INTERRUPTED_TEXT.format(name=call.name),
+                        type=ToolErrorType.EXECUTION_FAILED,
+                    )
+                return await tool.run(arguments, ctx, default_timeout=timeout)
+
+            result = await step.run_async({"name": f"kode.tool_call.{call.name}"}, tool_call)
+            return Respond(result=result)
+
+        return pre_tool_use
+
+    async def start(
+        self, prompt: str, *, workflow_id: str | None = None
+    ) -> WorkflowHandleAsync[str]:
+        """Start a run as a workflow and return its handle (status, result).
+
+        Args:
+            prompt: The user's message.
+            workflow_id: The workflow's id (default: a new one); starting an id that exists
+                returns that workflow's handle rather than running it again.
+        """
+        if workflow_id is None:
+            return await DBOS.start_workflow_async(self._workflow, prompt)
+        with SetWorkflowID(workflow_id):
+            return await DBOS.start_workflow_async(self._workflow, prompt)
+
+    async def run(self, prompt: str, *, workflow_id: str | None = None) -> str:
+        """Run the agent on `prompt` as a workflow and return its final answer's text."""
+        handle = await self.start(prompt, workflow_id=workflow_id)
+        return await handle.get_result()
+
+    @staticmethod
+    async def retrieve(workflow_id: str) -> WorkflowHandleAsync[str]:
+        """The handle of a run started earlier, by any process (its status, its result)."""
+        return await DBOS.retrieve_workflow_async(workflow_id)
