@@ -9,6 +9,6 @@ DBOS as usual (``DBOS(config=...)``, ``DBOS.launch()``).
 
 from __future__ import annotations
 
-from kode.durable.dbos import INTERRUPTED_TEXT, DurableAgent
+from kode.durable.dbos import INTERRUPTED_TEXT, DurableAgent, approval_topic
 
-__all__ = ["INTERRUPTED_TEXT", "DurableAgent"]
+__all__ = ["INTERRUPTED_TEXT", "DurableAgent", "approval_topic"]

@@ -20,12 +20,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from dbos import DBOS, SetWorkflowID, StepReservation, WorkflowHandleAsync
+from dbos import DBOS, Queue, SetWorkflowID, StepReservation, WorkflowHandleAsync
 
 from kode.agent.agent import Agent, AgentError
 from kode.agent.hooks import AgentHooks, PreToolUseOutcome, Respond
+from kode.agent.permissions import ApprovalDecision, ApprovalRequest
 from kode.agent.session import rerun_safe
 from kode.agent.template import AgentTemplate
 from kode.models.base import Model, ModelError, ModelEvent, ModelRequest, ModelResponse
@@ -37,13 +38,23 @@ from kode.tools.results import ToolResult, error_result
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
-__all__ = ["INTERRUPTED_TEXT", "DurableAgent"]
+__all__ = ["INTERRUPTED_TEXT", "DurableAgent", "approval_topic"]
 
 INTERRUPTED_TEXT = (
     "Tool '{name}' was interrupted by a worker restart while it ran, and was not run again: "
     "it may have partly run. Check what it was doing before calling it again."
 )
 """The error result of a call that was running when its worker stopped (``{name}``: the tool)."""
+
+
+def approval_topic(call_id: str) -> str:
+    """The DBOS topic a run waits on for the decision on call `call_id`.
+
+    Any process can decide: ``DBOSClient(system_database_url=...).send(workflow_id,
+    {"decision": "allow"}, topic=approval_topic(call_id))``, or `DurableAgent.decide` in a
+    launched DBOS process.
+    """
+    return f"kode.approval.{call_id}"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -118,6 +129,8 @@ class DurableAgent:
         model: Model,
         name: str | None = None,
         options: Mapping[str, Any] | None = None,
+        durable_approvals: bool = False,
+        approval_timeout: float = 86_400.0,
     ) -> None:
         """Register the workflow of this agent's runs.
 
@@ -128,12 +141,20 @@ class DurableAgent:
                 ``kode.agent.<template id>``).
             options: Other keyword arguments of `Agent.create` (``deps``, ``policy``,
                 ``approver``, ``hooks``, ``workspace``, ...); not ``store`` or ``model``.
+            durable_approvals: A call that needs approval waits durably for a decision sent
+                to its run (`decide`, or a `DBOSClient` on `approval_topic`), from any
+                process, even after the worker restarted; instead of an ``approver``.
+            approval_timeout: Seconds a call waits for its decision before it is denied.
 
         Raises:
-            AgentError: `options` names ``store``, ``session_id`` or ``model``.
+            AgentError: `options` names ``store``, ``session_id`` or ``model``, or
+                ``approver`` together with `durable_approvals`.
         """
         options = dict(options or {})
-        refused = sorted({"store", "session_id", "model"} & options.keys())
+        refused = sorted(
+            {"store", "session_id", "model", *(["approver"] if durable_approvals else [])}
+            & options.keys()
+        )
         if refused:
             raise AgentError(
                 f"DurableAgent options cannot name {', '.join(refused)}: the run's state is "
@@ -146,6 +167,8 @@ class DurableAgent:
         self.name = name or f"kode.agent.{template_id}"
         """The workflow's name."""
         self._options = options
+        self.durable_approvals = durable_approvals
+        self.approval_timeout = approval_timeout
 
         async def run_workflow(prompt: str) -> str:
             return await self._run_workflow(prompt)
@@ -160,6 +183,8 @@ class DurableAgent:
         own = AgentHooks(pre_tool_use=[self._tool_step(execution)])
         given = options.pop("hooks", None)
         hooks = given.merged(own) if isinstance(given, AgentHooks) else own
+        if self.durable_approvals:
+            options["approver"] = self._wait_for_decision
         agent = Agent.create(
             self.template, model=_StepModel(self.model, execution), hooks=hooks, **options
         )
@@ -201,6 +226,57 @@ class DurableAgent:
             return Respond(result=result)
 
         return pre_tool_use
+
+    async def _wait_for_decision(self, request: ApprovalRequest) -> ApprovalDecision:
+        # recv is checkpointed: a recovered run gets the decision it had, or waits again.
+        sent = await DBOS.recv_async(
+            approval_topic(request.call_id), timeout_seconds=self.approval_timeout
+        )
+        if sent is None:
+            return ApprovalDecision(
+                decision="deny",
+                note=f"No decision arrived within {self.approval_timeout:g} s.",
+            )
+        if isinstance(sent, ApprovalDecision):
+            return sent
+        try:
+            return ApprovalDecision(**sent)
+        except (TypeError, ValueError) as exc:
+            return ApprovalDecision(
+                decision="deny",
+                note=f"The decision sent was not one ({exc}); send "
+                "{'decision': 'allow' | 'deny' | 'allow_always', 'note': '...'}.",
+            )
+
+    @staticmethod
+    async def decide(
+        workflow_id: str,
+        call_id: str,
+        decision: Literal["allow", "deny", "allow_always"],
+        *,
+        note: str = "",
+    ) -> None:
+        """Send the decision on a call waiting in run `workflow_id` (a launched DBOS process).
+
+        A process that does not launch DBOS sends the same dict with a ``DBOSClient``
+        (see `approval_topic`).
+        """
+        message = {"decision": decision, "note": note}
+        await DBOS.send_async(workflow_id, message, topic=approval_topic(call_id))
+
+    async def enqueue(
+        self, queue: Queue, prompt: str, *, workflow_id: str | None = None
+    ) -> WorkflowHandleAsync[str]:
+        """Put a run on a DBOS queue, for the workers that listen to it to run.
+
+        At most the queue's concurrency limit run at once. A client without the agent
+        enqueues by name:
+        ``DBOSClient.enqueue({"queue_name": ..., "workflow_name": agent.name}, prompt)``.
+        """
+        if workflow_id is None:
+            return await queue.enqueue_async(self._workflow, prompt)
+        with SetWorkflowID(workflow_id):
+            return await queue.enqueue_async(self._workflow, prompt)
 
     async def start(
         self, prompt: str, *, workflow_id: str | None = None

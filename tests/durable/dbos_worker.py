@@ -2,9 +2,11 @@
 
 ``python dbos_worker.py <dir> start <hold>`` starts workflow ``run-1`` and prints its answer;
 ``python dbos_worker.py <dir> recover`` only launches DBOS (which recovers the pending run) and
-prints the run's answer. Every model turn and every tool that starts is logged to ``<dir>``
-files, with the worker's pid, so the test can see what ran where. ``<hold>`` names the tool
-that, in the first worker, waits after logging its start (for the test to kill the worker).
+prints the run's answer; ``python dbos_worker.py <dir> serve`` listens to queue ``kode-runs``
+(one run at a time) until the file ``<dir>/stop`` exists. Every model turn and every tool that
+starts is logged to ``<dir>`` files, with the worker's pid, so the test can see what ran
+where. ``<hold>`` names the tool that, in the first worker, waits after logging its start
+(for the test to kill the worker).
 """
 
 from __future__ import annotations
@@ -100,6 +102,43 @@ class TurnModel:
         )
 
 
+@define_tool(kind="edit", requires_approval=True, registry=registry)
+def vault_open() -> str:
+    """Open the vault (needs approval)."""
+    log("tools.log", "vault_open")
+    return "vault opened"
+
+
+class ApprovalModel:
+    """Calls vault_open, then answers with its result."""
+
+    name = "approval"
+
+    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
+        results = [
+            "".join(getattr(part, "text", "") for part in block.content)
+            for message in request.messages
+            for block in message.content
+            if isinstance(block, ToolResultContent)
+        ]
+        log("model.log", f"approval{len(results) + 1}")
+        content: list[object] = (
+            [TextContent(text=f"final: {results[0]}")]
+            if results
+            else [tool_use("vault_open", {}, id="v1")]
+        )
+        yield ModelResponse(
+            message=Message(role="assistant", content=content),  # type: ignore[arg-type]
+            stop_reason="end_turn" if results else "tool_use",
+        )
+
+
+guarded = DurableAgent(
+    AgentTemplate(id="vault", tools=["vault_open"]),
+    model=ApprovalModel(),
+    options={"registry": registry},
+    durable_approvals=True,
+)
 template = AgentTemplate(id="ledger", tools=["note_read", "ledger_add", "flag_set"])
 durable = DurableAgent(template, model=TurnModel(), options={"registry": registry})
 
@@ -114,7 +153,13 @@ async def main() -> None:
         }
     )
     DBOS.launch()
+    await DBOS.register_queue_async("kode-runs", global_concurrency=1, polling_interval_sec=0.1)
     try:
+        if mode == "serve":
+            log("ready.log", "serving")
+            while not (folder / "stop").exists():  # noqa: ASYNC110 (another process makes it)
+                await anyio.sleep(0.05)
+            return
         if mode == "start":
             text = await durable.run("Add the note's amount to the ledger.", workflow_id="run-1")
         else:

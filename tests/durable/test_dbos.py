@@ -41,6 +41,15 @@ def lines(folder: Path, name: str) -> list[tuple[str, int]]:
     ]
 
 
+def serving(folder: Path, process: subprocess.Popen[str]) -> None:
+    """Wait until `process` (a ``serve`` worker) has launched DBOS."""
+    deadline = time.monotonic() + 60
+    while process.pid not in [pid for _, pid in lines(folder, "ready.log")]:
+        assert process.poll() is None, process.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, "the worker never launched"
+        time.sleep(0.05)
+
+
 def finish(process: subprocess.Popen[str]) -> str:
     out, err = process.communicate(timeout=120)
     assert process.returncode == 0, err[-3000:]
@@ -138,3 +147,59 @@ def test_options_that_would_split_the_state_are_refused() -> None:
             model=ScriptedModel(["hi"]),
             options={"store": "memory://", "session_id": "s"},
         )
+
+
+def test_queued_runs_and_an_approval_decided_from_another_process_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    from dbos import DBOSClient
+
+    from kode.durable import approval_topic
+
+    first = worker(tmp_path, "serve")
+    serving(tmp_path, first)
+    client = DBOSClient(system_database_url=f"sqlite:///{tmp_path / 'dbos.sqlite'}")
+    try:
+        runs = [
+            client.enqueue(
+                {
+                    "queue_name": "kode-runs",
+                    "workflow_name": "kode.agent.ledger",
+                    "workflow_id": f"q{n}",
+                },
+                "Add the note's amount to the ledger.",
+            )
+            for n in (1, 2)
+        ]
+        assert [run.get_result() for run in runs] == [
+            "final: the note says 3 | added 3 | flag set"
+        ] * 2
+        assert [run.get_status().status for run in runs] == ["SUCCESS", "SUCCESS"]
+        # Concurrency 1: the second run's calls start after the first run's ended.
+        started = [name for name, _ in lines(tmp_path, "tools.log")]
+        assert started == ["note_read", "ledger_add", "flag_set"] * 2
+
+        waiting = client.enqueue(
+            {"queue_name": "kode-runs", "workflow_name": "kode.agent.vault", "workflow_id": "v"},
+            "Open the vault.",
+        )
+        deadline = time.monotonic() + 60
+        while ("approval1", first.pid) not in lines(tmp_path, "model.log"):
+            assert time.monotonic() < deadline, "the queued run never reached its model"
+            time.sleep(0.05)
+        time.sleep(0.5)  # the call now waits for its decision
+        assert waiting.get_status().status == "PENDING"
+        os.kill(first.pid, signal.SIGKILL)
+        first.communicate(timeout=30)
+
+        second = worker(tmp_path, "serve")
+        serving(tmp_path, second)
+        # The decision comes from this process, which runs no worker.
+        client.send("v", {"decision": "allow"}, topic=approval_topic("v1"))
+        assert waiting.get_result() == "final: vault opened"
+        assert [name for name, _ in lines(tmp_path, "tools.log")].count("vault_open") == 1
+        assert [t for t, _ in lines(tmp_path, "model.log")].count("approval1") == 1
+    finally:
+        (tmp_path / "stop").touch()
+        client.destroy()
+    finish(second)
