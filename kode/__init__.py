@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kode.agent import Agent, AgentError, AgentReply, AgentTemplate, TemplateError
+    from kode.agent.rules import RuleError
     from kode.mcp.errors import MCPConnectionError
     from kode.models import Message, Model, ModelError
     from kode.models.script_file import ScriptError
@@ -83,6 +84,7 @@ _SOURCES: dict[str, str] = {
     "ModelError": "kode.models",
     "PluginApi": "kode.registries",
     "PolicyError": "kode.registries",
+    "RuleError": "kode.agent.rules",
     "SchemaVersionError": "kode.sessions.errors",
     "ScriptError": "kode.models.script_file",
     "SessionError": "kode.sessions.errors",
@@ -139,6 +141,7 @@ __all__ = [
     "ModelError",
     "PluginApi",
     "PolicyError",
+    "RuleError",
     "SchemaVersionError",
     "ScriptError",
     "SessionError",

@@ -26,10 +26,12 @@ INTERNAL = {
     "CommandError": "the kode command prints it and exits with code 2",
     "EncodingError": "web_fetch turns it into an error result",
     "GlobError": "the file search tools turn it into invalid arguments",
+    "HunkError": "apply_patch turns it into an error result naming the hunk and nearby lines",
     "LogFileError": "the kode command prints it and exits with code 2",
+    "PatchError": "apply_patch turns it into invalid arguments saying what a patch looks like",
     "PostgresUnavailable": "kode.testing's postgres fixtures skip the test",
     "RaisedInThread": "carries a tool's GeneratorExit out of its worker thread to its call",
-    "SlotClosedError": "kode.mcp.session answers the server's request for an ended call with an error",
+    "SlotClosedError": "kode.mcp.session answers a request for an ended call with an error",
 }
 
 

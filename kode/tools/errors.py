@@ -13,6 +13,7 @@ Hierarchy (docs/errors.md has it too; tests/test_errors.py checks both against t
     ├── MCPConnectionError       an MCP server could not be started or reached (kode.mcp)
     ├── ModelError               a provider failed (kode.models)
     ├── PolicyError              a tool policy is malformed (also a ValueError)
+    ├── RuleError                a permission rule or rules file is malformed (also a ValueError)
     ├── ScriptError              a file of scripted turns is invalid (also a ValueError)
     ├── SessionError             a session store refused an operation (kode.sessions)
     │   ├── SchemaVersionError   the database's schema is newer than this kode knows
