@@ -108,14 +108,7 @@ class DurableAgent:
 
     Make it (and so register its workflow) before ``DBOS.launch()``, with the same `name` in
     every worker: a worker that starts after another stopped recovers the runs that were going
-    on and continues each after its last completed step.
-
-    ```python
-    durable = DurableAgent(template, model=model)
-    DBOS(config={"name": "app", "system_database_url": "sqlite:///app.sqlite"})
-    DBOS.launch()
-    text = await durable.run("How many words in 'a b c'?")
-    ```
+    on and continues each after its last completed step (see the "Durable runs" page).
 
     A call that was running when its worker stopped is run again only if its tool only reads
     or is idempotent; otherwise its result is an error saying it may have partly run
