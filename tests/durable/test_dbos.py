@@ -89,11 +89,11 @@ def test_a_run_completes_as_a_workflow_with_a_step_per_turn_and_call(tmp_path: P
     ]
 
 
-def kill_during(folder: Path, tool: str) -> int:
-    """Start a run whose `tool` waits once started; kill the worker with SIGKILL there."""
+def kill_during(folder: Path, tool: str, log: str = "tools.log") -> int:
+    """Start a run whose `tool` (or model turn) waits once started; kill the worker there."""
     first = worker(folder, "start", tool)
     deadline = time.monotonic() + 60
-    while tool not in [name for name, _ in lines(folder, "tools.log")]:
+    while tool not in [name for name, _ in lines(folder, log)]:
         assert first.poll() is None, first.communicate()[1][-3000:]
         assert time.monotonic() < deadline, f"the worker never started {tool}"
         time.sleep(0.05)
@@ -138,6 +138,27 @@ def test_a_read_only_or_idempotent_call_in_flight_runs_again(tmp_path: Path, too
     assert [amount for amount, _ in lines(tmp_path, "ledger.log")] == ["+3"]
     turns = [turn for turn, _ in lines(tmp_path, "model.log")]
     assert turns == ["turn1", "turn2", "turn3", "turn4"]  # no completed turn asked twice
+
+
+def test_a_model_turn_in_flight_is_asked_again_and_no_call_repeats(tmp_path: Path) -> None:
+    killed = kill_during(tmp_path, "turn2", log="model.log")
+
+    answer = finish(worker(tmp_path, "recover"))
+
+    assert answer == "final: the note says 3 | added 3 | flag set"
+    model = lines(tmp_path, "model.log")
+    assert [(turn, pid == killed) for turn, pid in model] == [
+        ("turn1", True),
+        ("turn2", True),
+        ("turn2", False),  # its reply was never checkpointed
+        ("turn3", False),
+        ("turn4", False),
+    ]
+    assert [name for name, _ in lines(tmp_path, "tools.log")] == [
+        "note_read",
+        "ledger_add",
+        "flag_set",
+    ]
 
 
 def test_options_that_would_split_the_state_are_refused() -> None:
