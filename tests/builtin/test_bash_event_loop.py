@@ -129,9 +129,10 @@ async def test_a_command_does_no_blocking_work_in_the_loops_thread(
 async def test_a_background_shell_starts_outside_the_loops_thread(
     threads: Threads, ctx: ToolContext[None], policy: RuntimePolicy
 ) -> None:
-    """All but the fork itself: that stays in the loop's thread, since a sandboxed command
-    dies with the thread that started it (bubblewrap's --die-with-parent) and worker threads
-    end when idle."""
+    """All but the fork itself, which stays in the loop's thread with the shell's bookkeeping.
+
+    (Which thread starts a sandboxed command does not matter: tests/builtin/
+    test_process_lifetime.py.)"""
     loop = threading.get_ident()
     result = await bash_run.run({"command": "echo started", "background": True}, ctx)
     assert not result.is_error, result.text

@@ -56,25 +56,37 @@ anyio.run(lambda: python_search(query, deadline=600))
 """
 
 # A kode process with a background shell (sandboxed or not), so its shells' directory exists;
-# prints the directory's path once the shell's command runs.
+# prints the directory's path once the shell's command runs. "thread": sandboxed, started from
+# a thread that has ended by then, and the command tries to kill its supervisor first (the
+# namespace's first process: signals from inside cannot reach it).
 SHELLING = """
-import sys, time
+import sys, threading, time
 from pathlib import Path
 from kode.builtin.runtime._processes import ProcessManager
 from kode.builtin.runtime._sandbox import Sandbox, sandbox_support
 
-root, seconds, sandboxed = Path(sys.argv[1]), sys.argv[2], sys.argv[3] == "yes"
+root, seconds, mode = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 support = sandbox_support()
 sandbox = (
     Sandbox(program=support.program, mode="workspace-write", roots=(root,),
             user_namespace=support.user_namespace)
-    if sandboxed else None
+    if mode != "no" else None
 )
 manager = ProcessManager()
-shell = manager.start(f"touch started; sleep {seconds}", cwd=root, sandbox=sandbox)
-while not (root / "started").exists():
+command = f"touch started; sleep {seconds}"
+if mode == "thread":
+    command = "kill -KILL 1; " + command
+    starter = threading.Thread(target=manager.start, args=(command,),
+                               kwargs={"cwd": root, "sandbox": sandbox})
+    starter.start()
+    starter.join()
+else:
+    manager.start(command, cwd=root, sandbox=sandbox)
+shell = manager.get("shell_1")
+deadline = time.monotonic() + 20
+while not (root / "started").exists() and time.monotonic() < deadline:
     time.sleep(0.01)
-print(shell.log.parent, flush=True)
+print(shell.log.parent if (root / "started").exists() else "not started", flush=True)
 time.sleep(600)
 """
 
@@ -110,13 +122,16 @@ def sleeping(seconds: str) -> list[int]:
     return found
 
 
-def start(script: str, *arguments: object) -> tuple[subprocess.Popen[str], str]:
+def start(
+    script: str, *arguments: object, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
     """Start `script` in a new kode process; return it and the first line it prints."""
     process = subprocess.Popen(
         [sys.executable, "-c", script, *map(str, arguments)],
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,
+        env=env,
     )
     assert process.stdout is not None
     line = process.stdout.readline().strip()
@@ -159,11 +174,14 @@ def test_the_grep_worker_started_after_its_parent_died_exits(tmp_path: Path) -> 
     "sandboxed",
     [
         "no",
-        pytest.param(
-            "yes",
-            marks=pytest.mark.skipif(
-                shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed"
-            ),
+        *(
+            pytest.param(
+                mode,
+                marks=pytest.mark.skipif(
+                    shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed"
+                ),
+            )
+            for mode in ("yes", "thread")
         ),
     ],
 )
@@ -171,20 +189,30 @@ def test_a_killed_kode_process_leaves_a_directory_the_next_one_removes(
     tmp_path: Path, sandboxed: str
 ) -> None:
     seconds = str(600 + secrets.randbelow(10_000))  # names this test's command in /proc
-    process, line = start(SHELLING, tmp_path, seconds, sandboxed)
+    # Its shells' directory goes in a temporary directory of this test's own: in the shared
+    # one, any other kode process on the machine (another test run) that starts a shell would
+    # rightly sweep it away once its owner is dead, before this test looks.
+    base = tmp_path / "tmp"
+    base.mkdir()
+    process, line = start(
+        SHELLING, tmp_path, seconds, sandboxed, env={**os.environ, "TMPDIR": str(base)}
+    )
     left = Path(line)
     try:
+        assert line != "not started", "the shell's command did not run"
         assert left.is_dir() and left.name.startswith(f"kode-shells-{process.pid}-")
+        assert left.parent == base
         assert (left / "owner").read_text().split()[0] == str(process.pid)
         assert until(lambda: bool(sleeping(seconds)), 5)  # bash starts it after the touch
     finally:
         kill_hard(process)
-    # The shell's processes die with the kode process (the supervisor watches its parent; the
-    # sandbox dies with it); its directory stays, since nobody could clean it up.
+    # The shell's processes die with the kode process (the supervisor watches its parent, or
+    # in the sandbox the lifeline, and the namespace ends with it); its directory stays, since
+    # nobody could clean it up.
     assert until(lambda: not sleeping(seconds), 5), sleeping(seconds)
     assert left.is_dir()
-    removed = sweep_stale_shell_dirs()
-    assert str(left) in removed
+    removed = sweep_stale_shell_dirs(str(base))
+    assert removed == [str(left)]
     assert not left.exists()
     mine = shells_dir()  # this process's own, alive: kept
     try:
@@ -242,3 +270,56 @@ def test_a_supervisor_whose_kode_process_is_already_gone_runs_nothing(tmp_path: 
     )
     assert done.returncode == 1
     assert not (tmp_path / "marker").exists()
+
+
+def test_a_sandboxed_supervisor_whose_lifeline_has_ended_runs_nothing(tmp_path: Path) -> None:
+    """kode ended before the supervisor started: its lifeline is at its end already."""
+    from kode.builtin.runtime import _supervisor
+
+    read, write = os.pipe()
+    os.close(write)
+    try:
+        done = subprocess.run(
+            [
+                *(sys.executable, "-I", "-S", _supervisor.__file__),
+                f"{_supervisor.LIFELINE_OPTION}{read}",
+                *("bash", "-c", "touch marker; sleep 600"),
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            timeout=30,
+            pass_fds=(read,),
+        )
+    finally:
+        os.close(read)
+    assert done.returncode == 1
+    assert not (tmp_path / "marker").exists()
+
+
+def test_a_supervisor_kills_what_it_runs_when_its_lifeline_ends(tmp_path: Path) -> None:
+    """Outside a PID namespace (the supervisor is not its first process) it kills every
+    process below it, as when its parent dies."""
+    from kode.builtin.runtime import _supervisor
+
+    seconds = str(600 + secrets.randbelow(10_000))
+    read, write = os.pipe()
+    supervisor = subprocess.Popen(
+        [
+            *(sys.executable, "-I", "-S", _supervisor.__file__),
+            f"{_supervisor.LIFELINE_OPTION}{read}",
+            *("bash", "-c", f"(sleep {seconds}; true) & sleep {seconds}; true"),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        pass_fds=(read,),
+        start_new_session=True,
+    )
+    os.close(read)
+    try:
+        assert until(lambda: len(sleeping(seconds)) == 2, 10), sleeping(seconds)
+        assert supervisor.poll() is None
+    finally:
+        os.close(write)
+    assert until(lambda: not sleeping(seconds), 10), sleeping(seconds)
+    assert supervisor.wait(timeout=10) is not None

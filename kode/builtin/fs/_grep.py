@@ -33,6 +33,7 @@ from kode.builtin.fs._grep_files import line_digest, open_searchable, scan_lines
 from kode.builtin.fs._grep_types import (
     MAX_CHECKED_LINES,
     MAX_GREP_FILE_BYTES,
+    WORKER_HEADER,
     GrepFile,
     GrepMode,
     GrepOutcome,
@@ -258,8 +259,10 @@ async def python_search(query: GrepQuery, *, deadline: float = PYTHON_GREP_SECON
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_collect, stdout, reply, None)
                 tg.start_soon(_collect, stderr, failure, _MAX_STDERR)
-                await process.stdin.send(pickle.dumps(query, protocol=pickle.HIGHEST_PROTOCOL))
-                await process.stdin.aclose()
+                # stdin stays open while the worker runs: it dies when stdin's writer (this
+                # process) is gone, however this process ends (see _grep_worker).
+                data = pickle.dumps(query, protocol=pickle.HIGHEST_PROTOCOL)
+                await process.stdin.send(WORKER_HEADER.pack(len(data)) + data)
             code = await process.wait()
         finally:
             if process.returncode is None:

@@ -6,6 +6,7 @@ Both search paths (`kode.builtin.fs._grep`) and the check of their answers again
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -13,6 +14,7 @@ from typing import Literal
 __all__ = [
     "MAX_CHECKED_LINES",
     "MAX_GREP_FILE_BYTES",
+    "WORKER_HEADER",
     "GrepFile",
     "GrepMode",
     "GrepOutcome",
@@ -23,6 +25,10 @@ MAX_GREP_FILE_BYTES = 20 * 1024 * 1024
 """Files larger than this are skipped when a directory is searched."""
 MAX_CHECKED_LINES = 10_000
 """Matching lines per file whose text is kept to check ripgrep's answer (``count`` mode)."""
+
+WORKER_HEADER = struct.Struct(">Q")
+"""The length of the pickled query `python_search` sends its worker process, before the query
+(`kode.builtin.fs._grep_worker`)."""
 
 GrepMode = Literal["content", "files", "count"]
 

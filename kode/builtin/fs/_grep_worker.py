@@ -1,40 +1,77 @@
 """The worker process that runs `python_grep`, so a runaway regex can always be killed.
 
 Run as ``python -m kode.builtin.fs._grep_worker PARENT_PID``: it reads one pickled `GrepQuery` on
-stdin and writes one pickled ``("ok", GrepOutcome)`` or ``("error", message)`` on stdout. Both
-ends are kode's own, so pickle carries nothing foreign. The parent side is `python_search`.
+stdin, after its length (8 bytes, big-endian), and writes one pickled ``("ok", GrepOutcome)``
+or ``("error", message)`` on stdout. Both ends are kode's own, so pickle carries nothing
+foreign. The parent side is `python_search`, which keeps the worker's stdin open until the
+worker has ended.
 
 The worker dies with the kode process that started it, even when that one is killed with
-SIGKILL and cannot kill it: on Linux the kernel sends it SIGKILL (``PR_SET_PDEATHSIG``);
-everywhere, a thread checks every half second that its parent is still the one it was started
-by, and ends the worker when it is not.
+SIGKILL and cannot kill it: on Linux, once the query is read, stdin is set to raise SIGIO
+(whose default action ends the process, whatever it is doing, a regex holding the interpreter
+lock included) when its writing end, which kode alone holds, is closed, as the kernel does when
+kode ends; everywhere, a thread checks every half second that its parent is still the one it
+was started by, and ends the worker when it is not. (A parent-death signal, ``PR_SET_PDEATHSIG``,
+is not used: it fires when the *thread* that started the worker ends, and trio starts processes
+in worker threads that end after 10 s idle.)
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import pickle
 import re
+import select
 import signal
 import sys
 import threading
 import time
 
-from kode.builtin.fs._grep import GrepQuery, python_grep
+from kode.builtin.fs._grep import python_grep
+from kode.builtin.fs._grep_types import WORKER_HEADER, GrepQuery
 
-_PR_SET_PDEATHSIG = 1
 _PARENT_POLL = 0.5
+
+
+def read_query(fd: int = 0) -> bytes:
+    """The query's bytes from `fd`: its length, then that many bytes."""
+    header = _read_exactly(fd, WORKER_HEADER.size)
+    return _read_exactly(fd, WORKER_HEADER.unpack(header)[0])
+
+
+def _read_exactly(fd: int, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            raise EOFError(f"stdin ended after {len(data)} of {size} bytes")
+        data += chunk
+    return bytes(data)
+
+
+def die_with_writer(fd: int = 0) -> None:
+    """On Linux, end this process (SIGIO's default action) once `fd`'s writers are all gone.
+
+    Call it once everything meant to be read from the pipe `fd` has been read: any further
+    data would end the process too.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import fcntl
+
+    try:
+        signal.signal(signal.SIGIO, signal.SIG_DFL)
+        fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
+        ended = bool(select.select([fd], [], [], 0)[0])  # closed before it was armed?
+    except (OSError, ValueError):
+        return  # the parent watch still works
+    if ended:
+        os._exit(1)
 
 
 def die_with_parent(parent: int) -> None:
     """End this process when `parent` (the process that started it) ends."""
-    if sys.platform.startswith("linux"):
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):
-            pass  # the thread below still watches
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -50,7 +87,8 @@ def main() -> None:
     """Answer one query from stdin on stdout; end with the parent whose pid is argv[1]."""
     if len(sys.argv) > 1 and sys.argv[1].isdigit():
         die_with_parent(int(sys.argv[1]))
-    query = pickle.loads(sys.stdin.buffer.read())
+    query = pickle.loads(read_query())
+    die_with_writer()
     if not isinstance(query, GrepQuery):
         raise TypeError(f"expected a GrepQuery, got {type(query).__name__}")
     try:

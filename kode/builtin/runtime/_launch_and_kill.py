@@ -6,11 +6,13 @@ a child subreaper, and carries a tag variable in its environment; killing it mea
 descendant of the supervisor and every tagged process, then, after a grace period, a freeze-and-kill
 (SIGSTOP until the set is closed, then SIGKILL). A sandboxed command
 (`kode.builtin.runtime._sandbox`) runs with its supervisor inside a PID namespace of its own, under
-bubblewrap: killing it means SIGTERM to every process below the supervisor, then SIGKILL to the
-namespace's first process, which takes every process of the namespace with it (the kernel's
-guarantee, whatever they did). Elsewhere a command runs in a new session and killing it means
-signalling its process group. It does not capture output or keep shells
-(`kode.builtin.runtime._processes`).
+bubblewrap, as the namespace's first process (its init): killing it means SIGTERM to every process
+below the supervisor, then SIGKILL to the supervisor, which takes every process of the namespace
+with it (the kernel's guarantee, whatever they did). A sandboxed supervisor dies with the kode
+process through its *lifeline* (`lifeline`): a pipe whose only writing end kode holds, so the
+kernel closes it when kode ends, however it ends, and the supervisor, reading its end, exits.
+Elsewhere a command runs in a new session and killing it means signalling its process group. It
+does not capture output or keep shells (`kode.builtin.runtime._processes`).
 
 What is guaranteed on Linux: every process that stays a descendant of the supervisor
 (``setsid``, ``setpgid``, ``set -m``, ``nohup``, ``disown``, double forks: orphans are
@@ -28,6 +30,7 @@ import os
 import secrets
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -49,6 +52,7 @@ __all__ = [
     "kill",
     "kill_now",
     "launch",
+    "lifeline",
     "prepare",
 ]
 
@@ -75,8 +79,8 @@ class Target:
     tag: str | None
     """The value of `TAG` in the command's environment; `None` when it is not tracked."""
     sandboxed: bool = False
-    """Whether it runs in a PID namespace of its own: then `pid` is bubblewrap's, the
-    namespace's first process is its child, and the supervisor that one's child."""
+    """Whether it runs in a PID namespace of its own: then `pid` is bubblewrap's, and the
+    supervisor is its child and the namespace's first process."""
 
     def roots(self) -> set[int]:
         """The supervisor and every process carrying the tag (read from ``/proc``)."""
@@ -87,8 +91,8 @@ class Target:
     def find(self, roots: set[int]) -> tuple[set[int], _supervisor.ProcessTable]:
         """The live processes at or below `roots`, without the supervisor and this process."""
         table = _supervisor.process_table()
-        if self.sandboxed:  # below the supervisor, two levels down from bubblewrap
-            supervisors = _children(_children({self.pid}, table), table)
+        if self.sandboxed:  # below the supervisor, bubblewrap's child
+            supervisors = _children({self.pid}, table)
             found = _supervisor.live(_supervisor.descendants(supervisors, table), table)
             return found - {os.getpid()}, table
         found = _supervisor.live(_supervisor.descendants(roots, table) | roots, table)
@@ -118,15 +122,18 @@ class Launch:
     sandboxed: bool = False
     """Whether it runs in a sandbox (see `Target.sandboxed`)."""
     pass_fds: tuple[int, ...] = ()
-    """Descriptors the child must inherit (the sandbox's system-call filter)."""
+    """Descriptors the child must inherit (the sandbox's system-call filter, the lifeline)."""
+    owned_fds: tuple[int, ...] = ()
+    """Those of `pass_fds` made for this launch alone, which `close` closes (not the lifeline,
+    which every sandboxed command shares)."""
 
     def target(self, pid: int) -> Target:
         """The `Target` of the process started with `pid`."""
         return Target(pid=pid, tag=self.tag, sandboxed=self.sandboxed)
 
     def close(self) -> None:
-        """Close the descriptors passed on (call once the child has started, or failed to)."""
-        for fd in self.pass_fds:
+        """Close the descriptors made for this launch (once the child started, or failed to)."""
+        for fd in self.owned_fds:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
@@ -141,18 +148,61 @@ def launch(command: str, env: dict[str, str]) -> tuple[list[str], dict[str, str]
     return argv, {**env, TAG: tag}, tag
 
 
+_lifeline_lock = threading.Lock()
+_lifeline: tuple[int, int, int] | None = None  # (pid that made it, read end, write end)
+
+
+def _forget_lifeline() -> None:
+    """In a child forked without exec: drop the parent's lifeline (it makes its own).
+
+    Kept, it would keep the parent's sandboxes alive after the parent ended.
+    """
+    global _lifeline
+    if _lifeline is not None:
+        for fd in _lifeline[1:]:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        _lifeline = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_lifeline)
+
+
+def lifeline() -> int:
+    """The reading end of this process's lifeline, made on first use, for a sandbox's supervisor.
+
+    Nothing is ever written to the pipe, and this process alone holds its writing end (not
+    inherited across exec, dropped in children forked without exec): the supervisor's read
+    returns end-of-file exactly when this process has ended, however it ended (SIGKILL
+    included). Unlike bubblewrap's ``--die-with-parent`` (a parent-death signal, sent when the
+    *thread* that started the process ends), it does not depend on which thread started the
+    command: trio starts processes in worker threads, which end when idle.
+    """
+    global _lifeline
+    with _lifeline_lock:
+        if _lifeline is None or _lifeline[0] != os.getpid():
+            read, write = os.pipe()
+            _lifeline = (os.getpid(), read, write)
+        return _lifeline[1]
+
+
 def prepare(
     command: str, env: dict[str, str], *, sandbox: Sandbox | None = None, cwd: Path
 ) -> Launch:
     """How to run `command` in `cwd`: under the supervisor, in `sandbox` when one is given.
 
-    A sandboxed command's supervisor runs inside the sandbox, so the namespace holds every
-    process of the command; it gets ``TMPDIR=/tmp`` (its private one).
+    A sandboxed command's supervisor runs inside the sandbox as the first process of its PID
+    namespace, so the namespace holds every process of the command and ends with the
+    supervisor; it gets the `lifeline` (it exits when kode has ended) and ``TMPDIR=/tmp`` (its
+    private one).
     """
     if sandbox is None:
         argv, env, tag = launch(command, env)
         return Launch(argv=argv, env=env, tag=tag)
-    inner = [sys.executable, "-I", "-S", _SUPERVISOR, _SHELL, "-c", command]
+    line = lifeline()
+    watch = f"{_supervisor.LIFELINE_OPTION}{line}"
+    inner = [sys.executable, "-I", "-S", _SUPERVISOR, watch, _SHELL, "-c", command]
     fd = seccomp_fd()
     try:
         argv = sandbox.argv(inner, cwd=cwd, seccomp=fd)
@@ -164,8 +214,9 @@ def prepare(
     for name in ("TMP", "TEMP"):
         if name in private:
             private[name] = "/tmp"
+    owned = () if fd is None else (fd,)
     return Launch(
-        argv=argv, env=private, tag=None, sandboxed=True, pass_fds=() if fd is None else (fd,)
+        argv=argv, env=private, tag=None, sandboxed=True, pass_fds=(*owned, line), owned_fds=owned
     )
 
 
@@ -203,11 +254,29 @@ def group_alive(pgid: int) -> bool:
 
 
 def _kill_namespace(target: Target) -> None:
-    """SIGKILL the first process of a sandbox's PID namespace: the kernel kills the rest."""
+    """SIGKILL a sandbox's supervisor, its namespace's first process: the kernel kills the rest."""
     inits = _children({target.pid}, _supervisor.process_table()) or {target.pid}
     for pid in inits:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
+
+
+def _top_down(pids: set[int], table: _supervisor.ProcessTable) -> list[int]:
+    """`pids`, each after its ancestors in `table` (pids wrap, so a child's may be lower).
+
+    A shell must get its SIGTERM before the child it waits for: the other way round, the shell
+    may see the child end and exit 0 before its own signal arrives, and a killed shell would
+    report a clean exit.
+    """
+
+    def depth(pid: int) -> int:
+        seen: set[int] = set()
+        while pid in table and pid not in seen:
+            seen.add(pid)
+            pid = table[pid][0]
+        return len(seen)
+
+    return sorted(pids, key=depth)
 
 
 def _signal(target: Target, pids: set[int], sig: signal.Signals) -> None:
@@ -215,7 +284,7 @@ def _signal(target: Target, pids: set[int], sig: signal.Signals) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(target.pid, sig)
         return
-    for pid in pids:
+    for pid in _top_down(pids, _supervisor.process_table()):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
 

@@ -441,9 +441,9 @@ class ProcessManager:
     ) -> BackgroundShell:
         """`start` for async code: what blocks is done in a worker thread.
 
-        The process itself is started in the calling thread (the event loop's), not in the
-        worker: a sandboxed command dies with the thread that started it (bubblewrap's
-        ``--die-with-parent``), and worker threads end when they have been idle a while.
+        The process itself is started in the calling thread (the event loop's), after the
+        worker is done (a fork and exec of a few milliseconds, kept with the shell's
+        bookkeeping).
 
         Raises:
             ToolError: too many shells are running.

@@ -21,8 +21,11 @@ What a sandboxed command gets:
   the policy allows it; no Unix-domain socket either way (a system-call filter refuses to
   make one, on x86-64 and arm64); no kernel keyrings;
 - a PID namespace of its own: it sees only its own processes, cannot signal anything outside,
-  and every process in it dies with the namespace's first process (``--die-with-parent``
-  ties that to the kode process, so even a SIGKILL of kode leaves nothing behind); a new
+  and every process in it dies with the namespace's first process, the command's supervisor
+  (``--as-pid-1``), which cannot be signalled from inside and exits when the kode process has
+  ended (a pipe only kode writes to reaches its end; see
+  `kode.builtin.runtime._launch_and_kill.lifeline`), so even a SIGKILL of kode leaves nothing
+  behind, whichever thread started the command; a new
   session (no terminal to inject keystrokes into); no capabilities; no new privileges
   (setuid programs do not raise them); no further user namespaces when bubblewrap can make
   one for the sandbox.
@@ -143,7 +146,7 @@ def _namespace_flags(user_namespace: bool) -> list[str]:
         "--unshare-ipc",
         "--unshare-uts",
         "--unshare-cgroup-try",
-        "--die-with-parent",
+        "--as-pid-1",
         "--new-session",
         "--cap-drop",
         "ALL",

@@ -12,7 +12,10 @@ Run as a script (``python -I -S _supervisor.py [--parent=PID] bash -c COMMAND``)
 double forks, ``setsid`` or ``disown``, is re-parented to it rather than to init and stays its
 descendant; it reaps them all; it writes ``exit <code>`` to its stderr when the command's shell
 exits; it exits, with the shell's status, once it has no child left; and it kills everything
-left if its parent (``--parent``, else the one it started with) dies. The command's
+left if its parent (``--parent``, else the one it started with) dies. A sandboxed one is given
+``--lifeline=FD`` instead: a pipe's reading end, which reaches end-of-file when the kode process
+has ended; it is the first process of the sandbox's PID namespace then, and exits, which makes
+the kernel kill every other process of the namespace. The command's
 stdout and stderr are the supervisor's stdout. The script uses the standard library only, since
 it runs in an isolated interpreter.
 """
@@ -22,13 +25,22 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
 
-__all__ = ["PARENT_OPTION", "descendants", "freeze_and_kill", "live", "process_table", "tagged"]
+__all__ = [
+    "LIFELINE_OPTION",
+    "PARENT_OPTION",
+    "descendants",
+    "freeze_and_kill",
+    "live",
+    "process_table",
+    "tagged",
+]
 
 _PR_SET_CHILD_SUBREAPER = 36
 _PASSES = 50
@@ -149,12 +161,38 @@ def _watch_parent(parent: int) -> None:
     me = os.getpid()
     while os.getppid() == parent:
         time.sleep(_PARENT_POLL)
+    _kill_below(me)
 
+
+def _kill_below(me: int) -> None:
     def find() -> tuple[set[int], ProcessTable]:
         table = process_table()
         return live(descendants([me], table), table), table
 
     freeze_and_kill(find)
+
+
+def _ended(fd: int) -> bool:
+    """Whether the lifeline `fd` is at its end (nothing is written to it: readable means that)."""
+    try:
+        return bool(select.select([fd], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True  # not a descriptor we can watch: as if kode were gone
+
+
+def _watch_lifeline(fd: int) -> None:
+    """Once kode has ended (the lifeline's end): end the namespace, or kill what is below."""
+    while True:
+        try:
+            if not os.read(fd, 1):
+                break
+        except InterruptedError:  # pragma: no cover - retried by Python already
+            continue
+        except OSError:
+            break
+    if os.getpid() == 1:  # the namespace's first process: the kernel kills all the rest
+        os._exit(1)
+    _kill_below(os.getpid())
 
 
 def _exit_like(code: int) -> None:
@@ -173,18 +211,32 @@ supervisor's interpreter was starting), leaving the supervisor waiting for a cha
 already happened."""
 
 
+LIFELINE_OPTION = "--lifeline="
+"""``--lifeline=FD`` before the command: a descriptor that reaches end-of-file when the kode
+process has ended (nothing is ever written to it), watched instead of the parent. A sandboxed
+supervisor's parent is bubblewrap, which does not die with kode by itself."""
+
+
 def supervise(argv: list[str]) -> None:
     """Run `argv` under this process as a child subreaper; exit like it once all are gone."""
     parent = os.getppid()
+    line: int | None = None
     if argv and argv[0].startswith(PARENT_OPTION):
         parent = int(argv[0][len(PARENT_OPTION) :])
         argv = argv[1:]
         if os.getppid() != parent:  # gone before anything started: start nothing
             os._exit(1)
+    elif argv and argv[0].startswith(LIFELINE_OPTION):
+        line = int(argv[0][len(LIFELINE_OPTION) :])
+        argv = argv[1:]
+        if _ended(line):  # kode ended before anything started: start nothing
+            os._exit(1)
     _set_subreaper()
     shell = os.fork()
     if shell == 0:  # pragma: no cover - the child execs at once
         try:
+            if line is not None:
+                os.close(line)  # the command has no use for it
             for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; a shell must not
                 signal.signal(sig, signal.SIG_DFL)
             os.dup2(1, 2)  # the command's stderr joins its stdout; ours carries the status
@@ -194,7 +246,10 @@ def supervise(argv: list[str]) -> None:
     # A command may signal its own process group (kill 0): the supervisor stays to reap.
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_IGN)
-    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if line is None:
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    else:
+        threading.Thread(target=_watch_lifeline, args=(line,), daemon=True).start()
     code = 127
     while True:
         try:
