@@ -29,6 +29,7 @@ from kode.models.scripted import tool_use
 folder = Path(sys.argv[1])
 mode = sys.argv[2]
 hold = sys.argv[3] if len(sys.argv) > 3 else ""
+pair = len(sys.argv) > 4 and sys.argv[4] == "pair"  # the first turn asks for two reads at once
 
 
 def log(name: str, line: str) -> None:
@@ -52,6 +53,15 @@ def note_read() -> str:
     log("tools.log", "note_read")
     wait_if_held("note_read")
     return "the note says 3"
+
+
+@define_tool(kind="read", registry=registry)
+async def note_peek() -> str:
+    """Peek at the note."""
+    log("tools.log", "note_peek")
+    if mode == "start" and hold == "note_peek":
+        await anyio.sleep(120)  # the test kills this worker here
+    return "peeked"
 
 
 @define_tool(kind="edit", registry=registry)
@@ -83,12 +93,14 @@ class TurnModel:
             for block in message.content
             if isinstance(block, ToolResultContent)
         ]
-        turn = len(results) + 1
+        turn = sum(message.role == "assistant" for message in request.messages) + 1
         log("model.log", f"turn{turn}")
         if mode == "start" and hold == f"turn{turn}":
             await anyio.sleep(120)  # the test kills this worker here
         if turn == 1:
             content: list[object] = [tool_use("note_read", {}, id="c1")]
+            if pair:
+                content.append(tool_use("note_peek", {}, id="c1b"))
         elif turn == 2:
             content = [tool_use("ledger_add", {"amount": 3}, id="c2")]
         elif turn == 3:
@@ -141,7 +153,7 @@ guarded = DurableAgent(
     options={"registry": registry},
     durable_approvals=True,
 )
-template = AgentTemplate(id="ledger", tools=["note_read", "ledger_add", "flag_set"])
+template = AgentTemplate(id="ledger", tools=["note_read", "note_peek", "ledger_add", "flag_set"])
 durable = DurableAgent(template, model=TurnModel(), options={"registry": registry})
 
 

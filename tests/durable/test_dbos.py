@@ -89,14 +89,16 @@ def test_a_run_completes_as_a_workflow_with_a_step_per_turn_and_call(tmp_path: P
     ]
 
 
-def kill_during(folder: Path, tool: str, log: str = "tools.log") -> int:
+def kill_during(folder: Path, tool: str, log: str = "tools.log", *extra: str) -> int:
     """Start a run whose `tool` (or model turn) waits once started; kill the worker there."""
-    first = worker(folder, "start", tool)
+    first = worker(folder, "start", tool, *extra)
     deadline = time.monotonic() + 60
     while tool not in [name for name, _ in lines(folder, log)]:
         assert first.poll() is None, first.communicate()[1][-3000:]
         assert time.monotonic() < deadline, f"the worker never started {tool}"
         time.sleep(0.05)
+    if extra:
+        time.sleep(0.5)  # the other calls of the turn end meanwhile
     os.kill(first.pid, signal.SIGKILL)
     first.communicate(timeout=30)
     assert first.returncode == -signal.SIGKILL
@@ -158,6 +160,26 @@ def test_a_model_turn_in_flight_is_asked_again_and_no_call_repeats(tmp_path: Pat
         "note_read",
         "ledger_add",
         "flag_set",
+    ]
+
+
+def test_calls_of_one_turn_run_concurrently_and_keep_their_steps(tmp_path: Path) -> None:
+    killed = kill_during(tmp_path, "note_peek", "tools.log", "pair")
+
+    answer = finish(worker(tmp_path, "recover", "", "pair"))
+
+    assert answer == "final: the note says 3 | peeked | added 3 | flag set"
+    tools = lines(tmp_path, "tools.log")
+    # note_read ended before the kill: replayed. note_peek (read-only) was in flight: run again.
+    assert [pid == killed for name, pid in tools if name == "note_read"] == [True]
+    assert [pid == killed for name, pid in tools if name == "note_peek"] == [True, False]
+    assert [name for name, _ in tools][-2:] == ["ledger_add", "flag_set"]
+    assert steps(tmp_path)[:5] == [
+        "kode.model_turn",
+        "kode.tool_begin.note_read",
+        "kode.tool_call.note_read",
+        "kode.tool_begin.note_peek",
+        "kode.tool_call.note_peek",
     ]
 
 
