@@ -9,12 +9,14 @@ answers ``"The sum is 5."`` (the canned models of ``bench/peers.py``):
 - ``round_trip``: one tool round trip (two model turns) per run;
 - ``turns_50``: 50 tool round trips per run.
 
-Each run is a new session (a new session id, thread id) in a store opened once. The subjects:
+Each run is a new session (a new session id, thread id) in a store opened once; the subjects
+take turns, one run each per round, so a change of load reaches them alike. The subjects:
 kode with no store; kode with `MemoryStore`; kode with `SQLiteStore` (a file, WAL,
 ``synchronous`` NORMAL and FULL: FULL syncs each commit to disk); the OpenAI Agents SDK with
 its ``SQLiteSession`` (a file); LangGraph's ``create_react_agent`` with ``AsyncSqliteSaver``
-(``langgraph-checkpoint-sqlite``, a file). kode commits several times per turn (write-ahead:
-the reply, each call's start and end, the results), the peers once per item or per step.
+(``langgraph-checkpoint-sqlite``, a file). kode commits twice in a turn of one call
+(write-ahead: the reply with the call's start, then its end with the results; each further
+call of a turn adds its own), the peers once per item or per step.
 
 Target: kode with SQLite (NORMAL) at least 10x faster per run than the faster of the two peers
 with their SQLite persistence. A peer that is not installed (``pip install -e '.[bench]'``)
@@ -263,15 +265,19 @@ async def langgraph_runner(db: Path, stack: Any) -> RunFunc:
 # --- running -------------------------------------------------------------------------------------
 
 
-async def median_ms(run: RunFunc, turns: int, rounds: int) -> float:
-    for _ in range(2):
-        await run(turns)  # warm: connections, caches, first-use imports
-    times = []
+async def medians_ms(runs: dict[str, RunFunc], turns: int, rounds: int) -> dict[str, float]:
+    """Each subject's median ms per run. The rounds are interleaved (one run of each subject
+    per round), so a change of load on a shared machine reaches every subject alike."""
+    for run in runs.values():
+        for _ in range(2):
+            await run(turns)  # warm: connections, caches, first-use imports
+    times: dict[str, list[int]] = {label: [] for label in runs}
     for _ in range(rounds):
-        start = time.perf_counter_ns()
-        await run(turns)
-        times.append(time.perf_counter_ns() - start)
-    return statistics.median(times) / 1e6
+        for label, run in runs.items():
+            start = time.perf_counter_ns()
+            await run(turns)
+            times[label].append(time.perf_counter_ns() - start)
+    return {label: statistics.median(t) / 1e6 for label, t in times.items()}
 
 
 def installed(*modules: str) -> bool:
@@ -315,7 +321,7 @@ async def run_all(quick: bool, peers: bool) -> tuple[list[Row], list[str]]:
             ("round_trip", 1, 20 if quick else 100),
             ("turns_50", 50, 3 if quick else 15),
         ):
-            times = {label: await median_ms(run, turns, rounds) for label, run, _ in subjects}
+            times = await medians_ms({label: run for label, run, _ in subjects}, turns, rounds)
             base = times["kode, SQLite NORMAL"]
             peer_times = [times[label] for label, _, peer in subjects if peer]
             best = min(peer_times) if peer_times else None

@@ -232,17 +232,40 @@ class AgentRun:
         tracing = self.tracing
         try:
             if tracing is None:
-                result = await self._loop(prompt)
+                result = await self._kept_loop(prompt)
             else:  # the run inside its invoke_agent span (continuing a stopped run's trace)
                 session = self.agent.session
                 stopped, session.trace_context = session.trace_context, None
                 result = await tracing.invoke_agent(
-                    self.agent, lambda: self._loop(prompt), resume_from=stopped
+                    self.agent, lambda: self._kept_loop(prompt), resume_from=stopped
                 )
         finally:
             self.ended.set()
         self.emit(result)
         return result
+
+    async def _kept_loop(self, prompt: str | None) -> Done | ErrorEvent:
+        """`_loop`; with a store, the session's lease is renewed meanwhile.
+
+        One task for the whole run (not one per turn) renews it during a long call or a long
+        wait for approval; commits renew it too.
+        """
+        session = self.agent.session
+        if session.store is None:
+            return await self._loop(prompt)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(session.keep_lease)
+                try:
+                    return await self._loop(prompt)
+                finally:
+                    tg.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # the loop's own error (keep_lease raises none)
+            if len(group.exceptions) != 1:
+                raise
+            error = group.exceptions[0]
+            raise error from error.__cause__
+        raise AssertionError("unreachable: the loop returned or raised")  # pragma: no cover
 
     async def _loop(self, prompt: str | None) -> Done | ErrorEvent:
         agent = self.agent
@@ -455,17 +478,8 @@ class AgentRun:
     async def _run_calls(
         self, calls: Sequence[ToolUseContent], outcomes: list[CallOutcome | None]
     ) -> None:
-        """Run a turn's calls; with a store, the session's lease is renewed meanwhile."""
-        session = self.agent.session
-        if session.lease is None:
-            await run_turn_calls(self, calls, outcomes)
-            return
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(session.keep_lease)  # a long call, or a long wait for approval
-            try:
-                await run_turn_calls(self, calls, outcomes)
-            finally:
-                tg.cancel_scope.cancel()
+        """Run a turn's calls (the lease is kept by `_kept_loop`)."""
+        await run_turn_calls(self, calls, outcomes)
 
     async def _commit_at_end(self) -> None:
         """Write what the run's end changed, even while cancelled.

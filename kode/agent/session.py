@@ -605,20 +605,23 @@ class Session:
                 raise
 
     async def keep_lease(self) -> None:
-        """Renew the lease every third of its ``ttl`` until cancelled (while calls run).
+        """Renew the lease every third of its ``ttl`` until cancelled (while a run goes).
 
-        Stops when the lease is lost or the store fails: the next commit says so.
+        A lease not taken yet (or given up) is skipped. Stops when the lease is lost or the
+        store fails: the next commit says so.
         """
         store = self.store
-        while store is not None and self.lease is not None:
+        while store is not None:
             await anyio.sleep(self.lease_ttl / 3)
             lease = self.lease
             if lease is None:
-                return
+                continue
             try:
-                self.lease = await store.renew(lease, ttl=self.lease_ttl)
+                renewed = await store.renew(lease, ttl=self.lease_ttl)
             except Exception:
                 return
+            if self.lease is lease:  # not given up or replaced meanwhile
+                self.lease = renewed
 
     async def poll_decisions(self, after: int) -> None:
         """Read decisions other processes appended after record `after` for calls that wait."""

@@ -102,6 +102,7 @@ class SQLiteStore(SQLStore):
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._closed = False
+        self._busy_ms = 0  # the connection's busy_timeout now (switched only when it changes)
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r}, synchronous={self.synchronous!r})"
@@ -142,7 +143,14 @@ class SQLiteStore(SQLStore):
         except BaseException:
             conn.close()
             raise
+        self._busy_ms = int(self.busy_timeout * 1000)  # as connect(timeout=...) set it
         return conn
+
+    def _busy(self, conn: sqlite3.Connection, ms: int) -> None:
+        """Set the connection's busy_timeout to `ms`, unless it is that already."""
+        if self._busy_ms != ms:
+            conn.execute(f"PRAGMA busy_timeout = {ms}")
+            self._busy_ms = ms
 
     @contextmanager
     def _connection(self) -> Iterator[sqlite3.Connection]:
@@ -151,6 +159,7 @@ class SQLiteStore(SQLStore):
                 raise StoreError(f"this store of {self._where()} is closed")
             if self._conn is None:
                 self._conn = self._open()
+            self._busy(self._conn, int(self.busy_timeout * 1000))  # may wait for a writer
             yield self._conn
 
     def _failure(self, exc: Exception) -> Exception | None:
@@ -194,7 +203,7 @@ class SQLiteStore(SQLStore):
             conn = self._conn
             if conn is None or self._closed:
                 return _WAIT
-            conn.execute("PRAGMA busy_timeout = 0")
+            self._busy(conn, 0)  # never wait here (kept at 0 until an operation may wait)
             try:
                 return fn(conn.cursor(), *args)
             except sqlite3.OperationalError as exc:
@@ -203,8 +212,6 @@ class SQLiteStore(SQLStore):
                 raise (self._failure(exc) or exc) from exc
             except sqlite3.Error as exc:
                 raise (self._failure(exc) or exc) from exc
-            finally:
-                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         finally:
             self._lock.release()
 

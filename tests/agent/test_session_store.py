@@ -114,3 +114,40 @@ def test_scripted_model_counts_only_new_messages() -> None:
     agent.send_sync("four")
     assert model.requests[1].messages[0] is agent.messages[0]
     assert agent.usage.input_tokens == 3 + (3 + 2 + 1)
+
+
+async def test_one_task_keeps_the_lease_for_a_whole_run_of_many_turns(
+    reg: ToolRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lease keeper is started once per run, not once per turn (a task per turn cost a
+    third of a 50-turn run with SQLite), and keeps renewing across the turns."""
+    from kode.agent.session import Session
+
+    started: list[str] = []
+    keep = Session.keep_lease
+
+    async def counted(self: Session) -> None:
+        started.append(self.id)
+        await keep(self)
+
+    monkeypatch.setattr(Session, "keep_lease", counted)
+
+    @define_tool(kind="read", registry=reg)
+    def nap(seconds: float) -> str:
+        """Sleep a little."""
+        import time
+
+        time.sleep(seconds)
+        return "rested"
+
+    turns = [[tool_use("nap", {"seconds": 0.05}, id=f"c{k}")] for k in range(8)]
+    store = SQLiteStore(tmp_path / "s.db")
+    agent, _ = make_agent(reg, [*turns, "Done."], create={"store": store, "lease_ttl": 0.3})
+    reply = await agent.send("rest")
+    assert reply.text == "Done."
+    assert started == [agent.session_id]  # one keeper for the eight turns
+    header = await store.get(agent.session_id)
+    assert header.lease_owner is not None  # still held (renewed) until the agent closes
+    await agent.aclose()
+    assert (await store.get(agent.session_id)).lease_owner is None
+    await store.aclose()
