@@ -2,7 +2,8 @@
 
 ``python dbos_worker.py <dir> start <hold>`` starts workflow ``run-1`` and prints its answer;
 ``python dbos_worker.py <dir> recover`` only launches DBOS (which recovers the pending run) and
-prints the run's answer; ``python dbos_worker.py <dir> serve`` listens to queue ``kode-runs``
+prints the run's answer; ``python dbos_worker.py <dir> decide <run> <call>`` denies a call;
+``python dbos_worker.py <dir> serve`` listens to queue ``kode-runs``
 (one run at a time) until the file ``<dir>/stop`` exists. Every model turn and every tool that
 starts is logged to ``<dir>`` files, with the worker's pid, so the test can see what ran
 where. ``<hold>`` names the tool that, in the first worker, waits after logging its start
@@ -163,12 +164,15 @@ async def main() -> None:
             "name": "kode-durable-test",
             "system_database_url": f"sqlite:///{folder / 'dbos.sqlite'}",
             "application_version": "test",
-            "executor_id": "local",
+            "executor_id": "decider" if mode == "decide" else "local",
         }
     )
     DBOS.launch()
     await DBOS.register_queue_async("kode-runs", global_concurrency=1, polling_interval_sec=0.1)
     try:
+        if mode == "decide":  # a process that runs no agent's work: it only decides
+            await DurableAgent.decide(sys.argv[3], sys.argv[4], "deny", note="not today")
+            return
         if mode == "serve":
             log("ready.log", "serving")
             while not (folder / "stop").exists():  # noqa: ASYNC110 (another process makes it)

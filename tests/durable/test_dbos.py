@@ -183,6 +183,27 @@ def test_calls_of_one_turn_run_concurrently_and_keep_their_steps(tmp_path: Path)
     ]
 
 
+def test_a_denial_sent_with_decide_from_another_launched_process(tmp_path: Path) -> None:
+    from dbos import DBOSClient
+
+    serve = worker(tmp_path, "serve")
+    serving(tmp_path, serve)
+    client = DBOSClient(system_database_url=f"sqlite:///{tmp_path / 'dbos.sqlite'}")
+    try:
+        run = client.enqueue(
+            {"queue_name": "kode-runs", "workflow_name": "kode.agent.vault", "workflow_id": "d"},
+            "Open the vault.",
+        )
+        finish(worker(tmp_path, "decide", "d", "v1"))
+        answer = run.get_result()
+    finally:
+        (tmp_path / "stop").touch()
+        client.destroy()
+    finish(serve)
+    assert answer.startswith("final: ") and "not today" in answer
+    assert "vault_open" not in [name for name, _ in lines(tmp_path, "tools.log")]
+
+
 def test_options_that_would_split_the_state_are_refused() -> None:
     with pytest.raises(AgentError, match="cannot name session_id, store"):
         DurableAgent(
