@@ -8,6 +8,7 @@ the holder of a taken name in a message. It holds no registry state.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,23 +32,63 @@ def normalize_name(name: str) -> str:
     return name.strip().lower()
 
 
-@dataclass(kw_only=True, frozen=True, slots=True)
 class RegisteredTool:
-    """One registry entry: a tool, or a factory that makes it per context."""
+    """One registry entry: a tool, or a factory that makes it per context.
 
-    meta: ToolMeta
-    """Where it came from, its groups, kind and aliases."""
-    tool: Tool[..., Any] | None
-    """The tool itself, when it does not depend on a context."""
-    factory: ToolFactoryFunc | None
-    """Makes the tool for a context, when it does."""
-    origin: tuple[str, str]
-    """``(module, qualname)`` of the definition, to recognise a re-run of the same code."""
+    An entry registered by `ToolRegistry.register_lazy` knows its tool's meta (name, kind,
+    groups, aliases) before the tool exists: reading `tool` imports the module defining it,
+    once. Everything else (`meta`, `origin`, `is_factory`) never imports anything.
+    """
+
+    __slots__ = ("_load", "_tool", "factory", "meta", "origin")
+
+    def __init__(
+        self,
+        *,
+        meta: ToolMeta,
+        tool: Tool[..., Any] | None,
+        factory: ToolFactoryFunc | None,
+        origin: tuple[str, str],
+        load: Callable[[], Tool[..., Any]] | None = None,
+    ) -> None:
+        self.meta = meta
+        """Where it came from, its groups, kind and aliases."""
+        self.factory = factory
+        """Makes the tool for a context, when it does."""
+        self.origin = origin
+        """``(module, qualname)`` of the definition, to recognise a re-run of the same code."""
+        self._tool = tool
+        self._load = load
+
+    @property
+    def tool(self) -> Tool[..., Any] | None:
+        """The tool itself, when it does not depend on a context.
+
+        For an entry registered lazily, reading it the first time imports the tool's module.
+        """
+        tool = self._tool
+        if tool is None and self._load is not None:
+            tool = self._tool = self._load()
+        return tool
+
+    @property
+    def is_factory(self) -> bool:
+        """Whether a factory makes this tool per context (read without loading anything)."""
+        return self.factory is not None
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the tool exists yet: false only for a lazy entry not read so far."""
+        return self._tool is not None or self._load is None
 
     @property
     def name(self) -> str:
         """The tool's name."""
         return self.meta.name
+
+    def __repr__(self) -> str:
+        state = "" if self.loaded else ", not loaded"
+        return f"<RegisteredTool {self.meta.name!r} from {'.'.join(self.origin)}{state}>"
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import importlib
 import logging
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import replace as dc_replace
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from kode.registries.entries import (
@@ -220,6 +222,75 @@ class ToolRegistry:
                     plugin_id=plugin_id,
                 )
         return tool
+
+    def register_lazy(
+        self,
+        name: str,
+        target: str,
+        /,
+        *,
+        kind: Kind | str,
+        groups: Iterable[str] = (),
+        aliases: Iterable[str] = (),
+        optional: bool = False,
+        defer_loading: bool = False,
+        source: ToolSource | str = ToolSource.USER,
+        importer: Callable[[str], ModuleType] = importlib.import_module,
+    ) -> None:
+        """Register a tool by where it is defined, importing that module on first use.
+
+        Names, groups, kinds, aliases, policies and resolution see the tool at once; the
+        module ``target`` names (``"package.module:attribute"``) is imported when the tool
+        itself is first needed (`get`, `create`, resolution selecting it, a search), and the
+        tool it defines takes the entry's place. What is given here must be what that tool
+        declares (kode's built-ins are checked by a test). A name already registered by the
+        same definition (its module was imported first) is left as it is.
+
+        Args:
+            name: The tool's name.
+            target: ``"module:attribute"``: where the `Tool` is defined.
+            kind: The tool's kind.
+            groups: Its groups (``group:`` prefix optional).
+            aliases: Its aliases.
+            optional: Whether it is optional.
+            defer_loading: Whether an agent sends its definition only once ``tool_search``
+                found it.
+            source: Where it comes from.
+            importer: Imports the module (``importlib.import_module`` by default).
+
+        Raises:
+            ValueError: `target` is not ``"module:attribute"``.
+            ToolDefinitionError: a ``user`` tool's name is taken (see `register`).
+        """
+        module, _, attribute = target.partition(":")
+        if not module or not attribute:
+            raise ValueError(f"target must be 'module:attribute', got {target!r}")
+        if isinstance(groups, str) or isinstance(aliases, str):
+            raise TypeError("groups and aliases must be lists of names, not a string")
+
+        def load() -> Tool[..., Any]:
+            made = getattr(importer(module), attribute)
+            if not isinstance(made, Tool):
+                raise TypeError(f"{target} is a {type(made).__name__}, not a tool")
+            return made
+
+        meta = ToolMeta(
+            name=name,
+            source=ToolSource(source),
+            optional=optional,
+            groups=tuple(dict.fromkeys(normalize_group(g) for g in groups if g.strip())),
+            kind=Kind(kind),
+            aliases=tuple(normalize_name(a) for a in aliases),
+            defer_loading=defer_loading,
+        )
+        entry = RegisteredTool(
+            meta=meta, tool=None, factory=None, origin=(module, attribute), load=load
+        )
+        with self._lock:
+            existing = self._entries.get(normalize_name(name))
+            if existing is not None and is_rerun(existing, entry):
+                return
+            self._add(entry, replace=False)
 
     def register_factory(
         self,

@@ -381,7 +381,7 @@ def _unlisted(
             metas = [
                 entry.meta
                 for key, entry in view.entries.items()
-                if entry.tool is not None and key not in handled and key not in made_keys
+                if not entry.is_factory and key not in handled and key not in made_keys
             ]
         metas += unlisted_made
         return [(_meta_key(m), Exclusion(name=m.name, reason=_NOT_LISTED)) for m in metas]
@@ -545,7 +545,7 @@ def _place_factory_tools(
             if key in record.removed:
                 continue
             registered = view.entries.get(key)
-            owner = registered if registered is not None and registered.tool is None else None
+            owner = registered if registered is not None and registered.is_factory else None
             if owner is not None and owner.factory is not record.factory:
                 diag(
                     "warning",

@@ -16,22 +16,27 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import docstring_parser
-
 __all__ = ["DocstringStyle", "Docstrings", "read_docstrings"]
 
 DocstringStyle = Literal["auto", "google", "numpy", "rest", "sphinx", "epydoc"]
 """The docstring styles kode reads; ``auto`` detects the style (``sphinx`` means ``rest``)."""
 
-STYLES: dict[str, docstring_parser.DocstringStyle] = {
-    "auto": docstring_parser.DocstringStyle.AUTO,
-    "google": docstring_parser.DocstringStyle.GOOGLE,
-    "numpy": docstring_parser.DocstringStyle.NUMPYDOC,
-    "rest": docstring_parser.DocstringStyle.REST,
-    "sphinx": docstring_parser.DocstringStyle.REST,
-    "epydoc": docstring_parser.DocstringStyle.EPYDOC,
+STYLES: dict[str, str] = {
+    "auto": "AUTO",
+    "google": "GOOGLE",
+    "numpy": "NUMPYDOC",
+    "rest": "REST",
+    "sphinx": "REST",
+    "epydoc": "EPYDOC",
 }
-"""Each accepted ``docstring_style`` and the docstring-parser style it means."""
+"""Each accepted ``docstring_style`` and the name of the docstring-parser style it means
+(docstring-parser is imported when a docstring is first read)."""
+
+
+def _parser() -> Any:
+    import docstring_parser  # on first use: importing kode stays cheaper
+
+    return docstring_parser
 
 
 # What docstring-parser also reads as parameters: attributes (Google and NumPy "Attributes",
@@ -112,7 +117,8 @@ def _parse(text: str, style: DocstringStyle) -> tuple[str, dict[str, str]]:
     # docstring-parser cleans the text again, which dedents a docstring that starts with its
     # section ("Args:" on the first line) a second time and loses its parameters; after a
     # leading newline, the first line is no longer special and the text stays as it is.
-    parsed = docstring_parser.parse("\n" + text, style=STYLES[style])
+    parser = _parser()
+    parsed = parser.parse("\n" + text, style=parser.DocstringStyle[STYLES[style]])
     short = (parsed.short_description or "").strip()
     long = (parsed.long_description or "").strip()
     # A summary wrapped over several lines is one paragraph: docstring-parser splits it after
@@ -155,7 +161,7 @@ def read_docstrings(fn: Callable[..., Any], style: DocstringStyle) -> Docstrings
     for source in sources:
         try:
             text, documented = _parse(source.text, style)
-        except docstring_parser.ParseError as exc:
+        except _parser().ParseError as exc:
             label = source.label if len(sources) > 1 else "docstring"
             problems.append(f"{label} cannot be read as {style} style ({exc})")
             text, documented = source.text.strip(), {}
