@@ -87,7 +87,7 @@ def pick_model() -> Model:
     if os.environ.get("ANTHROPIC_API_KEY"):
         from kode.models import AnthropicModel
 
-        return AnthropicModel(name or "claude-sonnet-4-5")
+        return AnthropicModel(name or "claude-sonnet-4-6")
     if os.environ.get("OPENAI_API_KEY") or os.environ.get("OPENAI_BASE_URL"):
         from kode.models import OpenAIModel
 
