@@ -34,6 +34,7 @@ _TITLES = {
     "tasks": "Sub-agents",
     "sessions": "Sessions",
     "memory": "Memory",
+    "media": "Images",
 }
 
 _HEADER = """\

@@ -5,7 +5,8 @@ aliases) without importing any tool module: a tool's module is imported when the
 first needed (an agent choosing it, `ToolRegistry.get`, a search). Importing one module
 (``kode.builtin.fs``) defines and registers its tools at once. Groups: ``group:fs``,
 ``group:runtime``, ``group:web``, ``group:think`` (todo), ``group:sessions`` (sub-agents, the
-sessions of the agent's store), ``group:memory`` (facts kept across sessions).
+sessions of the agent's store), ``group:memory`` (facts kept across sessions), ``group:media``
+(images drawn or generated).
 See ``docs/builtin-tools.md``.
 
 What configures them is importable from here too: `RuntimePolicy` (what ``bash_run`` may run)
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MODULES", "RuntimePolicy", "set_default_runtime_policy", "using_runtime_policy"]
 
-MODULES = ("fs", "runtime", "web", "todo", "tasks", "sessions", "memory")
+MODULES = ("fs", "runtime", "web", "todo", "tasks", "sessions", "memory", "media")
 """The built-in tool modules, in registration order."""
 
 # fmt: off
@@ -64,6 +65,7 @@ TOOLS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
     ("sessions_spawn", "kode.builtin.sessions:sessions_spawn", "other", "group:sessions", ()),
     ("agents_list", "kode.builtin.sessions:agents_list", "read", "group:sessions", ()),
     ("memory", "kode.builtin.memory:memory", "edit", "group:memory", ("save_memory",)),
+    ("canvas", "kode.builtin.media:canvas", "edit", "group:media", ("draw",)),
 )
 # fmt: on
 """Every built-in tool as the registry knows it before its module is imported: name, where it

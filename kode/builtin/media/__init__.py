@@ -1,0 +1,233 @@
+"""Built-in image tools (``group:media``): ``canvas`` draws shapes and text into a PNG.
+
+``canvas`` needs Pillow, the optional ``kode-sdk[canvas]`` dependency; this module imports
+without it, and the tool answers with an error result saying how to install it. A canvas is at
+most 4,096 x 4,096 pixels with at most 1,000 shapes, and a text at most 2,000 characters. The
+image is returned to the model; with ``save_to`` it is also written, as a new ``.png`` file
+inside the workspace (an existing file is never overwritten). Drawing alone needs no approval;
+saving is decided by kind (``edit``), like any file write.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kode.builtin.media._save import save_png
+from kode.tools.context import ToolContext
+from kode.tools.define import define_tool
+from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.results import ToolResult, image_result
+
+__all__ = [
+    "MAX_CANVAS_SIDE",
+    "MAX_SHAPES",
+    "MAX_TEXT_CHARS",
+    "Circle",
+    "Ellipse",
+    "Line",
+    "Rect",
+    "Text",
+    "canvas",
+]
+
+MAX_CANVAS_SIDE = 4096
+"""The widest and tallest canvas, in pixels."""
+
+MAX_SHAPES = 1000
+"""The most shapes one canvas call draws."""
+
+MAX_TEXT_CHARS = 2000
+"""The longest text one ``text`` shape draws."""
+
+_COORD = Field(ge=-4 * MAX_CANVAS_SIDE, le=4 * MAX_CANVAS_SIDE)
+Coord = Annotated[int, _COORD]
+Width = Annotated[int, Field(ge=1, le=256)]
+Color = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Rect(_Shape):
+    """A rectangle: top-left corner, size, fill and outline."""
+
+    type: Literal["rect"] = "rect"
+    x: Coord
+    y: Coord
+    width: Annotated[int, Field(ge=1, le=4 * MAX_CANVAS_SIDE)]
+    height: Annotated[int, Field(ge=1, le=4 * MAX_CANVAS_SIDE)]
+    fill: Color | None = None
+    outline: Color | None = None
+    line_width: Width = 1
+
+
+class Ellipse(Rect):
+    """An ellipse inside the box of its top-left corner and size."""
+
+    type: Literal["ellipse"] = "ellipse"  # type: ignore[assignment]
+
+
+class Circle(_Shape):
+    """A circle: centre, radius, fill and outline."""
+
+    type: Literal["circle"] = "circle"
+    cx: Coord
+    cy: Coord
+    radius: Annotated[int, Field(ge=1, le=4 * MAX_CANVAS_SIDE)]
+    fill: Color | None = None
+    outline: Color | None = None
+    line_width: Width = 1
+
+
+class Line(_Shape):
+    """A line through two or more points ``[[x, y], ...]``."""
+
+    type: Literal["line"] = "line"
+    points: Annotated[list[tuple[Coord, Coord]], Field(min_length=2, max_length=1000)]
+    color: Color = "black"
+    line_width: Width = 1
+
+
+class Text(_Shape):
+    """Text whose top-left corner is at ``x``, ``y``."""
+
+    type: Literal["text"] = "text"
+    x: Coord
+    y: Coord
+    text: Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS)]
+    color: Color = "black"
+    size: Annotated[int, Field(ge=4, le=512)] = 16
+
+
+Shape = Annotated[Rect | Ellipse | Circle | Line | Text, Field(discriminator="type")]
+
+
+def _pillow() -> Any:
+    try:
+        from PIL import Image, ImageColor, ImageDraw, ImageFont
+    except ImportError as exc:
+        if (exc.name or "").split(".")[0] != "PIL":
+            raise
+        raise ToolError(
+            "canvas needs Pillow, which is not installed: pip install 'kode-sdk[canvas]'.",
+            type=ToolErrorType.EXECUTION_FAILED,
+            details={"missing": "PIL"},
+        ) from None
+    return Image, ImageColor, ImageDraw, ImageFont
+
+
+def _color(color_module: Any, value: str | None, where: str) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    try:
+        rgb: tuple[int, ...] = color_module.getrgb(value)
+    except ValueError:
+        raise ToolError(
+            f"{where}: '{value}' is not a color; use a name ('red'), '#rrggbb', '#rrggbbaa' "
+            "or 'rgb(255, 0, 0)'.",
+            type=ToolErrorType.INVALID_TOOL_PARAMS,
+            details={"color": value},
+        ) from None
+    return rgb if len(rgb) == 4 else (*rgb, 255)
+
+
+def _draw(
+    width: int, height: int, background: str, shapes: list[Rect | Ellipse | Circle | Line | Text]
+) -> bytes:
+    import io
+
+    image_mod, color_mod, draw_mod, font_mod = _pillow()
+    back = _color(color_mod, background, "background")
+    image = image_mod.new("RGBA", (width, height), back)
+    draw = draw_mod.Draw(image)
+    fonts: dict[int, Any] = {}
+    for n, shape in enumerate(shapes, 1):
+        where = f"shape {n} ({shape.type})"
+        if isinstance(shape, Rect):  # also Ellipse
+            box = [shape.x, shape.y, shape.x + shape.width - 1, shape.y + shape.height - 1]
+            fill = _color(color_mod, shape.fill, where)
+            outline = _color(color_mod, shape.outline, where)
+            if fill is None and outline is None:
+                outline = (0, 0, 0, 255)
+            method = draw.ellipse if isinstance(shape, Ellipse) else draw.rectangle
+            method(box, fill=fill, outline=outline, width=shape.line_width)
+        elif isinstance(shape, Circle):
+            r = shape.radius
+            fill = _color(color_mod, shape.fill, where)
+            outline = _color(color_mod, shape.outline, where)
+            if fill is None and outline is None:
+                outline = (0, 0, 0, 255)
+            draw.ellipse(
+                [shape.cx - r, shape.cy - r, shape.cx + r, shape.cy + r],
+                fill=fill,
+                outline=outline,
+                width=shape.line_width,
+            )
+        elif isinstance(shape, Line):
+            draw.line(
+                [tuple(p) for p in shape.points],
+                fill=_color(color_mod, shape.color, where),
+                width=shape.line_width,
+            )
+        else:
+            font = fonts.get(shape.size)
+            if font is None:
+                font = fonts[shape.size] = font_mod.load_default(size=shape.size)
+            draw.text(
+                (shape.x, shape.y),
+                shape.text,
+                fill=_color(color_mod, shape.color, where),
+                font=font,
+            )
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=False)
+    return out.getvalue()
+
+
+def _saves(arguments: dict[str, Any]) -> bool | None:
+    """Drawing alone needs no approval; saving a file is decided by kind (``edit``)."""
+    return None if arguments.get("save_to") else False
+
+
+@define_tool(kind="edit", groups=["group:media"], aliases=["draw"], requires_approval=_saves)
+def canvas(
+    width: Annotated[int, Field(ge=1, le=MAX_CANVAS_SIDE)],
+    height: Annotated[int, Field(ge=1, le=MAX_CANVAS_SIDE)],
+    shapes: Annotated[list[Shape], Field(max_length=MAX_SHAPES)],
+    ctx: ToolContext,
+    background: Color = "white",
+    save_to: str | None = None,
+) -> ToolResult:
+    """Draw rectangles, ellipses, circles, lines and text on a canvas and return it as a PNG.
+
+    Shapes are drawn in order, later ones over earlier ones; (0, 0) is the top-left corner and
+    coordinates are pixels (parts outside the canvas are cut off). Colors are names ("red"),
+    "#rrggbb", "#rrggbbaa" or "rgb(r, g, b)". At most 4096 x 4096 pixels and 1000 shapes.
+
+    Args:
+        width: The canvas width in pixels (1 to 4096).
+        height: The canvas height in pixels (1 to 4096).
+        shapes: What to draw, each an object with a "type": "rect" (x, y, width, height,
+            fill, outline, line_width), "ellipse" (the same box), "circle" (cx, cy, radius,
+            fill, outline, line_width), "line" (points [[x, y], ...], color, line_width) or
+            "text" (x, y, text, color, size).
+        background: The canvas color (default white).
+        save_to: Also write the PNG to this new file in the workspace (must end in .png).
+        ctx: Injected by kode (not shown to the model).
+    """
+    if save_to is not None and not save_to.lower().endswith(".png"):
+        raise ToolError(
+            f"save_to '{save_to}' must name a .png file (the canvas is saved as PNG).",
+            type=ToolErrorType.INVALID_TOOL_PARAMS,
+            details={"save_to": save_to},
+        )
+    png = _draw(width, height, background, list(shapes))
+    caption = f"Canvas {width}x{height}, {len(shapes)} shape{'s' if len(shapes) != 1 else ''}"
+    if save_to is not None:
+        shown = save_png(ctx, save_to, png)
+        caption += f", saved to {shown}"
+    result = image_result(png, media_type="image/png", caption=caption + ".")
+    return result
