@@ -323,6 +323,27 @@ async def test_background_logs_and_kill(ctx: ToolContext[None]) -> None:
     assert again.text.startswith("shell_1 had already ended; nothing was left to kill.")
 
 
+def test_a_kill_signals_each_process_after_its_parent() -> None:
+    """A shell gets its SIGTERM before the children it waits for. The other way round, a busy
+    machine could let the shell see its child end and exit 0 (as ``wait`` does) before its own
+    SIGTERM arrived, and bash_logs said "was killed (SIGTERM); exit code 0". Signalling in
+    pid order is not enough: pids wrap, so a child's may be lower than its parent's."""
+    from kode.builtin.runtime._launch_and_kill import _top_down
+
+    # supervisor 900 > shell 901 > subshell 7 (pids wrapped) > sleep 3; 950 an orphan it adopted
+    table = {
+        1: (0, "S"),
+        900: (1, "S"),
+        901: (900, "S"),
+        7: (901, "S"),
+        3: (7, "S"),
+        950: (900, "S"),
+    }
+    order = _top_down({3, 7, 901, 950}, table)
+    assert sorted(order) == [3, 7, 901, 950]
+    assert order.index(901) < order.index(7) < order.index(3)
+
+
 async def test_background_exit_status(ctx: ToolContext[None], tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     started = await run(ctx, command="pwd; exit 3", background=True, cwd="sub", timeout=1)
