@@ -66,6 +66,8 @@ TOOLS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
     ("agents_list", "kode.builtin.sessions:agents_list", "read", "group:sessions", ()),
     ("memory", "kode.builtin.memory:memory", "edit", "group:memory", ("save_memory",)),
     ("canvas", "kode.builtin.media:canvas", "edit", "group:media", ("draw",)),
+    ("image_generate", "kode.builtin.media:image_generate", "fetch", "group:media",
+     ("generate_image",)),
 )
 # fmt: on
 """Every built-in tool as the registry knows it before its module is imported: name, where it

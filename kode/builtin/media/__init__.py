@@ -1,4 +1,7 @@
-"""Built-in image tools (``group:media``): ``canvas`` draws shapes and text into a PNG.
+"""Built-in image tools (``group:media``): ``canvas`` draws, ``image_generate`` asks a model.
+
+``canvas`` draws shapes and text into a PNG; ``image_generate`` asks a provider for images from
+a prompt.
 
 ``canvas`` needs Pillow, the optional ``kode-sdk[canvas]`` dependency; this module imports
 without it, and the tool answers with an error result saying how to install it. A canvas is at
@@ -6,30 +9,46 @@ most 4,096 x 4,096 pixels with at most 1,000 shapes, and a text at most 2,000 ch
 image is returned to the model; with ``save_to`` it is also written, as a new ``.png`` file
 inside the workspace (an existing file is never overwritten). Drawing alone needs no approval;
 saving is decided by kind (``edit``), like any file write.
+
+``image_generate`` asks an `ImageProvider` (``IMAGES.set(agent.services, provider)``; default
+`OpenAIImages`, the OpenAI images API through the ``openai`` SDK, ``kode-sdk[openai]``, with
+``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``) for 1 to 4 images; its kind is ``fetch``, and with
+``save_to`` (new files in the workspace) it always asks for approval.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any, Literal
 
+import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from kode.builtin.media._save import save_png
+from kode.builtin.fs._workspace_files import target
+from kode.builtin.media._images import GeneratedImage, ImageProvider, OpenAIImages
+from kode.builtin.media._save import save_image
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
-from kode.tools.results import ToolResult, image_result
+from kode.tools.results import ContentBlock, ImageBlock, TextBlock, ToolResult, image_result
+from kode.tools.services import ServiceKey
 
 __all__ = [
     "MAX_CANVAS_SIDE",
     "MAX_SHAPES",
     "MAX_TEXT_CHARS",
+    "IMAGES",
+    "MAX_IMAGE_PROMPT_CHARS",
     "Circle",
     "Ellipse",
+    "GeneratedImage",
+    "ImageProvider",
     "Line",
+    "OpenAIImages",
     "Rect",
     "Text",
     "canvas",
+    "image_generate",
 ]
 
 MAX_CANVAS_SIDE = 4096
@@ -48,7 +67,9 @@ Color = Annotated[str, Field(min_length=1, max_length=64)]
 
 
 class _Shape(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # Built on the tool's first use, like the tools' own models: importing the module builds
+    # no pydantic validator (tests/builtin/test_import_cost.py).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Rect(_Shape):
@@ -227,7 +248,120 @@ def canvas(
     png = _draw(width, height, background, list(shapes))
     caption = f"Canvas {width}x{height}, {len(shapes)} shape{'s' if len(shapes) != 1 else ''}"
     if save_to is not None:
-        shown = save_png(ctx, save_to, png)
+        shown = save_image(ctx, save_to, png)
         caption += f", saved to {shown}"
     result = image_result(png, media_type="image/png", caption=caption + ".")
     return result
+
+
+MAX_IMAGE_PROMPT_CHARS = 4000
+"""The longest prompt ``image_generate`` sends."""
+
+IMAGES: ServiceKey[ImageProvider] = ServiceKey(
+    "images", ImageProvider, doc="kode.builtin.media.ImageProvider"
+)
+"""Where ``image_generate`` finds its provider: ``IMAGES.set(agent.services, OpenAIImages())``."""
+
+_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+
+
+def _provider(ctx: ToolContext[Any]) -> ImageProvider:
+    try:
+        provider = IMAGES.get(ctx.services)
+    except TypeError as exc:
+        raise ToolError(f"{exc}.", type=ToolErrorType.EXECUTION_FAILED) from None
+    return provider if provider is not None else OpenAIImages()
+
+
+def _numbered(path: str, n: int, count: int) -> str:
+    if count == 1:
+        return path
+    stem, dot, suffix = path.rpartition(".")
+    return f"{stem}-{n}{dot}{suffix}"
+
+
+def _check_new(ctx: ToolContext[Any], save_to: str, count: int) -> None:
+    for n in range(1, count + 1):
+        where = target(ctx, _numbered(save_to, n, count))
+        if os.path.lexists(where.path):
+            raise ToolError(
+                f"'{where.shown}' exists already; images are saved only as new files. "
+                "Choose another name for save_to.",
+                type=ToolErrorType.INVALID_TOOL_PARAMS,
+                details={"path": str(where.path), "reason": "exists"},
+            )
+
+
+def _generate_approval(arguments: dict[str, Any]) -> bool | str | None:
+    """Saving writes files, so it asks; without ``save_to`` the agent decides by kind."""
+    save_to = arguments.get("save_to")
+    return f"writes the generated image to '{save_to}' in the workspace" if save_to else None
+
+
+@define_tool(
+    kind="fetch",
+    groups=["group:media"],
+    aliases=["generate_image"],
+    requires_approval=_generate_approval,
+)
+async def image_generate(
+    prompt: Annotated[str, Field(min_length=1, max_length=MAX_IMAGE_PROMPT_CHARS)],
+    ctx: ToolContext,
+    size: Annotated[str, Field(pattern=r"^(auto|[1-9][0-9]{1,4}x[1-9][0-9]{1,4})$")] = "auto",
+    count: Annotated[int, Field(ge=1, le=4)] = 1,
+    save_to: str | None = None,
+) -> ToolResult:
+    """Generate an image from a text prompt and return it (an image model such as OpenAI's).
+
+    Describe what to show in the prompt: subject, style, composition, colors. The images are
+    returned to you; with save_to they are also written as new files in the workspace.
+
+    Args:
+        prompt: What the image should show (at most 4000 characters).
+        size: "WIDTHxHEIGHT" as the model supports it (e.g. "1024x1024", "1536x1024") or
+            "auto" (default).
+        count: How many images to make (1 to 4).
+        save_to: Also write the image to this new file in the workspace (.png, .jpg, .jpeg or
+            .webp); with count > 1 the files are numbered (name-1.png, name-2.png, ...).
+        ctx: Injected by kode (not shown to the model).
+    """
+    if save_to is not None and not save_to.lower().endswith(_IMAGE_SUFFIXES):
+        raise ToolError(
+            f"save_to '{save_to}' must name an image file ending in .png, .jpg, .jpeg or .webp.",
+            type=ToolErrorType.INVALID_TOOL_PARAMS,
+            details={"save_to": save_to},
+        )
+    if save_to is not None:  # refused before a (paid) request, not after
+        await anyio.to_thread.run_sync(_check_new, ctx, save_to, count)
+    provider = _provider(ctx)
+    images = await provider.generate(prompt, size=size, count=count)
+    if not images:
+        raise ToolError(
+            f"{provider.name} returned no image for the prompt; try rewording it.",
+            type=ToolErrorType.EXECUTION_FAILED,
+        )
+    blocks: list[ContentBlock] = []
+    saved: list[str] = []
+    for n, image in enumerate(images, 1):
+        try:
+            kind = image_result(image.data).details or {}
+        except ValueError:
+            raise ToolError(
+                f"{provider.name} returned {len(image.data)} bytes that are not a PNG, JPEG, "
+                "GIF or WebP image.",
+                type=ToolErrorType.EXECUTION_FAILED,
+            ) from None
+        blocks.append(ImageBlock(data=image.data, media_type=str(kind.get("media_type"))))
+        if save_to is not None:
+            path = _numbered(save_to, n, len(images))
+            saved.append(await anyio.to_thread.run_sync(save_image, ctx, path, image.data))
+    what = f"{len(images)} image{'s' if len(images) != 1 else ''} from {provider.name}"
+    lines = [f"Generated {what}" + (f", saved to {', '.join(saved)}." if saved else ".")]
+    revised = [i.revised_prompt for i in images if i.revised_prompt]
+    if revised:
+        lines.append(f"Prompt as the provider revised it: {revised[0]}")
+    blocks.append(TextBlock(text="\n".join(lines)))
+    return ToolResult(
+        content=tuple(blocks),
+        details={"provider": provider.name, "images": len(images), "saved": saved},
+    )
