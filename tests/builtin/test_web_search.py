@@ -256,3 +256,46 @@ async def test_without_httpx_the_result_says_how_to_install_it(
     )
     assert result.is_error
     assert result.text.startswith("web_search needs the optional dependencies httpx")
+
+
+async def test_country_and_search_lang_reach_brave() -> None:
+    with brave_server(FakeBrave()) as fake:
+        provider = brave(fake, extra_params={"country": "DE", "search_lang": "de"})
+        result = await web_search.run(
+            {"query": "news", "country": "jp", "search_lang": "JA"}, context(provider)
+        )
+        again = await web_search.run({"query": "news"}, context(provider))
+    assert not result.is_error and not again.is_error, result.text
+    # the model's choice replaces the configured one; without it the configured one is sent
+    assert fake.requests[0].query == {
+        "q": ["news"],
+        "count": ["5"],
+        "country": ["JP"],
+        "search_lang": ["ja"],
+    }
+    assert fake.requests[1].query["country"] == ["DE"]
+    assert fake.requests[1].query["search_lang"] == ["de"]  # not the cached answer for JP
+
+
+async def test_country_and_search_lang_are_checked() -> None:
+    bad_country = await web_search.run({"query": "q", "country": "Germany"}, ToolContext())
+    assert bad_country.error_type is ToolErrorType.INVALID_TOOL_PARAMS
+    assert "country" in bad_country.text
+    bad_lang = await web_search.run({"query": "q", "search_lang": "english!"}, ToolContext())
+    assert bad_lang.error_type is ToolErrorType.INVALID_TOOL_PARAMS
+
+    class Plain:
+        name = "plain"
+
+        async def search(
+            self, query: str, *, count: int, freshness: Freshness | None = None
+        ) -> list[SearchResult]:
+            return [SearchResult(title="T", url="https://t.example/")]
+
+    refused = await web_search.run({"query": "q", "country": "DE"}, context(Plain()))
+    assert refused.error_type is ToolErrorType.INVALID_TOOL_PARAMS
+    assert refused.text == (
+        "The search provider 'plain' does not take country; search again without it."
+    )
+    plain = await web_search.run({"query": "q"}, context(Plain()))
+    assert not plain.is_error

@@ -14,6 +14,7 @@ imports without them, and the tools answer with an error result saying how to in
 
 from __future__ import annotations
 
+import inspect
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -172,12 +173,34 @@ def _format_results(query: str, provider: str, results: list[SearchResult]) -> s
     return "\n".join(lines)
 
 
+def _check_takes(provider: SearchProvider, keywords: dict[str, str]) -> None:
+    """Refuse `keywords` the provider's ``search`` does not take, naming them."""
+    if not keywords:
+        return
+    try:
+        parameters = inspect.signature(provider.search).parameters
+    except (TypeError, ValueError):
+        return  # not introspectable: let the call say
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return
+    missing = [name for name in keywords if name not in parameters]
+    if missing:
+        raise ToolError(
+            f"The search provider {provider.name!r} does not take {' or '.join(missing)}; "
+            "search again without it.",
+            type=ToolErrorType.INVALID_TOOL_PARAMS,
+            details={"provider": provider.name, "unsupported": missing},
+        )
+
+
 @define_tool(kind="fetch", groups=["group:web"], aliases=["WebSearch"])
 async def web_search(
     query: Annotated[str, Field(min_length=1, max_length=400)],
     ctx: ToolContext,
     count: Annotated[int, Field(ge=1, le=20)] = 5,
     freshness: Freshness | None = None,
+    country: Annotated[str, Field(pattern=r"^([A-Za-z]{2}|ALL|all)$")] | None = None,
+    search_lang: Annotated[str, Field(pattern=r"^[A-Za-z]{2,3}(-[A-Za-z]{2,4})?$")] | None = None,
 ) -> ToolResult:
     """Search the web; return the top results' titles, URLs and snippets.
 
@@ -187,16 +210,26 @@ async def web_search(
         query: What to search for, as you would type it into a search engine.
         count: How many results to return (1-20).
         freshness: Only pages from the last "day", "week", "month" or "year".
+        country: Results for this country: a two-letter code such as "US", "DE" or "JP"
+            ("ALL": no country).
+        search_lang: Results in this language: a code such as "en", "de" or "pt-br".
         ctx: Injected by kode (not shown to the model).
     """
     config = _config_of(ctx)
     provider: SearchProvider = config.search if config.search is not None else BraveSearch()
-    key = ("search", provider.name, query, count, freshness)
+    where: dict[str, str] = {}
+    if country is not None:
+        where["country"] = country.upper()
+    if search_lang is not None:
+        where["search_lang"] = search_lang.lower()
+    _check_takes(provider, where)
+    key = ("search", provider.name, query, count, freshness, tuple(sorted(where.items())))
     results: list[SearchResult] | None = config.cache.get(key)
     cached = results is not None
     if results is None:
         try:
-            results = list(await provider.search(query, count=count, freshness=freshness))
+            found = await provider.search(query, count=count, freshness=freshness, **where)
+            results = list(found)
         except ImportError as exc:
             raise _missing(exc, "web_search") from None
         size = sum(len(r.title) + len(r.url) + len(r.snippet) for r in results)

@@ -72,7 +72,13 @@ class SearchProvider(Protocol):
     async def search(
         self, query: str, *, count: int, freshness: Freshness | None = None
     ) -> list[SearchResult]:
-        """The best `count` results for `query`, best first."""
+        """The best `count` results for `query`, best first.
+
+        A provider that also takes the keywords ``country`` (an upper-case ISO 3166 code such
+        as ``"DE"``, or ``"ALL"``) and ``search_lang`` (a lower-case language code such as
+        ``"en"`` or ``"pt-br"``) gets them when the model gives them; ``web_search`` refuses
+        them for a provider whose `search` does not take them.
+        """
         ...
 
 
@@ -138,15 +144,29 @@ class BraveSearch:
         return key
 
     async def search(
-        self, query: str, *, count: int, freshness: Freshness | None = None
+        self,
+        query: str,
+        *,
+        count: int,
+        freshness: Freshness | None = None,
+        country: str | None = None,
+        search_lang: str | None = None,
     ) -> list[SearchResult]:
-        """Search the web with Brave; see `SearchProvider.search`."""
+        """Search the web with Brave; see `SearchProvider.search`.
+
+        `country` and `search_lang` are sent as Brave's ``country`` and ``search_lang``
+        parameters, in place of any in `extra_params`.
+        """
         key = self._key()
         import httpx
 
         params: dict[str, str] = {**self.extra_params, "q": query, "count": str(count)}
         if freshness is not None:
             params["freshness"] = _BRAVE_FRESHNESS[freshness]
+        if country is not None:
+            params["country"] = country
+        if search_lang is not None:
+            params["search_lang"] = search_lang
         headers = {"Accept": "application/json", "X-Subscription-Token": key}
         try:
             async with httpx.AsyncClient(
