@@ -6,8 +6,8 @@ from its own ``input_schema`` (with each module's docstring as the group's intro
 for some tools an example whose calls it runs in a temporary workspace (`_EXAMPLES`). The
 page ``docs/builtin-tools.md`` is its output, checked by ``tests/test_builtin_docs.py``, so the
 documentation cannot drift from the code. It does not register anything itself and needs no
-optional dependency. It lives outside the package: it is how the docs are made, not something
-kode ships.
+optional dependency but Pillow (in the ``test`` extra), which the canvas example draws with.
+It lives outside the package: it is how the docs are made, not something kode ships.
 
 Run ``python scripts/builtin_reference.py`` to print the page.
 """
@@ -307,6 +307,41 @@ _EXAMPLES: dict[str, tuple[dict[str, str], list[tuple[str, dict[str, Any]]]]] = 
         [
             ("memory", {"action": "save", "fact": "Tests run with `make check`."}),
             ("memory", {"action": "list", "scope": "workspace"}),
+        ],
+    ),
+    "canvas": (
+        {},
+        [
+            (
+                "canvas",
+                {
+                    "width": 240,
+                    "height": 120,
+                    "shapes": [
+                        {
+                            "type": "rect",
+                            "x": 10,
+                            "y": 10,
+                            "width": 100,
+                            "height": 60,
+                            "fill": "#3366cc",
+                        },
+                        {
+                            "type": "circle",
+                            "cx": 180,
+                            "cy": 60,
+                            "radius": 40,
+                            "fill": "orange",
+                            "outline": "black",
+                            "line_width": 2,
+                        },
+                        {"type": "line", "points": [[10, 100], [230, 100]], "color": "gray"},
+                        {"type": "text", "x": 14, "y": 80, "text": "kode", "size": 14},
+                    ],
+                    "save_to": "chart.png",
+                },
+            ),
+            ("canvas", {"width": 5000, "height": 10, "shapes": []}),
         ],
     ),
 }
