@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -145,3 +146,14 @@ async def test_bad_input_says_what_would_be_right(ctx: ToolContext) -> None:
     unknown = await draw(ctx, width=10, height=10, shapes=[{"type": "star", "x": 1}])
     assert unknown.error_type is ToolErrorType.INVALID_TOOL_PARAMS
     assert "rect" in unknown.text
+
+
+async def test_without_pillow_the_result_says_how_to_install_it(
+    ctx: ToolContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "PIL", None)
+    result = await draw(ctx, width=8, height=8, shapes=[])
+    assert result.error_type is ToolErrorType.EXECUTION_FAILED
+    assert result.text.endswith(
+        "canvas needs Pillow, which is not installed: pip install 'kode-sdk[canvas]'."
+    )

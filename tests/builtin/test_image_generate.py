@@ -7,6 +7,7 @@ import base64
 import io
 import json
 import os
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -234,3 +235,12 @@ async def test_saving_asks_for_approval_in_an_agent(ws: Path) -> None:
     await agent.send("make it")
     assert [r.tool_name for r in asked] == ["image_generate"]  # only the call that saves
     assert not (ws / "pic.png").exists()
+
+
+async def test_without_openai_the_result_says_how_to_install_it(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "openai", None)
+    result = await image_generate.run({"prompt": "x"}, ctx_for(ws, OpenAIImages(api_key="k")))
+    assert result.error_type is ToolErrorType.EXECUTION_FAILED
+    assert "pip install 'kode-sdk[openai]'" in result.text

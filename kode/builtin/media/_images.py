@@ -88,9 +88,8 @@ class OpenAIImages:
 
     async def generate(self, prompt: str, *, size: str, count: int) -> list[GeneratedImage]:
         """`count` images from ``/images/generations``, asked as base64 (``b64_json``)."""
+        client = self._client()  # says how to install openai when it is missing
         import openai
-
-        client = self._client()
         extra: dict[str, Any] = {}
         if self.model.startswith("dall-e"):
             extra["response_format"] = "b64_json"  # gpt-image models always answer in base64
