@@ -9,10 +9,10 @@ from kode.builtin.fs._workspace_files import existing, parent_dir, target
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 
-__all__ = ["save_png"]
+__all__ = ["save_image"]
 
 
-def save_png(ctx: ToolContext[Any], path: str, data: bytes) -> str:
+def save_image(ctx: ToolContext[Any], path: str, data: bytes) -> str:
     """Write `data` to the new file `path` in the context's workspace; return how it is shown.
 
     Raises:
