@@ -6,7 +6,8 @@ be reached, size, time and character limits, the resolver, TLS verification and 
 provider. ``web_fetch`` refuses what
 could reach inside the network it runs in (see `kode.builtin.web._ssrf` for every rule), connects
 only to addresses it checked, checks every redirect itself, and turns HTML into markdown.
-``web_search`` asks a `SearchProvider` (default: `BraveSearch`, with ``BRAVE_API_KEY``).
+``web_search`` asks a `SearchProvider` (default: `BraveSearch`, with ``BRAVE_API_KEY``; or
+`PerplexitySearch`, with ``PERPLEXITY_API_KEY``).
 
 The HTTP side needs the optional ``kode-sdk[web]`` dependencies (httpx, markdownify); this module
 imports without them, and the tools answer with an error result saying how to install them.
@@ -20,7 +21,13 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from kode.builtin.web._config import WebCache, WebConfig
-from kode.builtin.web._search_providers import BraveSearch, Freshness, SearchProvider, SearchResult
+from kode.builtin.web._search_providers import (
+    BraveSearch,
+    Freshness,
+    PerplexitySearch,
+    SearchProvider,
+    SearchResult,
+)
 from kode.builtin.web._ssrf import ResolveFunc, system_resolve
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
@@ -31,6 +38,7 @@ from kode.tools.services import ServiceKey
 __all__ = [
     "BraveSearch",
     "Freshness",
+    "PerplexitySearch",
     "ResolveFunc",
     "SearchProvider",
     "SearchResult",

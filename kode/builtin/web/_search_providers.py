@@ -1,6 +1,6 @@
-"""Web search providers for ``web_search``: the `SearchProvider` protocol and `BraveSearch`.
+"""Web search providers for ``web_search``: `SearchProvider`, `BraveSearch`, `PerplexitySearch`.
 
-This module owns the seam a search backend fills and the Brave Search API client. It does not
+This module owns the seam a search backend fills and the Brave and Perplexity clients. It does not
 format results for the model (``kode.builtin.web`` does). httpx is imported when a search runs,
 so this module imports without the optional ``kode-sdk[web]`` dependencies.
 
@@ -25,8 +25,10 @@ if TYPE_CHECKING:  # ssl is loaded with httpx, by the first search
 
 __all__ = [
     "BRAVE_SEARCH_URL",
+    "PERPLEXITY_SEARCH_URL",
     "BraveSearch",
     "Freshness",
+    "PerplexitySearch",
     "SearchProvider",
     "SearchResult",
 ]
@@ -223,6 +225,138 @@ class BraveSearch:
                     url=item["url"],
                     snippet=_plain(item.get("description")),
                     age=age if isinstance(age, str) else None,
+                )
+            )
+        return results[:count]
+
+
+PERPLEXITY_SEARCH_URL = "https://api.perplexity.ai/search"
+"""The Perplexity Search API endpoint."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class PerplexitySearch:
+    """The Perplexity Search API (https://docs.perplexity.ai/api-reference/search-post).
+
+    Sends ``POST {base_url}`` with ``{"query", "max_results", "country",
+    "search_language_filter", "search_recency_filter"}`` and a bearer key, and reads
+    ``{"results": [{"title", "url", "snippet", "date"}]}``.
+
+    Example:
+        ```python
+        from kode.builtin.web import PerplexitySearch, WebConfig
+
+        config = WebConfig(search=PerplexitySearch(api_key="..."))
+        ```
+    """
+
+    api_key: str | None = field(default=None, repr=False)
+    """The API key (default: the ``PERPLEXITY_API_KEY`` environment variable, read at each
+    search)."""
+    base_url: str = PERPLEXITY_SEARCH_URL
+    """The endpoint (change it for a proxy or a test server)."""
+    timeout: float = 15.0
+    """Seconds one search may take."""
+    trust_env: bool = True
+    """Let httpx read proxy settings from the environment."""
+
+    @property
+    def name(self) -> str:
+        """``"perplexity"``."""
+        return "perplexity"
+
+    def _key(self) -> str:
+        key = self.api_key or os.environ.get("PERPLEXITY_API_KEY", "").strip()
+        if not key:
+            raise ToolError(
+                "web_search is not configured: it needs a Perplexity API key. Set the "
+                "PERPLEXITY_API_KEY environment variable, or give the agent "
+                'services={"web": WebConfig(search=PerplexitySearch(api_key=...))} '
+                "(kode.builtin.web). Keys: https://www.perplexity.ai/settings/api.",
+                type=ToolErrorType.TOOL_ERROR,
+                details={"reason": "not_configured", "provider": "perplexity"},
+            )
+        return key
+
+    async def search(
+        self,
+        query: str,
+        *,
+        count: int,
+        freshness: Freshness | None = None,
+        country: str | None = None,
+        search_lang: str | None = None,
+    ) -> list[SearchResult]:
+        """Search the web with Perplexity; see `SearchProvider.search`.
+
+        `search_lang` is sent as its two-letter language (``"pt-br"``: ``["pt"]``), as the API
+        takes only those; `country` ``"ALL"`` sends no country.
+        """
+        key = self._key()
+        import httpx
+
+        body: dict[str, Any] = {"query": query, "max_results": count}
+        if freshness is not None:
+            body["search_recency_filter"] = freshness
+        if country is not None and country.upper() != "ALL":
+            body["country"] = country.upper()
+        if search_lang is not None:
+            body["search_language_filter"] = [search_lang.lower()[:2]]
+        headers = {"Accept": "application/json", "Authorization": f"Bearer {key}"}
+        try:
+            async with httpx.AsyncClient(
+                timeout=self.timeout, trust_env=self.trust_env, verify=_ssl_context()
+            ) as client:
+                response = await client.post(self.base_url, json=body, headers=headers)
+        except httpx.TimeoutException:
+            raise ToolError(
+                f"Perplexity did not answer within {self.timeout:g} s; try again later.",
+                type=ToolErrorType.TIMEOUT,
+            ) from None
+        except httpx.HTTPError as exc:
+            raise ToolError(
+                f"Perplexity could not be reached: {type(exc).__name__}: {exc}",
+                type=ToolErrorType.TOOL_ERROR,
+            ) from None
+        if response.status_code in (401, 403):
+            raise ToolError(
+                f"Perplexity refused the API key (HTTP {response.status_code}); check "
+                "PERPLEXITY_API_KEY or PerplexitySearch(api_key=...).",
+                type=ToolErrorType.PERMISSION_DENIED,
+                details={"status": response.status_code, "provider": "perplexity"},
+            )
+        if response.status_code == 429:
+            raise ToolError(
+                "Perplexity's rate limit was reached (HTTP 429); wait before searching again.",
+                type=ToolErrorType.TOOL_ERROR,
+                details={"status": 429, "provider": "perplexity"},
+            )
+        if response.status_code != 200:
+            raise ToolError(
+                f"Perplexity failed with HTTP {response.status_code}: "
+                f"{_plain(response.text)[:300]}",
+                type=ToolErrorType.TOOL_ERROR,
+                details={"status": response.status_code, "provider": "perplexity"},
+            )
+        try:
+            data = response.json()
+        except ValueError:
+            raise ToolError(
+                "Perplexity answered with something that is not JSON.",
+                type=ToolErrorType.TOOL_ERROR,
+            ) from None
+        items = data.get("results") if isinstance(data, dict) else None
+        results: list[SearchResult] = []
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict) or not isinstance(item.get("url"), str):
+                continue
+            date = item.get("date")
+            results.append(
+                SearchResult(
+                    title=_plain(item.get("title")) or item["url"],
+                    url=item["url"],
+                    snippet=_plain(item.get("snippet")),
+                    age=date if isinstance(date, str) and date else None,
                 )
             )
         return results[:count]
