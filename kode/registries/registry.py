@@ -109,6 +109,7 @@ class ToolRegistry:
         self._diagnostics: list[Diagnostic] = []
         self._index = NameIndex()
         self._search: SearchIndex | None = None
+        self._unindexed: set[str] = set()  # lazy entries registered since the index was made
         self._deferred: tuple[str, ...] = ()
         self.defer_mcp_above: int | None = self.DEFER_MCP_ABOVE
         """An MCP server registering more tools than this has all of them deferred: an agent
@@ -387,7 +388,12 @@ class ToolRegistry:
             self._entries[key] = entry
             self._index.add(key, new)
             if self._search is not None:
-                self._search.add(key, entry.tool, new)
+                if entry.loaded:
+                    self._search.add(key, entry.tool, new)
+                    self._unindexed.discard(key)
+                else:  # indexed by the next search, which imports its module outside the lock
+                    self._search.remove(key)
+                    self._unindexed.add(key)
             for alias in new.aliases:
                 self._add_alias(alias, key, source=new)
             return True
@@ -471,6 +477,7 @@ class ToolRegistry:
             self._index.remove(key, entry.meta)
             if self._search is not None:
                 self._search.remove(key)
+            self._unindexed.discard(key)
             if entry.factory is not None:
                 kept: list[FactoryRecord] = []
                 for record in self._factories:
@@ -493,6 +500,7 @@ class ToolRegistry:
             self._diagnostics.clear()
             self._index = NameIndex()
             self._search = None
+            self._unindexed = set()
             self._deferred = ()
 
     @contextlib.contextmanager
@@ -529,6 +537,7 @@ class ToolRegistry:
             "_diagnostics": [],
             "_index": NameIndex(),
             "_search": None,
+            "_unindexed": set(),
             "_deferred": (),
         }
         with self._lock:
@@ -595,15 +604,37 @@ class ToolRegistry:
     def search_index(self) -> SearchIndex:
         """The index ``tool_search`` reads: made on first use, then kept up to date.
 
-        Each registration and removal updates it; a search never rebuilds it.
+        Each registration and removal updates it; a search never rebuilds it. A lazily
+        registered tool's module is imported to index it, never while the registry's lock is
+        held: the module registers its tool here as it is imported, and a thread importing it
+        at the same moment would wait for the lock while the lock's holder waited for the import.
         """
-        with self._lock:
-            if self._search is None:
-                index = SearchIndex()
-                for key, entry in self._entries.items():
-                    index.add(key, entry.tool, entry.meta)
-                self._search = index
-            return self._search
+        while True:
+            with self._lock:
+                index = self._search
+                if index is not None and not self._unindexed:
+                    return index
+                keys = self._entries.keys() if index is None else self._unindexed
+                pending = [
+                    e
+                    for e in (self._entries.get(k) for k in keys)
+                    if e is not None and not e.loaded
+                ]
+                if not pending:
+                    if index is None:
+                        index = SearchIndex()
+                        for key, entry in self._entries.items():
+                            index.add(key, entry.tool, entry.meta)
+                        self._search = index
+                    else:
+                        for key in self._unindexed:
+                            late = self._entries.get(key)
+                            if late is not None:
+                                index.add(key, late.tool, late.meta)
+                    self._unindexed = set()
+                    return index
+            for lazy in pending:
+                _ = lazy.tool  # imports the tool's module, outside the lock
 
     def search(
         self,
@@ -625,8 +656,8 @@ class ToolRegistry:
         Raises:
             re.error: `regex` is not a valid regular expression.
         """
+        index = self.search_index()  # imports lazily registered tools: not under the lock
         with self._lock:
-            index = self.search_index()
             if regex:
                 return index.search_regex(regex, allowed=allowed, limit=limit)
             return index.search(query, allowed=allowed, limit=limit)

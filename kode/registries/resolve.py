@@ -36,7 +36,7 @@ from kode.registries.policy import (
 from kode.tools.tool import Tool
 
 if TYPE_CHECKING:
-    from kode.registries.entries import FactoryRecord
+    from kode.registries.entries import FactoryRecord, RegisteredTool
     from kode.registries.registry import RegistryView, ToolRegistry
 
 __all__ = ["Exclusion", "Resolution", "UnmatchedEntry", "factory_tools", "resolve"]
@@ -331,15 +331,24 @@ def resolve(
     with registry.reading() as view:
         records = view.factories
     produced = [(record, _call_factory(record, factory_ctx, diag)) for record in records]
-    with registry.reading() as view:
-        made, failed = _place_factory_tools(view, produced, diag)
-        layer_patterns = [layer.patterns(view.profiles) for layer in layers]
-        finder = _Finder(view, made, failed)
-        selected, left_out, hits = _select(finder, wanted, layer_patterns, out)
-        _warn_unused_patterns(finder, wanted, layers, layer_patterns, view, diag)
-        defer_patterns = (*view.deferred, *later)
-        mcp_above = view.defer_mcp_above
-        server_size = view.index.server_size
+    # 2. selection, under the registry's lock. A lazily registered tool it would select is
+    # imported first, with the lock released: its module registers into this registry as it is
+    # imported, and another thread importing that module at the same moment waits for the lock.
+    while True:
+        with registry.reading() as view:
+            pending = _unloaded(view, wanted)
+            if not pending:
+                made, failed = _place_factory_tools(view, produced, diag)
+                layer_patterns = [layer.patterns(view.profiles) for layer in layers]
+                finder = _Finder(view, made, failed)
+                selected, left_out, hits = _select(finder, wanted, layer_patterns, out)
+                _warn_unused_patterns(finder, wanted, layers, layer_patterns, view, diag)
+                defer_patterns = (*view.deferred, *later)
+                mcp_above = view.defer_mcp_above
+                server_size = view.index.server_size
+                break
+        for lazy in pending:
+            _ = lazy.tool  # imports the tool's module, outside the lock
     # 3. policy layers: a tool must pass every one
     chosen: list[tuple[ToolMeta, Tool[..., Any], tuple[str, ...]]] = [] if layers else selected
     for meta, made_tool, tool_aliases in selected if layers else ():
@@ -368,6 +377,18 @@ def resolve(
         unlisted_made = [m for key, (m, _) in made.items() if key not in handled]
         out.unlisted = _unlisted(registry, handled, frozenset(made), unlisted_made)
     return out
+
+
+def _unloaded(view: RegistryView, wanted: tuple[str, ...]) -> list[RegisteredTool]:
+    """The lazily registered entries `wanted` selects whose modules are not imported yet."""
+    finder = _Finder(view, {}, set())
+    pending: dict[str, RegisteredTool] = {}
+    for entry in wanted:
+        for key in finder.keys(entry):
+            registered = view.entries.get(key)
+            if registered is not None and not registered.loaded:
+                pending[key] = registered
+    return list(pending.values())
 
 
 def _unlisted(

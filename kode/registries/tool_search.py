@@ -75,7 +75,8 @@ class ToolSearch:
             with self.registry.reading() as view:
                 for key, made in self.deferred.items():
                     entry = view.entries.get(key)
-                    if entry is None or entry.tool is not made:
+                    # an entry not loaded is not `made`: reading it would import under the lock
+                    if entry is None or not entry.loaded or entry.tool is not made:
                         own.add(key, made, entry.meta if entry else None)
             self._own = own
         return self._own
