@@ -90,6 +90,7 @@ class OpenAIImages:
         """`count` images from ``/images/generations``, asked as base64 (``b64_json``)."""
         client = self._client()  # says how to install openai when it is missing
         import openai
+
         extra: dict[str, Any] = {}
         if self.model.startswith("dall-e"):
             extra["response_format"] = "b64_json"  # gpt-image models always answer in base64
