@@ -101,6 +101,22 @@ async def _maybe_await(value: Any) -> Any:
 class _Call:
     """The pipeline for one call."""
 
+    # Slots: a turn of many calls keeps one of these alive per call while they run, and
+    # each object the collector tracks brings its next full collection nearer.
+    __slots__ = (
+        "agent",
+        "call",
+        "ctx",
+        "emit",
+        "name",
+        "record",
+        "result",
+        "run_",
+        "session",
+        "span",
+        "started",
+    )
+
     def __init__(self, run: CallEnvironment, call: ToolUseContent) -> None:
         self.run_ = run
         self.agent = run.agent
@@ -386,7 +402,8 @@ class _Call:
             # 5. context, for a tool that takes one (hooks made it already if there are any)
             ctx = self.context(tool) if prepared.takes_context else self.ctx
             limit = agent.template.tool_timeout
-            result = await prepared.execute(ctx, default_timeout=limit)
+            # (the tool's own execute: one coroutine less than `prepared.execute`)
+            result = await prepared.tool.execute(prepared.arguments, ctx, default_timeout=limit)
             if result.metadata and BLOCKED_LOOP_KEY in result.metadata:
                 self.emit(
                     ToolBlockedLoop(
@@ -625,5 +642,7 @@ async def run_turn_calls(
                 done = anyio.Event()
                 tg.start_soon(one, index, call, previous, done)
                 previous = done
+            elif limiter is None:  # nothing to wait for: one coroutine less per call
+                tg.start_soon(_run_into, results, index, run, call)
             else:
                 tg.start_soon(one, index, call, None, None)

@@ -252,16 +252,21 @@ class Session:
         whether it is idempotent (what a resumed session needs to decide on a re-run).
         """
         record = self.records.for_call(call)
-        record.status = status
+        # The fields are written as pydantic's own assignment would (the model validates no
+        # assignment), without its per-field `__setattr__`: this runs twice for every call.
+        fields = record.__dict__
+        changed: dict[str, Any] = {"status": status}
         now = time.time()
         if status == "running":
-            record.started_at = record.started_at or now
+            changed["started_at"] = fields["started_at"] or now
         elif status in TERMINAL_STATUSES or status == "pending":
-            record.result = result
-            record.error_type = error_type
-            record.ended_at = now
+            changed["result"] = result
+            changed["error_type"] = error_type
+            changed["ended_at"] = now
         if client:
-            record.client = True
+            changed["client"] = True
+        fields.update(changed)
+        record.__pydantic_fields_set__.update(changed)
         if self._journal is not None:
             read_only = idempotent = None
             if tool is not None:
