@@ -14,14 +14,16 @@ import functools
 import html
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from kode.tools.errors import ToolError, ToolErrorType
 
-if TYPE_CHECKING:  # ssl is loaded with httpx, by the first search
+if TYPE_CHECKING:  # ssl and httpx are loaded by the first search
     import ssl
+
+    import httpx
 
 __all__ = [
     "BRAVE_SEARCH_URL",
@@ -99,6 +101,65 @@ def _plain(text: Any) -> str:
     return " ".join(html.unescape(_TAG.sub("", text)).split())
 
 
+async def _fetch_json(
+    send: Callable[[httpx.AsyncClient], Awaitable[httpx.Response]],
+    *,
+    name: str,
+    provider: str,
+    key_hint: str,
+    http_timeout: float,
+    trust_env: bool,
+) -> Any:
+    """One request to a search API: its JSON, or a `ToolError` saying what went wrong.
+
+    `send` makes the request with the client it is given; `name` is how the errors name the
+    service, `provider` goes into their details, `key_hint` says where the API key comes from.
+    """
+    import httpx
+
+    try:
+        async with httpx.AsyncClient(
+            timeout=http_timeout, trust_env=trust_env, verify=_ssl_context()
+        ) as client:
+            response = await send(client)
+    except httpx.TimeoutException:
+        raise ToolError(
+            f"{name} did not answer within {http_timeout:g} s; try again later.",
+            type=ToolErrorType.TIMEOUT,
+        ) from None
+    except httpx.HTTPError as exc:
+        raise ToolError(
+            f"{name} could not be reached: {type(exc).__name__}: {exc}",
+            type=ToolErrorType.TOOL_ERROR,
+        ) from None
+    status = response.status_code
+    if status in (401, 403):
+        raise ToolError(
+            f"{name} refused the API key (HTTP {status}); check {key_hint}.",
+            type=ToolErrorType.PERMISSION_DENIED,
+            details={"status": status, "provider": provider},
+        )
+    if status == 429:
+        raise ToolError(
+            f"{name}'s rate limit was reached (HTTP 429); wait before searching again.",
+            type=ToolErrorType.TOOL_ERROR,
+            details={"status": 429, "provider": provider},
+        )
+    if status != 200:
+        raise ToolError(
+            f"{name} failed with HTTP {status}: {_plain(response.text)[:300]}",
+            type=ToolErrorType.TOOL_ERROR,
+            details={"status": status, "provider": provider},
+        )
+    try:
+        return response.json()
+    except ValueError:
+        raise ToolError(
+            f"{name} answered with something that is not JSON.",
+            type=ToolErrorType.TOOL_ERROR,
+        ) from None
+
+
 @dataclass(kw_only=True, frozen=True, slots=True)
 class BraveSearch:
     """The Brave Search API (https://brave.com/search/api/).
@@ -160,8 +221,6 @@ class BraveSearch:
         parameters, in place of any in `extra_params`.
         """
         key = self._key()
-        import httpx
-
         params: dict[str, str] = {**self.extra_params, "q": query, "count": str(count)}
         if freshness is not None:
             params["freshness"] = _BRAVE_FRESHNESS[freshness]
@@ -170,48 +229,14 @@ class BraveSearch:
         if search_lang is not None:
             params["search_lang"] = search_lang
         headers = {"Accept": "application/json", "X-Subscription-Token": key}
-        try:
-            async with httpx.AsyncClient(
-                timeout=self.timeout, trust_env=self.trust_env, verify=_ssl_context()
-            ) as client:
-                response = await client.get(self.base_url, params=params, headers=headers)
-        except httpx.TimeoutException:
-            raise ToolError(
-                f"Brave Search did not answer within {self.timeout:g} s; try again later.",
-                type=ToolErrorType.TIMEOUT,
-            ) from None
-        except httpx.HTTPError as exc:
-            raise ToolError(
-                f"Brave Search could not be reached: {type(exc).__name__}: {exc}",
-                type=ToolErrorType.TOOL_ERROR,
-            ) from None
-        if response.status_code in (401, 403):
-            raise ToolError(
-                f"Brave Search refused the API key (HTTP {response.status_code}); check "
-                "BRAVE_API_KEY or BraveSearch(api_key=...).",
-                type=ToolErrorType.PERMISSION_DENIED,
-                details={"status": response.status_code, "provider": "brave"},
-            )
-        if response.status_code == 429:
-            raise ToolError(
-                "Brave Search's rate limit was reached (HTTP 429); wait before searching again.",
-                type=ToolErrorType.TOOL_ERROR,
-                details={"status": 429, "provider": "brave"},
-            )
-        if response.status_code != 200:
-            raise ToolError(
-                f"Brave Search failed with HTTP {response.status_code}: "
-                f"{_plain(response.text)[:300]}",
-                type=ToolErrorType.TOOL_ERROR,
-                details={"status": response.status_code, "provider": "brave"},
-            )
-        try:
-            data = response.json()
-        except ValueError:
-            raise ToolError(
-                "Brave Search answered with something that is not JSON.",
-                type=ToolErrorType.TOOL_ERROR,
-            ) from None
+        data = await _fetch_json(
+            lambda client: client.get(self.base_url, params=params, headers=headers),
+            name="Brave Search",
+            provider="brave",
+            key_hint="BRAVE_API_KEY or BraveSearch(api_key=...)",
+            http_timeout=self.timeout,
+            trust_env=self.trust_env,
+        )
         web = data.get("web") if isinstance(data, dict) else None
         items = web.get("results") if isinstance(web, dict) else None
         results: list[SearchResult] = []
@@ -293,8 +318,6 @@ class PerplexitySearch:
         takes only those; `country` ``"ALL"`` sends no country.
         """
         key = self._key()
-        import httpx
-
         body: dict[str, Any] = {"query": query, "max_results": count}
         if freshness is not None:
             body["search_recency_filter"] = freshness
@@ -303,48 +326,14 @@ class PerplexitySearch:
         if search_lang is not None:
             body["search_language_filter"] = [search_lang.lower()[:2]]
         headers = {"Accept": "application/json", "Authorization": f"Bearer {key}"}
-        try:
-            async with httpx.AsyncClient(
-                timeout=self.timeout, trust_env=self.trust_env, verify=_ssl_context()
-            ) as client:
-                response = await client.post(self.base_url, json=body, headers=headers)
-        except httpx.TimeoutException:
-            raise ToolError(
-                f"Perplexity did not answer within {self.timeout:g} s; try again later.",
-                type=ToolErrorType.TIMEOUT,
-            ) from None
-        except httpx.HTTPError as exc:
-            raise ToolError(
-                f"Perplexity could not be reached: {type(exc).__name__}: {exc}",
-                type=ToolErrorType.TOOL_ERROR,
-            ) from None
-        if response.status_code in (401, 403):
-            raise ToolError(
-                f"Perplexity refused the API key (HTTP {response.status_code}); check "
-                "PERPLEXITY_API_KEY or PerplexitySearch(api_key=...).",
-                type=ToolErrorType.PERMISSION_DENIED,
-                details={"status": response.status_code, "provider": "perplexity"},
-            )
-        if response.status_code == 429:
-            raise ToolError(
-                "Perplexity's rate limit was reached (HTTP 429); wait before searching again.",
-                type=ToolErrorType.TOOL_ERROR,
-                details={"status": 429, "provider": "perplexity"},
-            )
-        if response.status_code != 200:
-            raise ToolError(
-                f"Perplexity failed with HTTP {response.status_code}: "
-                f"{_plain(response.text)[:300]}",
-                type=ToolErrorType.TOOL_ERROR,
-                details={"status": response.status_code, "provider": "perplexity"},
-            )
-        try:
-            data = response.json()
-        except ValueError:
-            raise ToolError(
-                "Perplexity answered with something that is not JSON.",
-                type=ToolErrorType.TOOL_ERROR,
-            ) from None
+        data = await _fetch_json(
+            lambda client: client.post(self.base_url, json=body, headers=headers),
+            name="Perplexity",
+            provider="perplexity",
+            key_hint="PERPLEXITY_API_KEY or PerplexitySearch(api_key=...)",
+            http_timeout=self.timeout,
+            trust_env=self.trust_env,
+        )
         items = data.get("results") if isinstance(data, dict) else None
         results: list[SearchResult] = []
         for item in items if isinstance(items, list) else []:
