@@ -82,6 +82,34 @@ def _next_turn(call_id: str) -> int:
     return int(call_id.rsplit("_", 1)[1]) + 1
 
 
+def openai_agents_output(k: int, turns: int) -> list[Any]:
+    """The OpenAI Agents SDK's canned model output for turn `k` of a run of `turns` tool calls.
+
+    A call of ``add`` while ``k < turns``, then the final answer.
+    """
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+
+    if k < turns:
+        call = ResponseFunctionToolCall(
+            type="function_call",
+            id=f"fc_{k}",
+            call_id=_call_id(k),
+            name="add",
+            arguments=json.dumps({"a": A, "b": B}),
+            status="completed",
+        )
+        return [call]
+    text = ResponseOutputText(type="output_text", text=ANSWER, annotations=[])
+    message = ResponseOutputMessage(
+        type="message", id="msg_final", role="assistant", status="completed", content=[text]
+    )
+    return [message]
+
+
 @dataclass(kw_only=True, frozen=True, slots=True)
 class Subject:
     """One framework set up for one figure: `run` does a whole run, `check` verifies it."""
@@ -176,11 +204,6 @@ def openai_agents_subject(turns: int) -> Subject:
     from agents.items import ModelResponse, ToolCallOutputItem
     from agents.models.interface import Model
     from agents.usage import Usage
-    from openai.types.responses import (
-        ResponseFunctionToolCall,
-        ResponseOutputMessage,
-        ResponseOutputText,
-    )
 
     set_tracing_disabled(True)
 
@@ -204,30 +227,9 @@ def openai_agents_subject(turns: int) -> Subject:
             if isinstance(last, dict) and last.get("type") == "function_call_output":
                 assert last["output"] == str(RESULT), last
                 k = _next_turn(last["call_id"])
-            output: list[Any]
-            if k < turns:
-                output = [
-                    ResponseFunctionToolCall(
-                        type="function_call",
-                        id=f"fc_{k}",
-                        call_id=_call_id(k),
-                        name="add",
-                        arguments=json.dumps({"a": A, "b": B}),
-                        status="completed",
-                    )
-                ]
-            else:
-                text = ResponseOutputText(type="output_text", text=ANSWER, annotations=[])
-                output = [
-                    ResponseOutputMessage(
-                        type="message",
-                        id="msg_final",
-                        role="assistant",
-                        status="completed",
-                        content=[text],
-                    )
-                ]
-            return ModelResponse(output=output, usage=Usage(), response_id=None)
+            return ModelResponse(
+                output=openai_agents_output(k, turns), usage=Usage(), response_id=None
+            )
 
         def stream_response(self, *args: Any, **kwargs: Any) -> Any:
             raise NotImplementedError("the bench does not stream")

@@ -51,7 +51,7 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from peers import ANSWER, RESULT, A, B, _call_id, _next_turn, _version, add
+from peers import ANSWER, RESULT, A, B, _call_id, _next_turn, _version, add, openai_agents_output
 
 PEER_TARGET = 10.0
 DEPTH_TARGET = 1.3
@@ -147,11 +147,6 @@ def openai_agents_runner(db: Path) -> RunFunc:
     from agents.items import ModelResponse
     from agents.models.interface import Model
     from agents.usage import Usage
-    from openai.types.responses import (
-        ResponseFunctionToolCall,
-        ResponseOutputMessage,
-        ResponseOutputText,
-    )
 
     set_tracing_disabled(True)
 
@@ -165,29 +160,7 @@ def openai_agents_runner(db: Path) -> RunFunc:
             last = input[-1] if isinstance(input, list) else None
             if isinstance(last, dict) and last.get("type") == "function_call_output":
                 k = _next_turn(last["call_id"])
-            output: list[Any]
-            if k < self.turns:
-                output = [
-                    ResponseFunctionToolCall(
-                        type="function_call",
-                        id=f"fc_{k}",
-                        call_id=_call_id(k),
-                        name="add",
-                        arguments=json.dumps({"a": A, "b": B}),
-                        status="completed",
-                    )
-                ]
-            else:
-                text = ResponseOutputText(type="output_text", text=ANSWER, annotations=[])
-                output = [
-                    ResponseOutputMessage(
-                        type="message",
-                        id="msg_final",
-                        role="assistant",
-                        status="completed",
-                        content=[text],
-                    )
-                ]
+            output = openai_agents_output(k, self.turns)
             return ModelResponse(output=output, usage=Usage(), response_id=None)
 
         def stream_response(self, *args: Any, **kwargs: Any) -> Any:
