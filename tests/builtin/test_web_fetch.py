@@ -5,19 +5,15 @@ from __future__ import annotations
 import json
 import ssl
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 import pytest
+from loopback_http import PNG, redirect, respond, serve, table_resolver
 
 from kode import ToolContext
 from kode.builtin.web import WebConfig, web_fetch
@@ -26,113 +22,6 @@ from kode.tools.errors import ToolErrorType
 from kode.tools.results import ImageBlock
 
 pytestmark = pytest.mark.anyio
-
-RouteFunc = Callable[[BaseHTTPRequestHandler], None]
-PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
-
-
-@dataclass
-class Seen:
-    path: str
-    headers: dict[str, str]
-
-
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-    routes: dict[str, RouteFunc]
-    seen: list[Seen]
-    stop: threading.Event
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that hung up on purpose (size and time limits) is not a failure
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: _HTTPServer
-
-    def do_GET(self) -> None:
-        self.server.seen.append(Seen(path=self.path, headers=dict(self.headers.items())))
-        route = self.server.routes.get(urlsplit(self.path).path)
-        if route is None:
-            send(self, 404, "text/html", b"<html><body><p>No such page here.</p></body></html>")
-        else:
-            route(self)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-def send(
-    handler: BaseHTTPRequestHandler,
-    status: int,
-    content_type: str | None,
-    body: bytes,
-    headers: dict[str, str] | None = None,
-) -> None:
-    handler.send_response(status)
-    if content_type is not None:
-        handler.send_header("Content-Type", content_type)
-    handler.send_header("Content-Length", str(len(body)))
-    for name, value in (headers or {}).items():
-        handler.send_header(name, value)
-    handler.end_headers()
-    handler.wfile.write(body)
-
-
-def respond(status: int, content_type: str | None, body: bytes, **headers: str) -> RouteFunc:
-    return lambda handler: send(handler, status, content_type, body, headers)
-
-
-def redirect(location: str, status: int = 302) -> RouteFunc:
-    return lambda handler: send(handler, status, "text/plain", b"moved", {"Location": location})
-
-
-@dataclass
-class Server:
-    port: int
-    scheme: str
-    seen: list[Seen]
-    routes: dict[str, RouteFunc]
-    sni: list[str | None] = field(default_factory=list)
-
-    def url(self, path: str, host: str = "127.0.0.1") -> str:
-        return f"{self.scheme}://{host}:{self.port}{path}"
-
-
-@contextmanager
-def serve(routes: dict[str, RouteFunc], tls: ssl.SSLContext | None = None) -> Iterator[Server]:
-    httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
-    httpd.routes, httpd.seen, httpd.stop = routes, [], threading.Event()
-    server = Server(
-        port=httpd.server_address[1],
-        scheme="https" if tls else "http",
-        seen=httpd.seen,
-        routes=routes,
-    )
-    if tls is not None:
-        tls.sni_callback = lambda _sock, name, _ctx: server.sni.append(name)
-        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield server
-    finally:
-        httpd.stop.set()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
-
-
-def table_resolver(table: dict[str, list[str]], calls: list[tuple[str, int]] | None = None) -> Any:
-    async def resolve(host: str, port: int) -> list[str]:
-        if calls is not None:
-            calls.append((host, port))
-        if host not in table:
-            raise OSError(f"unknown host {host}")
-        return table[host]
-
-    return resolve
 
 
 def context(**options: Any) -> ToolContext[None]:

@@ -3,9 +3,11 @@
 Both read their settings from the `WEB` service (``WEB.set(agent.services, WebConfig(...))``),
 a `WebConfig` (defaults when absent): allowed and denied domains, whether private networks may
 be reached, size, time and character limits, the resolver, TLS verification and the search
-provider. ``web_fetch`` refuses what
-could reach inside the network it runs in (see `kode.builtin.web._ssrf` for every rule), connects
-only to addresses it checked, checks every redirect itself, and turns HTML into markdown.
+provider. ``web_fetch`` refuses what could reach inside the network it runs in (see
+`kode.builtin.web._ssrf` for every rule), connects only to addresses it checked, checks every
+redirect itself, and turns HTML into markdown. Given a ``prompt``, it has a model (the agent's
+own, through ``ctx.sample``) read the page and returns only the answer, so a long page does not
+fill the conversation; with no model to ask, that is an error result.
 ``web_search`` asks a `SearchProvider` (default: `BraveSearch`, with ``BRAVE_API_KEY``; or
 `PerplexitySearch`, with ``PERPLEXITY_API_KEY``).
 
@@ -16,7 +18,7 @@ imports without them, and the tools answer with an error result saying how to in
 from __future__ import annotations
 
 import inspect
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -34,6 +36,9 @@ from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import ToolResult, image_result, text_result
 from kode.tools.services import ServiceKey
+
+if TYPE_CHECKING:
+    from kode.builtin.web._fetch import Page
 
 __all__ = [
     "BraveSearch",
@@ -100,6 +105,7 @@ async def web_fetch(
     format: Literal["markdown", "text", "raw"] = "markdown",
     max_chars: Annotated[int, Field(ge=100)] | None = None,
     start: Annotated[int, Field(ge=0)] = 0,
+    prompt: Annotated[str, Field(min_length=1, max_length=4000)] | None = None,
 ) -> ToolResult:
     """Fetch a public web page (http or https) and return its content as readable text.
 
@@ -107,13 +113,18 @@ async def web_fetch(
     XML are returned as they are; PNG, JPEG, GIF and WebP images as images. Redirects are
     followed. Long pages are cut: the result says where, and calling again with `start`
     reads on. Addresses inside private networks are refused. Results are cached briefly.
+    With `prompt`, a model reads the page and only its answer is returned, not the page:
+    use it to pick facts out of a long page.
 
     Args:
         url: The absolute http:// or https:// URL to fetch.
         format: For HTML pages: "markdown" (default), "text" (no markup) or "raw" (the HTML).
         max_chars: The most characters to return (default and upper bound: the configured
-            limit, 50,000 unless configured otherwise).
+            limit, 50,000 unless configured otherwise). Not used with `prompt`.
         start: The character to start from, to read on in a long page.
+        prompt: A question or instruction about the page ("What does it say about pricing?").
+            A model reads the page (up to 100,000 characters from `start`, unless configured
+            otherwise) and the result is its answer alone.
         ctx: Injected by kode (not shown to the model).
     """
     config = _config_of(ctx)
@@ -121,6 +132,10 @@ async def web_fetch(
         from kode.builtin.web._fetch import fetch_page, parse_url
     except ImportError as exc:
         raise _missing(exc, "web_fetch") from None
+    if prompt is not None:
+        from kode.builtin.web._prompt import check_answerable
+
+        check_answerable(ctx, url)  # before fetching: nobody could read the page
     key = ("fetch", str(parse_url(url)), format)
     page = config.cache.get(key)
     cached = page is not None
@@ -141,6 +156,13 @@ async def web_fetch(
         "cached": cached,
     }
     if page.image is not None:
+        if prompt is not None:
+            raise ToolError(
+                f"{page.final_url} is an image ({page.media_type}), and a prompt is answered "
+                "about a page's text: call web_fetch without prompt to see the image.",
+                type=ToolErrorType.TOOL_ERROR,
+                details={**details, "reason": "image"},
+            )
         result = image_result(page.image, media_type=page.media_type, caption=page.final_url)
         return ToolResult(content=result.content, details={**details, **(result.details or {})})
     text = page.text or ""
@@ -150,6 +172,8 @@ async def web_fetch(
             f"start={start} is past the end of {page.final_url}, which has {len(text)} characters.",
             type=ToolErrorType.INVALID_TOOL_PARAMS,
         )
+    if prompt is not None:
+        return await _answer(ctx, config, page, text, start, prompt, details)
     end = min(start + limit, len(text))
     lines = [f"URL: {page.final_url}"]
     if page.redirects:
@@ -166,6 +190,45 @@ async def web_fetch(
         limit_bytes = _size(config.max_response_bytes)
         lines += ["", f"[The response was larger than {limit_bytes}; only that much was read.]"]
     details.update(total_chars=len(text), start=start, end=end)
+    return text_result("\n".join(lines), details=details)
+
+
+async def _answer(
+    ctx: ToolContext[Any],
+    config: WebConfig,
+    page: Page,
+    text: str,
+    start: int,
+    prompt: str,
+    details: dict[str, Any],
+) -> ToolResult:
+    """The result of ``web_fetch`` with a prompt: the URL and the model's answer, not the page."""
+    from kode.builtin.web._prompt import ask_about
+
+    if not text.strip():
+        answer, end = "(the page has no readable text, so there is nothing to ask about)", 0
+    else:
+        answer, end = await ask_about(
+            ctx,
+            config=config,
+            url=page.final_url,
+            title=page.title,
+            text=text,
+            start=start,
+            prompt=prompt,
+        )
+    lines = [f"URL: {page.final_url}", "", answer or "(the model gave no answer)"]
+    if start or end < len(text):
+        more = (
+            f" Call web_fetch again with start={end} and a prompt to ask about the rest."
+            if end < len(text)
+            else ""
+        )
+        lines += ["", f"[The model read characters {start}-{end} of {len(text)}.{more}]"]
+    if page.truncated:
+        limit_bytes = _size(config.max_response_bytes)
+        lines += ["", f"[The response was larger than {limit_bytes}; only that much was read.]"]
+    details.update(total_chars=len(text), start=start, end=end, prompt=prompt)
     return text_result("\n".join(lines), details=details)
 
 

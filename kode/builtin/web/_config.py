@@ -96,7 +96,8 @@ class WebConfig:
     Put one in an agent's services with ``kode.builtin.web.WEB.set(agent.services, config)``
     (an agent shares its services with every tool call);
     without one, the tools use `WebConfig()`'s defaults: public addresses only, 2 MB, 30 s,
-    50,000 characters, 5 redirects, a 15-minute cache and Brave Search with ``BRAVE_API_KEY``.
+    50,000 characters (100,000 read by the model answering a ``prompt``), 5 redirects, a
+    15-minute cache and Brave Search with ``BRAVE_API_KEY``.
 
     Each config has its own cache (`dataclasses.replace` gives the copy a fresh one), so a page
     fetched under lax rules is never served under strict ones.
@@ -134,6 +135,11 @@ class WebConfig:
     max_chars: int = 50_000
     """The most characters one ``web_fetch`` result shows (the model may ask for fewer, and
     read on with ``start``)."""
+    max_prompt_chars: int = 100_000
+    """The most characters of a page a model reads to answer ``web_fetch``'s ``prompt`` (from
+    ``start``); the answer says when the page went on, and ``start`` asks about the rest."""
+    prompt_max_tokens: int = 2048
+    """The most tokens the model's answer to ``web_fetch``'s ``prompt`` may have."""
     timeout: float = 30.0
     """Seconds one ``web_fetch`` may take: name resolution, redirects, reading and turning
     HTML into text included."""
@@ -158,7 +164,14 @@ class WebConfig:
 
     def __post_init__(self) -> None:
         problems = []
-        for name in ("max_response_bytes", "max_chars", "timeout", "cache_max_chars"):
+        for name in (
+            "max_response_bytes",
+            "max_chars",
+            "max_prompt_chars",
+            "prompt_max_tokens",
+            "timeout",
+            "cache_max_chars",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
                 problems.append(f"{name} must be a positive number, got {value!r}")
