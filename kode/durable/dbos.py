@@ -57,6 +57,10 @@ def approval_topic(call_id: str) -> str:
     return f"kode.approval.{call_id}"
 
 
+_AGENTS: dict[str, DurableAgent] = {}
+"""The agents made in this process by workflow name (the last one made wins)."""
+
+
 @dataclass(kw_only=True, slots=True)
 class _Execution:
     """One execution of the workflow (the first, or one recovery): its token and its calls."""
@@ -169,6 +173,20 @@ class DurableAgent:
         self._workflow: Callable[[str], Coroutine[Any, Any, str]] = DBOS.workflow(name=self.name)(
             run_workflow
         )
+        _AGENTS[self.name] = self
+
+    @staticmethod
+    def named(name: str) -> DurableAgent | None:
+        """The `DurableAgent` made in this process with workflow name `name` (or template id).
+
+        A scheduled prompt (`kode.durable.schedules`) names the agent that runs it this way.
+        """
+        return _AGENTS.get(name) or _AGENTS.get(f"kode.agent.{name}")
+
+    @staticmethod
+    def registered() -> list[DurableAgent]:
+        """The durable agents made in this process, in the order they were made."""
+        return list(_AGENTS.values())
 
     async def _run_workflow(self, prompt: str) -> str:
         execution = _Execution()

@@ -1,0 +1,405 @@
+"""The ``kode worker`` and ``kode schedules`` commands.
+
+``kode worker -m my_agents`` imports the modules that make durable agents (or makes them
+from template files with ``--template FILE --model MODEL``), launches DBOS on the system
+database, listens to a queue and runs whatever the database holds for it: queued runs, runs
+of a worker that stopped, and scheduled prompts when they fire; until Ctrl-C or SIGTERM.
+``kode schedules list | add | remove`` reads and changes the scheduled prompts from any
+process, through a ``DBOSClient``.
+
+This module owns the command line of the durable layer and nothing else. It does not import
+DBOS until a command runs, so ``kode`` starts as fast without it and works without the
+``dbos`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["DEFAULT_APP", "DEFAULT_DATABASE", "DEFAULT_QUEUE", "register"]
+
+DEFAULT_DATABASE = "sqlite:///kode-dbos.sqlite"
+"""The system database when neither ``--db`` nor ``DBOS_SYSTEM_DATABASE_URL`` names one."""
+DEFAULT_APP = "kode"
+"""The DBOS application name of the workers and the commands (``--app``)."""
+DEFAULT_QUEUE = "kode-runs"
+"""The queue a worker listens to (``--queue``)."""
+
+
+_T = TypeVar("_T")
+
+
+class _Refused(Exception):
+    """A command cannot run as asked: the message says why; exit code 2."""
+
+
+def _database(args: argparse.Namespace) -> str:
+    url: str = args.db or os.environ.get("DBOS_SYSTEM_DATABASE_URL") or DEFAULT_DATABASE
+    if not url.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):
+        raise _Refused(
+            f"--db {url!r} is not a database URL: give sqlite:///PATH (a file, created if "
+            "missing) or postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+        )
+    return url
+
+
+def _dbos() -> Any:
+    try:
+        import dbos
+    except ModuleNotFoundError as exc:
+        raise _Refused(
+            f"this command needs DBOS ({exc.name} is missing): pip install 'kode-sdk[dbos]'"
+        ) from None
+    return dbos
+
+
+def _with_client(args: argparse.Namespace, work: Callable[[Any], _T]) -> _T:
+    """Run `work` with a ``DBOSClient`` on the system database; say what a missing one needs."""
+    dbos = _dbos()
+    from sqlalchemy.exc import OperationalError, ProgrammingError
+
+    url = _database(args)
+    try:
+        client = dbos.DBOSClient(system_database_url=url, application_name=args.app)
+    except (OperationalError, ProgrammingError) as exc:
+        raise _Refused(f"cannot open the system database {url}: {exc.orig}") from None
+    try:
+        return work(client)
+    except (OperationalError, ProgrammingError) as exc:
+        if "no such table" in str(exc) or "does not exist" in str(exc):
+            raise _Refused(
+                f"the system database {url} holds no DBOS tables yet: start a worker on it "
+                f"first (kode worker -m MODULE --db {url}), which creates them"
+            ) from None
+        raise _Refused(f"the system database {url} failed: {exc.orig}") from None
+    finally:
+        client.destroy()
+
+
+# --- kode worker -----------------------------------------------------------------------------
+
+
+def _agents(args: argparse.Namespace) -> list[Any]:
+    """Import the modules and make the template files' agents; the durable agents made."""
+    from kode.agent.template import AgentTemplate, TemplateError
+    from kode.durable.dbos import DurableAgent
+    from kode.models import model_from_environment
+    from kode.registries.modules import import_tools_module
+
+    if args.builtin:
+        import importlib
+
+        importlib.import_module("kode.builtin")
+    for spec in args.modules:
+        try:
+            import_tools_module(spec)
+        except Exception as exc:
+            raise _Refused(f"cannot import {spec!r}: {exc}") from None
+    if args.templates:
+        try:
+            model = model_from_environment(args.model)
+        except ValueError as exc:
+            raise _Refused(f"--model: {exc}" if args.model else str(exc)) from None
+        for path in args.templates:
+            try:
+                template = AgentTemplate.from_file(path)
+            except (OSError, TemplateError) as exc:
+                raise _Refused(f"--template {path}: {exc}") from None
+            options: dict[str, Any] = {"durable_approvals": True}
+            if args.workspace:
+                options["options"] = {"workspace": args.workspace}
+            DurableAgent(template, model=model, **options)
+    agents = DurableAgent.registered()
+    if not agents:
+        raise _Refused(
+            "no durable agents to run: name a module that makes them (-m MODULE, a dotted "
+            "name or a .py file making DurableAgent(...)) or a template file (--template "
+            "FILE --model MODEL)"
+        )
+    return agents
+
+
+def _config(args: argparse.Namespace) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "name": args.app,
+        "system_database_url": _database(args),
+        "executor_id": args.executor_id,
+        "scheduler_polling_interval_sec": args.scheduler_poll,
+        "log_level": "INFO" if args.verbose else "WARNING",
+    }
+    if args.app_version:
+        config["application_version"] = args.app_version
+    return config
+
+
+def _cmd_worker(args: argparse.Namespace) -> int:
+    import signal
+
+    import anyio
+
+    if args.concurrency is not None and args.concurrency < 1:
+        raise _Refused(f"--concurrency {args.concurrency}: give 1 or more runs at once")
+    if args.scheduler_poll <= 0:
+        raise _Refused(f"--scheduler-poll {args.scheduler_poll}: give a number of seconds > 0")
+    dbos = _dbos()
+    import kode.durable.schedules  # noqa: F401 (the cron tool and the scheduled workflow)
+
+    agents = _agents(args)
+    config = _config(args)
+
+    async def main() -> None:
+        dbos.DBOS(config=config)
+        dbos.DBOS.launch()
+        try:
+            await dbos.DBOS.register_queue_async(
+                args.queue,
+                global_concurrency=args.concurrency,
+                worker_concurrency=args.worker_concurrency,
+            )
+            names = ", ".join(agent.name for agent in agents)
+            print(
+                f"kode worker {args.executor_id}: running {names} on queue {args.queue!r} "
+                f"and scheduled prompts, system database {config['system_database_url']}; "
+                "Ctrl-C stops",
+                file=sys.stderr,
+                flush=True,
+            )
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                async for _ in signals:
+                    break
+        finally:
+            dbos.DBOS.destroy()
+        print(f"kode worker {args.executor_id}: stopped", file=sys.stderr, flush=True)
+
+    anyio.run(main)
+    return 0
+
+
+# --- kode schedules --------------------------------------------------------------------------
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    import anyio
+
+    from kode.durable.schedules import list_schedules
+
+    found = _with_client(args, lambda client: anyio.run(lambda: list_schedules(client=client)))
+    if args.json:
+        print(json.dumps([_row(s) for s in found], indent=2))
+    elif not found:
+        print("No schedules.")
+    else:
+        for schedule in found:
+            fired = f"  (last fired {schedule.last_fired_at})" if schedule.last_fired_at else ""
+            print(schedule.describe() + fired)
+    return 0
+
+
+def _cmd_add(args: argparse.Namespace) -> int:
+    import anyio
+
+    from kode.durable.schedules import add_schedule, check_cron
+
+    try:
+        upcoming = check_cron(args.cron, timezone=args.timezone)
+    except ValueError as exc:
+        raise _Refused(str(exc)) from None
+
+    async def add(client: Any) -> Any:
+        return await add_schedule(
+            args.cron,
+            args.prompt,
+            agent=args.agent,
+            timezone=args.timezone,
+            queue=args.queue,
+            client=client,
+        )
+
+    try:
+        added = _with_client(args, lambda client: anyio.run(add, client))
+    except ValueError as exc:
+        raise _Refused(str(exc)) from None
+    print(f"Added {added.describe()}\nNext run: {upcoming.isoformat()}")
+    return 0
+
+
+def _cmd_remove(args: argparse.Namespace) -> int:
+    import anyio
+
+    from kode.durable.schedules import remove_schedule
+
+    try:
+        removed = _with_client(
+            args, lambda client: anyio.run(lambda: remove_schedule(args.id, client=client))
+        )
+    except KeyError as exc:
+        raise _Refused(str(exc.args[0])) from None
+    print(f"Removed {removed.describe()}")
+    return 0
+
+
+def _row(schedule: Any) -> dict[str, Any]:
+    return {
+        "id": schedule.id,
+        "schedule": schedule.cron,
+        "prompt": schedule.prompt,
+        "agent": schedule.agent,
+        "timezone": schedule.timezone,
+        "queue": schedule.queue,
+        "status": schedule.status,
+        "last_fired_at": schedule.last_fired_at,
+    }
+
+
+# --- wiring ----------------------------------------------------------------------------------
+
+
+def _guard(func: Any, command: str) -> Any:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            code: int = func(args)
+        except _Refused as exc:
+            print(f"kode {command}: {exc}", file=sys.stderr)
+            return 2
+        return code
+
+    return run
+
+
+def _database_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--db",
+        metavar="URL",
+        help="the DBOS system database: sqlite:///PATH or postgresql://... (default: "
+        f"$DBOS_SYSTEM_DATABASE_URL, else {DEFAULT_DATABASE} in the current directory)",
+    )
+    p.add_argument(
+        "--app",
+        default=DEFAULT_APP,
+        help="the DBOS application name, the same for workers and commands (default "
+        f"{DEFAULT_APP})",
+    )
+
+
+def register(commands: Any) -> None:
+    """Add ``worker`` and ``schedules`` to the ``kode`` command."""
+    worker = commands.add_parser(
+        "worker",
+        help="run durable agents: queued runs, recovered runs and scheduled prompts (DBOS)",
+    )
+    worker.add_argument(
+        "modules_pos", nargs="*", metavar="MODULE", help="modules making DurableAgents"
+    )
+    worker.add_argument(
+        "-m",
+        "--module",
+        dest="modules",
+        action="append",
+        default=[],
+        help="a module (dotted name or .py path) that makes DurableAgents and defines their "
+        "tools; repeatable",
+    )
+    worker.add_argument(
+        "--template",
+        dest="templates",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a .toml or .json agent template to run as a DurableAgent (with --model); repeatable",
+    )
+    worker.add_argument(
+        "--model",
+        help="with --template: a model name, or scripted:TURNS.json (default: from the "
+        "environment)",
+    )
+    worker.add_argument("--workspace", help="with --template: the directory tools may touch")
+    worker.add_argument("--builtin", action="store_true", help="load kode's built-in tools")
+    worker.add_argument(
+        "-v", "--verbose", action="store_true", help="show DBOS's log records from INFO up"
+    )
+    _database_arguments(worker)
+    worker.add_argument(
+        "--queue", default=DEFAULT_QUEUE, help=f"the queue to listen to (default {DEFAULT_QUEUE})"
+    )
+    worker.add_argument(
+        "--concurrency",
+        type=int,
+        metavar="N",
+        help="at most N runs of the queue at once across all workers (default: no limit)",
+    )
+    worker.add_argument(
+        "--worker-concurrency",
+        type=int,
+        metavar="N",
+        help="at most N runs of the queue at once in this worker (default: no limit)",
+    )
+    worker.add_argument(
+        "--executor-id",
+        default="local",
+        help="this worker's id: a worker restarted with the same id recovers the runs it had "
+        "(default local; give each worker its own)",
+    )
+    worker.add_argument(
+        "--app-version",
+        help="the DBOS application version (default: computed by DBOS from the workflows' "
+        "code); runs are recovered only by workers of their version",
+    )
+    worker.add_argument(
+        "--scheduler-poll",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how often the scheduler looks for added or removed schedules (default 30; the "
+        "first minute after launch, every second)",
+    )
+    worker.set_defaults(
+        handler=_guard(
+            lambda a: _cmd_worker(_merge(a)),
+            "worker",
+        )
+    )
+
+    schedules = commands.add_parser(
+        "schedules", help="list, add and remove scheduled prompts (the cron tool's schedules)"
+    )
+    sub = schedules.add_subparsers(dest="schedules_command", metavar="COMMAND")
+    schedules.set_defaults(handler=lambda a: (schedules.print_help(), 2)[1])
+
+    p = sub.add_parser(
+        "list", help="list the scheduled prompts: id, cron expression, agent, prompt"
+    )
+    _database_arguments(p)
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=_guard(_cmd_list, "schedules list"))
+
+    p = sub.add_parser("add", help="schedule a prompt for a durable agent the workers make")
+    p.add_argument(
+        "cron", help="when: 5 cron fields (minute hour day month weekday), or 6 with seconds first"
+    )
+    p.add_argument("prompt", help="what the agent is asked each time")
+    p.add_argument(
+        "--agent",
+        required=True,
+        help="the durable agent's workflow name (kode.agent.<template id>)",
+    )
+    p.add_argument("--timezone", help="an IANA time zone for the expression (default UTC)")
+    p.add_argument(
+        "--queue", help="a queue the workers listen to, for its limits (default: DBOS's own)"
+    )
+    _database_arguments(p)
+    p.set_defaults(handler=_guard(_cmd_add, "schedules add"))
+
+    p = sub.add_parser("remove", help="remove a scheduled prompt: it fires no more")
+    p.add_argument("id", help="the schedule's id, as kode schedules list shows it")
+    _database_arguments(p)
+    p.set_defaults(handler=_guard(_cmd_remove, "schedules remove"))
+
+
+def _merge(args: argparse.Namespace) -> argparse.Namespace:
+    args.modules = [*getattr(args, "modules_pos", []), *args.modules]
+    return args

@@ -1,0 +1,297 @@
+"""Scheduled prompts: the cron tool adds a DBOS schedule that real ``kode worker`` processes
+fire (on SQLite, and on PostgreSQL where its server is installed), through a worker's SIGKILL
+and restart; ``kode schedules`` lists and removes it from another process."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dbos")
+
+from kode.durable import DurableAgent, check_cron
+
+AGENTS = Path(__file__).with_name("cron_agents.py")
+EVERY_2S = "*/2 * * * * *"
+
+
+class Worker:
+    """A ``kode worker`` subprocess running tests/durable/cron_agents.py."""
+
+    def __init__(self, folder: Path, db: str, *extra: str) -> None:
+        self.err = folder / f"worker-{time.monotonic_ns()}.err"
+        with self.err.open("w") as err:  # the child keeps its own copy of the descriptor
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "kode",
+                    "worker",
+                    "-m",
+                    str(AGENTS),
+                    "--db",
+                    db,
+                    "--scheduler-poll",
+                    "0.5",
+                    *extra,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                env={**os.environ, "KODE_CRON_DIR": str(folder)},
+                text=True,
+            )
+        self.pid = self.process.pid
+        deadline = time.monotonic() + 60
+        while "Ctrl-C stops" not in self.stderr():
+            assert self.process.poll() is None, self.stderr()[-3000:]
+            assert time.monotonic() < deadline, "the worker never launched"
+            time.sleep(0.05)
+
+    def stderr(self) -> str:
+        return self.err.read_text() if self.err.exists() else ""
+
+    def kill(self) -> None:
+        os.kill(self.pid, signal.SIGKILL)
+        self.process.wait(timeout=30)
+
+    def stop(self) -> str:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        assert self.process.wait(timeout=60) == 0, self.stderr()[-3000:]
+        return self.stderr()
+
+
+def kode(*args: str, db: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "kode", *args, "--db", db],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def fired(folder: Path) -> list[tuple[str, int]]:
+    path = folder / "fired.log"
+    if not path.exists():
+        return []
+    return [
+        (line.rsplit(" ", 1)[0], int(line.rsplit(" ", 1)[1]))
+        for line in path.read_text().splitlines()
+    ]
+
+
+def wait_for_firing(folder: Path, prompt: str, pid: int, after: int = 0) -> None:
+    """Wait until worker `pid` ran `prompt` as a scheduled prompt (beyond the first `after`)."""
+    deadline = time.monotonic() + 60
+    while len([p for p in fired(folder)[after:] if p == (prompt, pid)]) < 1:
+        assert time.monotonic() < deadline, f"{prompt!r} never fired in worker {pid}"
+        time.sleep(0.1)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    else:
+        yield request.getfixturevalue("postgres_url")
+
+
+def test_a_schedule_added_by_the_cron_tool_fires_survives_a_restart_and_is_removed(
+    tmp_path: Path, db: str
+) -> None:
+    from dbos import DBOSClient
+
+    workers = [Worker(tmp_path, db, "--executor-id", "w1")]
+    first = workers[0]
+    client = DBOSClient(system_database_url=db, application_name="kode")
+    try:
+        # An agent run on the worker's queue asks its cron tool to add the schedule.
+        run = client.enqueue(
+            {"queue_name": "kode-runs", "workflow_name": "kode.agent.cron-test"},
+            f"Schedule '{EVERY_2S}': water the plants",
+        )
+        answer = run.get_result()
+        assert answer.startswith("Added kode-cron-"), answer
+        schedule_id = answer.split()[1]
+        assert f"'{EVERY_2S}'  kode.agent.cron-test: water the plants" in answer
+        steps = [s["function_name"] for s in client.list_workflow_steps(run.workflow_id)]
+        assert steps == [
+            "kode.model_turn",
+            "kode.tool_begin.cron",
+            "kode.tool_call.cron",
+            "kode.model_turn",
+        ]
+
+        wait_for_firing(tmp_path, "water the plants", first.pid)
+        # A firing is the fired workflow and, as its child, a run of the agent's own workflow
+        # with a step per model turn.
+        runs = client.list_workflows(name="kode.agent.cron-test", status="SUCCESS")
+        scheduled = [w for w in runs if w.workflow_id.startswith(f"sched-{schedule_id}-")]
+        assert scheduled
+        assert scheduled[0].workflow_id.endswith(".run")
+        child_steps = client.list_workflow_steps(scheduled[0].workflow_id)
+        assert [s["function_name"] for s in child_steps] == ["kode.model_turn"]
+
+        listed = kode("schedules", "list", "--json", db=db)
+        assert listed.returncode == 0, listed.stderr
+        (row,) = json.loads(listed.stdout)
+        assert row["id"] == schedule_id
+        assert row["schedule"] == EVERY_2S
+        assert row["prompt"] == "water the plants"
+        assert row["agent"] == "kode.agent.cron-test"
+        assert row["queue"] == "kode-runs"  # the queue of the run that added it
+
+        first.kill()
+        before = len(fired(tmp_path))
+        second = Worker(tmp_path, db, "--executor-id", "w1")
+        workers.append(second)
+        wait_for_firing(tmp_path, "water the plants", second.pid, after=before)
+
+        removed = kode("schedules", "remove", schedule_id, db=db)
+        assert removed.returncode == 0, removed.stderr
+        assert removed.stdout.startswith(f"Removed {schedule_id}")
+        listed = kode("schedules", "list", db=db)
+        assert listed.stdout.strip() == "No schedules."
+        time.sleep(2)  # the scheduler sees the removal within its poll (0.5 s); one may be due
+        settled = len(fired(tmp_path))
+        time.sleep(5)  # two and a half periods of the schedule
+        assert len(fired(tmp_path)) == settled
+        assert "stopped" in second.stop()
+    finally:
+        client.destroy()
+        for worker in workers:
+            if worker.process.poll() is None:
+                worker.process.kill()
+                worker.process.wait(timeout=30)
+
+
+def test_the_cli_adds_lists_and_refuses_with_what_to_write(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    empty = kode("schedules", "list", db=db)
+    assert empty.returncode == 2
+    assert "holds no DBOS tables yet: start a worker on it first" in empty.stderr
+    Worker(tmp_path, db).stop()  # a worker creates the system database's tables
+    added = kode(
+        "schedules",
+        "add",
+        "30 8 * * mon-fri",
+        "Summarise the news.",
+        "--agent",
+        "kode.agent.news",
+        "--timezone",
+        "Europe/Paris",
+        db=db,
+    )
+    assert added.returncode == 0, added.stderr
+    assert "'30 8 * * mon-fri' Europe/Paris  kode.agent.news: Summarise the news." in added.stdout
+    upcoming = datetime.fromisoformat(added.stdout.split("Next run: ")[1].strip())
+    assert (upcoming.hour, upcoming.minute, upcoming.weekday() < 5) == (8, 30, True)
+
+    listed = kode("schedules", "list", db=db)
+    assert listed.returncode == 0, listed.stderr
+    assert "Summarise the news." in listed.stdout
+
+    bad = kode("schedules", "add", "*/5 * * *", "hi", "--agent", "a", db=db)
+    assert bad.returncode == 2
+    assert "cron expression '*/5 * * *' has 4 fields: write 5 fields" in bad.stderr
+    missing = kode("schedules", "remove", "kode-cron-nope", db=db)
+    assert missing.returncode == 2
+    assert "no scheduled prompt has id 'kode-cron-nope' (there are: kode-cron-" in missing.stderr
+    url = kode("schedules", "list", db="mysql://x")
+    assert url.returncode == 2 and "give sqlite:///PATH" in url.stderr
+
+    nothing = subprocess.run(
+        [sys.executable, "-m", "kode", "worker", "--db", db],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert nothing.returncode == 2
+    assert "no durable agents to run: name a module that makes them" in nothing.stderr
+
+
+def test_cron_expressions_are_checked_as_dbos_reads_them() -> None:
+    now = datetime.now(UTC)
+    assert check_cron("*/10 * * * * *") > now  # six fields: seconds first
+    assert check_cron("@daily").hour == 0
+    assert check_cron("0 9 * * mon-fri", timezone="America/New_York").hour == 9
+    refused = {
+        "": "the cron expression is empty",
+        "* * * *": "has 4 fields: write 5 fields, minute hour day-of-month month day-of-week",
+        "61 * * * *": "is not valid (is not acceptable, out of range)",
+        "0 0 30 2 *": "never fires",
+        "every day": "has 2 fields",
+    }
+    for expression, message in refused.items():
+        with pytest.raises(ValueError, match="cron expression") as caught:
+            check_cron(expression)
+        assert message in str(caught.value), (expression, str(caught.value))
+        assert "e.g. '0 9 * * mon-fri'" in str(caught.value)
+    with pytest.raises(ValueError, match="is not an IANA time zone name"):
+        check_cron("0 9 * * *", timezone="Mars/Olympus")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_cron_tool_answers_bad_input_with_what_to_write() -> None:
+    from kode import AgentTemplate, registry
+    from kode.models import ScriptedModel
+
+    DurableAgent(AgentTemplate(id="cron-check", tools=["cron"]), model=ScriptedModel(["-"]))
+    tool = registry.get("cron")
+    result = await tool.run({"action": "add", "schedule": "0 25 * * *", "prompt": "hi"})
+    assert result.is_error
+    assert "add needs agent" in result.text
+    result = await tool.run(
+        {"action": "add", "schedule": "0 25 * * *", "prompt": "hi", "agent": "cron-check"}
+    )
+    assert result.is_error
+    assert "cron expression '0 25 * * *' is not valid" in result.text
+    result = await tool.run(
+        {"action": "add", "schedule": "0 9 * * *", "prompt": "hi", "agent": "nobody"}
+    )
+    assert result.is_error
+    assert "no durable agent named 'nobody' in this process" in result.text
+    result = await tool.run({"action": "remove"})
+    assert result.is_error and "remove needs the schedule's id" in result.text
+
+
+def test_adding_asks_for_approval_unless_allowed_listing_does_not(tmp_path: Path) -> None:
+    def explain(arguments: dict[str, str], *extra: str) -> str:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kode",
+                "tools",
+                "check",
+                "-m",
+                "kode.durable.schedules",
+                "--explain",
+                "cron",
+                json.dumps(arguments),
+                *extra,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    add = {"action": "add", "schedule": "0 9 * * *", "prompt": "Report."}
+    assert explain(add).startswith("cron: ask")
+    assert "it schedules a prompt to run unattended on '0 9 * * *': Report." in explain(add)
+    assert explain({"action": "list"}).startswith("cron: allow")
+    template = tmp_path / "allowed.toml"
+    template.write_text('id = "allowed"\ntools = ["cron"]\n[permission]\nallow = ["cron"]\n')
+    assert explain(add, "--template", str(template)).startswith("cron: allow")
