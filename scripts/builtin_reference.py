@@ -35,6 +35,7 @@ _TITLES = {
     "sessions": "Sessions",
     "memory": "Memory",
     "media": "Images",
+    "browser": "Browser",
 }
 
 _HEADER = """\

@@ -6,7 +6,7 @@ first needed (an agent choosing it, `ToolRegistry.get`, a search). Importing one
 (``kode.builtin.fs``) defines and registers its tools at once. Groups: ``group:fs``,
 ``group:runtime``, ``group:web``, ``group:think`` (todo), ``group:sessions`` (sub-agents, the
 sessions of the agent's store), ``group:memory`` (facts kept across sessions), ``group:media``
-(images drawn or generated).
+(images drawn or generated), ``group:browser`` (a headless Chromium, extra ``browser``).
 See ``docs/builtin-tools.md``.
 
 What configures them is importable from here too: `RuntimePolicy` (what ``bash_run`` may run)
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MODULES", "RuntimePolicy", "set_default_runtime_policy", "using_runtime_policy"]
 
-MODULES = ("fs", "runtime", "web", "todo", "tasks", "sessions", "memory", "media")
+MODULES = ("fs", "runtime", "web", "todo", "tasks", "sessions", "memory", "media", "browser")
 """The built-in tool modules, in registration order."""
 
 # fmt: off
@@ -68,6 +68,7 @@ TOOLS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
     ("canvas", "kode.builtin.media:canvas", "edit", "group:media", ("draw",)),
     ("image_generate", "kode.builtin.media:image_generate", "fetch", "group:media",
      ("generate_image",)),
+    ("browser", "kode.builtin.browser:browser", "fetch", "group:browser", ("browse",)),
 )
 # fmt: on
 """Every built-in tool as the registry knows it before its module is imported: name, where it

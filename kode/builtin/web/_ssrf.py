@@ -212,10 +212,10 @@ class URLTarget:
     """Whether the URL names an IP address rather than a host name."""
 
 
-def _refused(url: str, why: str, **details: object) -> ToolError:
+def _refused(url: str, why: str, tool: str, **details: object) -> ToolError:
     hint = "" if details.get("reason") in ("denied_domain", "not_allowed") else _HINT
     return ToolError(
-        f"web_fetch refused {url}: {why}.{hint}",
+        f"{tool} refused {url}: {why}.{hint}",
         type=ToolErrorType.PERMISSION_DENIED,
         details={"url": url, **details},
     )
@@ -231,6 +231,7 @@ async def check_target(
     denied_domains: Sequence[str] = (),
     allow_private: bool = False,
     resolve: ResolveFunc | None = None,
+    tool: str = "web_fetch",
 ) -> URLTarget:
     """Check one URL (already split into parts) against every rule; return where to connect.
 
@@ -243,6 +244,7 @@ async def check_target(
         denied_domains: Never these domains (and their subdomains); wins over `allowed_domains`.
         allow_private: Allow local names and non-public addresses (see `address_problem`).
         resolve: The resolver (default: `system_resolve`).
+        tool: The tool named in messages (``web_fetch``, ``browser``).
 
     Raises:
         ToolError: ``invalid_tool_params`` for a scheme other than http(s) or a URL without a
@@ -251,9 +253,9 @@ async def check_target(
     """
     if scheme not in ("http", "https"):
         raise ToolError(
-            f"web_fetch only fetches http:// and https:// URLs, not {scheme}:// ({url})."
+            f"{tool} only fetches http:// and https:// URLs, not {scheme}:// ({url})."
             if scheme
-            else f"web_fetch needs an absolute http:// or https:// URL, got {url!r}.",
+            else f"{tool} needs an absolute http:// or https:// URL, got {url!r}.",
             type=ToolErrorType.INVALID_TOOL_PARAMS,
             details={"url": url, "reason": "scheme"},
         )
@@ -265,44 +267,50 @@ async def check_target(
             details={"url": url, "reason": "no_host"},
         )
     if any(domain_matches(name, normalize_domain(d)) for d in denied_domains):
-        raise _refused(url, f"{name} is on the denied domain list", reason="denied_domain")
+        raise _refused(url, f"{name} is on the denied domain list", tool, reason="denied_domain")
     if allowed_domains and not any(
         domain_matches(name, normalize_domain(d)) for d in allowed_domains
     ):
-        raise _refused(url, f"{name} is not on the allowed domain list", reason="not_allowed")
+        raise _refused(url, f"{name} is not on the allowed domain list", tool, reason="not_allowed")
     literal = _parse_ip(name)
     if literal is not None:
         problem = address_problem(literal, allow_private=allow_private)
         if problem is not None:
             shown = _show(literal)
-            raise _refused(url, f"{shown} is {problem}", reason="address", address=shown)
+            raise _refused(url, f"{shown} is {problem}", tool, reason="address", address=shown)
         return URLTarget(host=name, port=port, addresses=(str(literal),), is_ip=True)
     problem = host_problem(name, allow_private=allow_private)
     if problem is not None:
-        raise _refused(url, f"{name} is {problem}", reason="host")
+        raise _refused(url, f"{name} is {problem}", tool, reason="host")
     resolver = resolve if resolve is not None else system_resolve
     try:
         found = list(await resolver(name, port))
     except OSError as exc:
         raise ToolError(
-            f"web_fetch could not resolve {name}: {exc.strerror or exc}.",
+            f"{tool} could not resolve {name}: {exc.strerror or exc}.",
             type=ToolErrorType.TOOL_ERROR,
             details={"url": url, "reason": "resolve"},
         ) from None
     if not found:
         raise ToolError(
-            f"web_fetch could not resolve {name}: no addresses.",
+            f"{tool} could not resolve {name}: no addresses.",
             type=ToolErrorType.TOOL_ERROR,
             details={"url": url, "reason": "resolve"},
         )
     for text in found:
         ip = _parse_ip(text)
         if ip is None:
-            raise _refused(url, f"{name} resolved to {text!r}, not an IP address", reason="address")
+            raise _refused(
+                url, f"{name} resolved to {text!r}, not an IP address", tool, reason="address"
+            )
         problem = address_problem(ip, allow_private=allow_private)
         if problem is not None:
             shown = _show(ip)
             raise _refused(
-                url, f"{name} resolves to {shown}, {problem}", reason="address", address=shown
+                url,
+                f"{name} resolves to {shown}, {problem}",
+                tool,
+                reason="address",
+                address=shown,
             )
     return URLTarget(host=name, port=port, addresses=tuple(found), is_ip=False)
