@@ -365,7 +365,7 @@ def register(commands: Any) -> None:
     )
 
     schedules = commands.add_parser(
-        "schedules", help="list, add and remove scheduled prompts (the cron tool's schedules)"
+        "schedules", help="list, add and remove scheduled prompts (the cron tool)"
     )
     sub = schedules.add_subparsers(dest="schedules_command", metavar="COMMAND")
     schedules.set_defaults(handler=lambda a: (schedules.print_help(), 2)[1])

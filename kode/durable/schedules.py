@@ -27,6 +27,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import croniter  # type: ignore[import-untyped]
 from dbos import DBOS
+from dbos import error as dbos_error
 
 from kode.agent.agent import AgentError
 from kode.durable.dbos import DurableAgent
@@ -338,6 +339,25 @@ async def cron(
         id: remove: the schedule's id, as list shows it.
         ctx: Injected by kode (not shown to the model).
     """
+    try:
+        return await _act(action, schedule, prompt, agent, timezone, id, ctx)
+    except dbos_error.DBOSException as exc:
+        raise ToolError(
+            f"DBOS could not do it ({exc}). The cron tool keeps schedules in DBOS's system "
+            "database: it needs DBOS launched in this process (a worker: kode worker, or "
+            "DBOS(config=...) then DBOS.launch())"
+        ) from None
+
+
+async def _act(
+    action: str,
+    schedule: str,
+    prompt: str,
+    agent: str,
+    timezone: str,
+    id: str,
+    ctx: ToolContext,
+) -> ToolResult:
     if action == "list":
         found = await list_schedules()
         if not found:

@@ -219,6 +219,62 @@ def test_the_cli_adds_lists_and_refuses_with_what_to_write(tmp_path: Path) -> No
     assert "no durable agents to run: name a module that makes them" in nothing.stderr
 
 
+def wait_for_workflow(client: object, name: str, status: str) -> object:
+    deadline = time.monotonic() + 60
+    while True:
+        found = client.list_workflows(name=name, status=status)  # type: ignore[attr-defined]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"no {status} run of {name}"
+        time.sleep(0.1)
+
+
+def test_a_worker_runs_a_template_file_on_schedule_and_names_an_agent_it_lacks(
+    tmp_path: Path,
+) -> None:
+    from dbos import DBOSClient
+
+    db = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    template = tmp_path / "greeter.toml"
+    template.write_text('id = "greeter"\nsystem_prompt = "Greet."\n')
+    turns = tmp_path / "turns.json"
+    turns.write_text(json.dumps([f"Hello {n}." for n in range(1, 30)]))
+    worker = Worker(tmp_path, db, "--template", str(template), "--model", f"scripted:{turns}")
+    client = DBOSClient(system_database_url=db, application_name="kode")
+    try:
+        assert "kode.agent.greeter" in worker.stderr()
+        for agent, prompt in (("greeter", "Say hello."), ("kode.agent.nobody", "Anyone?")):
+            added = kode("schedules", "add", EVERY_2S, prompt, "--agent", agent, db=db)
+            assert added.returncode == 0, added.stderr
+        greeted = wait_for_workflow(client, "kode.agent.greeter", "SUCCESS")
+        assert greeted.output == "Hello 1."  # type: ignore[attr-defined]
+        failed = wait_for_workflow(client, "kode.cron.run", "ERROR")
+        assert "names the durable agent 'kode.agent.nobody', which this worker does not " in str(
+            failed.error  # type: ignore[attr-defined]
+        )
+        assert "make it in every worker before DBOS.launch(), or remove the schedule" in str(
+            failed.error  # type: ignore[attr-defined]
+        )
+        for schedule in json.loads(kode("schedules", "list", "--json", db=db).stdout):
+            assert kode("schedules", "remove", schedule["id"], db=db).returncode == 0
+    finally:
+        client.destroy()
+        worker.stop()
+
+
+def test_the_cron_tool_says_it_needs_dbos_launched() -> None:
+    code = (
+        "import anyio\n"
+        "from kode.durable import cron\n"
+        "result = anyio.run(cron.run, {'action': 'list'})\n"
+        "print(result.is_error, result.text)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("True DBOS could not do it (")
+    assert "it needs DBOS launched in this process (a worker: kode worker" in done.stdout
+
+
 def test_cron_expressions_are_checked_as_dbos_reads_them() -> None:
     now = datetime.now(UTC)
     assert check_cron("*/10 * * * * *") > now  # six fields: seconds first
