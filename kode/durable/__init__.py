@@ -2,7 +2,9 @@
 
 This package owns `DurableAgent`: an agent's run as a DBOS workflow whose model turns and tool
 calls are DBOS steps, so a worker that stops (a crash, a kill -9, a deploy) is continued by
-DBOS's recovery after the last completed step, never repeating one. It also owns scheduled
+DBOS's recovery after the last completed step, never repeating one, and `WorkerLease`
+(`kode.durable.workers`): a worker's lease on its executor id, with which a live worker
+recovers the runs of a dead one and never those of a live one. It also owns scheduled
 prompts (`kode.durable.schedules`): schedules kept by DBOS that run a durable agent on a cron
 expression, and the ``cron`` tool that lets an agent add, list and remove them; and the
 ``kode worker`` and ``kode schedules`` commands (`kode.durable.cli`). It does not own the
@@ -30,12 +32,14 @@ if TYPE_CHECKING:
         list_schedules,
         remove_schedule,
     )
+    from kode.durable.workers import WorkerLease
 
 __all__ = [
     "INTERRUPTED_TEXT",
     "SCHEDULED_WORKFLOW",
     "DurableAgent",
     "Schedule",
+    "WorkerLease",
     "add_schedule",
     "approval_topic",
     "check_cron",
@@ -55,6 +59,7 @@ _SOURCES = {
     "cron": "kode.durable.schedules",
     "list_schedules": "kode.durable.schedules",
     "remove_schedule": "kode.durable.schedules",
+    "WorkerLease": "kode.durable.workers",
 }
 
 

@@ -9,7 +9,8 @@ checkpoints its result. A recovered workflow replays both when the call finished
 *begin* was recorded, the call was running when the worker stopped, and the store's resume
 rule applies: a tool that only reads (kinds read, search, think) or is idempotent
 (``define_tool(idempotent=True)``) runs again; any other is answered with an error result
-saying it may have partly run, and is never run twice.
+saying it may have partly run, and is never run twice. A call of a tool that runs again in
+any case takes no *begin* step (one write less).
 
 It does not configure or launch DBOS, and keeps no state of its own: the conversation is the
 replay of the checkpointed steps.
@@ -67,8 +68,9 @@ class _Execution:
 
     token: str = field(default_factory=lambda: uuid.uuid4().hex)
     """Recorded by *begin* steps: a recorded token of another execution means interrupted."""
-    slots: dict[str, tuple[StepReservation, StepReservation]] = field(default_factory=dict)
-    """The (begin, call) step reservations of the calls the last model turn asked for."""
+    slots: dict[str, tuple[StepReservation | None, StepReservation]] = field(default_factory=dict)
+    """The (begin, call) step reservations of the calls the last model turn asked for (no
+    begin for a tool that only reads or is idempotent: it runs again after a crash anyway)."""
     agent: Agent | None = None
 
 
@@ -101,9 +103,13 @@ class _StepModel:
         response = await DBOS.run_step_async({"name": "kode.model_turn"}, model_turn)
         # Draw the calls' steps now, in call order, from workflow code: the turn may run
         # them concurrently, and their step ids must not depend on which starts first.
+        agent = self._execution.agent
         for block in response.message.content:
             if isinstance(block, ToolUseContent):
-                self._execution.slots[block.id] = (DBOS.reserve_step(), DBOS.reserve_step())
+                tool = agent.lookup(block.name) if agent is not None else None
+                safe = tool is not None and any(rerun_safe(tool))
+                begin = None if safe else DBOS.reserve_step()
+                self._execution.slots[block.id] = (begin, DBOS.reserve_step())
         yield response
 
 
@@ -219,9 +225,12 @@ class DurableAgent:
             async def tool_begin() -> str:
                 return token
 
-            started_by = await begin.run_async({"name": f"kode.tool_begin.{call.name}"}, tool_begin)
-            read_only, idempotent = rerun_safe(tool)
-            interrupted = started_by != token and not (read_only or idempotent)
+            interrupted = False
+            if begin is not None:  # a tool that does not run again after a crash
+                started_by = await begin.run_async(
+                    {"name": f"kode.tool_begin.{call.name}"}, tool_begin
+                )
+                interrupted = started_by != token
             arguments = dict(call.input) if isinstance(call.input, dict) else call.input
             timeout = agent.template.tool_timeout
 
