@@ -116,13 +116,15 @@ class _AdvisoryLock:
             # The session holds the lock until it ends: a live session is a held lease.
             self._connection.execute(sa.text("SELECT 1"))
             return True
-        except sa.exc.DBAPIError:
+        except sa.exc.SQLAlchemyError:
+            # Never use the connection again: reconnecting would open a session without the lock.
+            self.unlock()
             return False
 
     def unlock(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
-            with contextlib.suppress(sa.exc.DBAPIError):
+            with contextlib.suppress(sa.exc.SQLAlchemyError):
                 connection.close()  # ending the session drops its advisory locks
         self._engine.dispose()
 

@@ -252,3 +252,27 @@ def test_recovery_names_the_workers_it_may_recover(tmp_path: Path) -> None:
         WorkerLease.try_acquire("sqlite:///:memory:", "w")
     with pytest.raises(AgentError, match="SQLite or PostgreSQL"):
         WorkerLease.try_acquire("mysql://localhost/db", "w")
+
+
+def test_a_worker_whose_lease_connection_ends_must_stop(postgres_url: str) -> None:
+    import anyio
+    import psycopg
+
+    lease = WorkerLease.try_acquire(postgres_url, "cut")
+    assert lease is not None and lease.held()
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        (ended,) = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks "
+            "WHERE locktype = 'advisory' AND pid <> pg_backend_pid()"
+        ).fetchone() or (0,)
+    assert ended == 1
+    deadline = time.monotonic() + 10
+    while lease.held():  # the server ends the session, and with it the lock
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    with pytest.raises(AgentError, match="'cut' lost its lease"):
+        anyio.run(lambda: lease.watch(prefix="pool-"))
+    taken = WorkerLease.try_acquire(postgres_url, "cut")  # another worker may take it now
+    assert taken is not None
+    taken.release()
+    lease.release()
