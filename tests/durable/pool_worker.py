@@ -7,7 +7,8 @@ recovers dead workers' runs every 0.2 s (``WorkerLease.watch``), until ``<dir>/s
 
 A run's prompt is its tag, which the model passes to the tools: in a worker of role
 ``victim``, the model turn or tool named by the tag waits once started, for the test to kill
-the worker there. Every model turn and every tool that starts is logged to ``<dir>`` files as
+the worker there (a tag ``<x>-<what>`` too); a ``victim-direct`` also starts run ``direct``
+without a queue. Every model turn and every tool that starts is logged to ``<dir>`` files as
 ``<tag>:<what> <executor-id>``, and every run the worker recovers to ``recovered.log``.
 """
 
@@ -38,7 +39,7 @@ def log(name: str, line: str) -> None:
 
 
 async def hold(tag: str, what: str) -> None:
-    if role == "victim" and tag == what:
+    if role.startswith("victim") and tag.rsplit("-", 1)[-1] == what:
         await anyio.sleep(120)  # the test kills this worker here
 
 
@@ -123,7 +124,7 @@ class VaultModel:
         )
 
 
-DurableAgent(
+ledger = DurableAgent(
     AgentTemplate(id="pool-ledger", tools=["note_read", "ledger_add"]),
     model=LedgerModel(),
     options={"registry": registry},
@@ -161,6 +162,8 @@ async def main() -> None:
     )
     DBOS.launch()
     await DBOS.register_queue_async("kode-pool", global_concurrency=4, polling_interval_sec=0.1)
+    if role == "victim-direct":  # also a run started without a queue, held in note_read
+        await ledger.start("direct-note_read", workflow_id="direct")
     log("ready.log", "ready")
     try:
         async with anyio.create_task_group() as group:

@@ -107,7 +107,7 @@ class Pool:
 def test_a_killed_workers_runs_finish_on_the_live_worker(system_db: str, tmp_path: Path) -> None:
     pool = Pool(system_db, tmp_path)
     try:
-        victim = pool.start("pool-a", "victim")
+        victim = pool.start("pool-a", "victim-direct")
         pool.ready("pool-a")
         # Each run waits in the victim where its tag says: a model turn, a read-only tool, a
         # mutating tool; the fourth waits for an approval.
@@ -118,10 +118,11 @@ def test_a_killed_workers_runs_finish_on_the_live_worker(system_db: str, tmp_pat
             ("note_read:note_read", "tools.log"),
             ("ledger_add:ledger_add", "tools.log"),
             ("vault:turn1", "model.log"),
+            ("direct-note_read:note_read", "tools.log"),  # started without a queue
         ]
         pool.wait(
             lambda: all((what, "pool-a") in pool.lines(log) for what, log in held),
-            "the victim never took the four runs",
+            "the victim never took its five runs",
         )
 
         pool.start("pool-b", "rescuer")
@@ -137,19 +138,22 @@ def test_a_killed_workers_runs_finish_on_the_live_worker(system_db: str, tmp_pat
         pool.kill(victim)
         # The decision comes from this process, which runs no worker.
         pool.client.send("vault", {"decision": "allow"}, topic=approval_topic("v1"))
+        handles["direct"] = pool.client.retrieve_workflow("direct")
         answers = {tag: handle.get_result() for tag, handle in handles.items()}
         assert vault.get_result() == "final: vault opened"
     finally:
         pool.close()
 
     assert sorted(pool.lines("recovered.log")) == [
-        (f"{tag}<-pool-a", "pool-b") for tag in ("ledger_add", "note_read", "turn2", "vault")
+        (f"{tag}<-pool-a", "pool-b")
+        for tag in ("direct", "ledger_add", "note_read", "turn2", "vault")
     ]
     interrupted = INTERRUPTED_TEXT.format(name="ledger_add")
     assert answers == {
         "turn2": FINAL,
         "note_read": FINAL,
         "ledger_add": f"final: the note says 3 | {interrupted}",
+        "direct": FINAL,  # recovered onto DBOS's internal queue, which every worker takes from
     }
     for tag in [*answers, "vault"]:
         assert pool.client.retrieve_workflow(tag).get_status().executor_id == "pool-b"
@@ -182,7 +186,16 @@ def test_a_killed_workers_runs_finish_on_the_live_worker(system_db: str, tmp_pat
         ("turn2", "pool-a"),
         ("turn3", "pool-b"),
     ]
-    assert sorted(tag for tag, _ in pool.lines("ledger.log")) == ["note_read:+3", "turn2:+3"]
+    assert pool.runs("direct-note_read", "tools.log") == [
+        ("note_read", "pool-a"),
+        ("note_read", "pool-b"),
+        ("ledger_add", "pool-b"),
+    ]
+    assert sorted(tag for tag, _ in pool.lines("ledger.log")) == [
+        "direct-note_read:+3",
+        "note_read:+3",
+        "turn2:+3",
+    ]
     # The approval: the turn that asked is not asked again; the tool runs once, on pool-b.
     assert pool.runs("vault", "model.log") == [("turn1", "pool-a"), ("turn2", "pool-b")]
     assert pool.runs("vault", "tools.log") == [("vault_open", "pool-b")]
