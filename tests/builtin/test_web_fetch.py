@@ -442,3 +442,44 @@ def test_web_config_checks_its_values() -> None:
         WebConfig(allowed_domains="example.com")
     config = WebConfig(allowed_domains=["*.Example.COM.", ".docs.test"])
     assert config.allowed_domains == ("example.com", "docs.test")
+
+
+def test_the_first_fetch_imports_httpx_outside_the_event_loop() -> None:
+    """httpx and markdownify are imported on the first call, in a worker thread, so the loop's
+    other tasks do not wait for it: a fresh process records which thread imports httpx."""
+    import subprocess
+
+    script = """
+import sys, threading, anyio
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+importers = []
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "httpx":
+            importers.append(threading.current_thread() is threading.main_thread())
+        return None
+sys.meta_path.insert(0, Watch())
+
+from kode import ToolContext
+from kode.builtin.web import WebConfig, web_fetch
+assert "httpx" not in sys.modules
+
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.send_header("Content-Length", "2"); self.end_headers()
+        self.wfile.write(b"ok")
+    def log_message(self, *a): pass
+
+httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+threading.Thread(target=httpd.serve_forever, daemon=True).start()
+ctx = ToolContext(services={"web": WebConfig(allow_private_networks=True)})
+url = f"http://127.0.0.1:{httpd.server_address[1]}/"
+result = anyio.run(web_fetch.run, {"url": url}, ctx)
+assert not result.is_error, result.text
+print(importers)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[False]", done.stdout + done.stderr

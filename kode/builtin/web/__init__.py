@@ -17,9 +17,11 @@ imports without them, and the tools answer with an error result saying how to in
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import anyio
 from pydantic import Field
 
 from kode.builtin.web._config import WebCache, WebConfig
@@ -57,6 +59,7 @@ __all__ = [
 
 _DEFAULT_CONFIG: WebConfig | None = None
 _DEPENDENCIES = frozenset({"httpx", "httpcore", "markdownify", "bs4"})
+_FETCH_MODULE = "kode.builtin.web._fetch"
 
 
 def default_config() -> WebConfig:
@@ -129,9 +132,11 @@ async def web_fetch(
     """
     config = _config_of(ctx)
     try:
-        from kode.builtin.web._fetch import fetch_page, parse_url
+        # The first import loads httpx (a tenth of a second or more): not in the event loop.
+        fetching = await anyio.to_thread.run_sync(importlib.import_module, _FETCH_MODULE)
     except ImportError as exc:
         raise _missing(exc, "web_fetch") from None
+    fetch_page, parse_url = fetching.fetch_page, fetching.parse_url
     if prompt is not None:
         from kode.builtin.web._prompt import check_answerable
 

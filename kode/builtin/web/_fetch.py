@@ -315,6 +315,22 @@ async def _follow(client: httpx.AsyncClient, url: str, config: WebConfig, fmt: T
         redirects.append(str(current))
 
 
+def _client(config: WebConfig) -> httpx.AsyncClient:
+    verify = _default_ssl_context() if config.verify is True else config.verify
+    return httpx.AsyncClient(
+        follow_redirects=False,
+        trust_env=False,  # a proxy would resolve names itself, past the checks
+        verify=verify,
+        timeout=httpx.Timeout(config.timeout),
+        limits=httpx.Limits(max_keepalive_connections=0),
+        headers={
+            "User-Agent": config.user_agent,
+            "Accept": _ACCEPT,
+            "Accept-Encoding": ACCEPT_ENCODING,
+        },
+    )
+
+
 async def fetch_page(url: str, *, config: WebConfig, format: TextFormat = "markdown") -> Page:
     """Fetch `url` under `config`'s rules and limits; return its content as text or an image.
 
@@ -322,21 +338,12 @@ async def fetch_page(url: str, *, config: WebConfig, format: TextFormat = "markd
         ToolError: for a refused or invalid URL or redirect, a network error, an HTTP error
             status, content that is not text or an image, or the time limit.
     """
-    verify = _default_ssl_context() if config.verify is True else config.verify
     try:
         with anyio.fail_after(config.timeout):
-            async with httpx.AsyncClient(
-                follow_redirects=False,
-                trust_env=False,  # a proxy would resolve names itself, past the checks
-                verify=verify,
-                timeout=httpx.Timeout(config.timeout),
-                limits=httpx.Limits(max_keepalive_connections=0),
-                headers={
-                    "User-Agent": config.user_agent,
-                    "Accept": _ACCEPT,
-                    "Accept-Encoding": ACCEPT_ENCODING,
-                },
-            ) as client:
+            # Loading the CA bundle and making the client take a tenth of a second the first
+            # time: not in the event loop.
+            client = await anyio.to_thread.run_sync(_client, config)
+            async with client:
                 return await _follow(client, url, config, format)
     except (TimeoutError, httpx.TimeoutException):
         raise ToolError(
