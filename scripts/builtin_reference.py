@@ -18,7 +18,10 @@ import importlib
 import inspect
 import json
 import re
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -348,10 +351,218 @@ _EXAMPLES: dict[str, tuple[dict[str, str], list[tuple[str, dict[str, Any]]]]] = 
 }
 
 
+# Examples of tools that reach a web page or an API: a server on 127.0.0.1 answers them, and its
+# address (a free port) is shown as _SITE, so the page is the same from one run to the next.
+_SITE = "http://127.0.0.1:8000"
+
+_PRICING = (
+    b"<html><head><title>Plans and pricing</title></head><body><h1>Plans</h1>"
+    b"<p>Free: one user, 1 GB.</p><p>Team: 12 euros a month per seat, billed yearly, 100 GB.</p>"
+    + b"".join(b"<p>Frequently asked question %d, and its long answer.</p>" % i for i in range(200))
+    + b"</body></html>"
+)
+_APP = b"""<!doctype html><html><head><title>Demo app</title></head><body>
+<h1>Demo app</h1><p id="status">Not clicked yet.</p>
+<button id="go" onclick="document.getElementById('status').textContent = 'Clicked!'">Go</button>
+<form action="/search"><input id="q" name="q" placeholder="Search"></form>
+</body></html>"""
+
+
+@dataclass(kw_only=True)
+class _Setup:
+    """What a served example needs: the server's real address, the services, the calls."""
+
+    site: str
+    services: dict[str, Any]
+    calls: list[tuple[str, dict[str, Any]]]
+    intro: str
+    after: Callable[[], list[str]] = lambda: []
+
+
+class _Answering:
+    """The model ``web_fetch``'s prompt asks in the example: a fixed answer, and what it got."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.sent: list[Any] = []
+
+    async def elicit(self, request: Any) -> Any:
+        raise NotImplementedError
+
+    async def sample(self, request: Any) -> str:
+        self.sent.append(request)
+        return self.answer
+
+
+@contextmanager
+def _pages(pages: Mapping[str, bytes]) -> Iterator[str]:
+    """Serve `pages` (path: HTML; ``/search`` echoes ``q``) on 127.0.0.1; yield the base URL."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import parse_qs, urlsplit
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            split = urlsplit(self.path)
+            body = pages.get(split.path)
+            if split.path == "/search":
+                query = parse_qs(split.query).get("q", [""])[0]
+                body = f"<html><body><p>3 results for {query}.</p></body></html>".encode()
+            status = 200 if body is not None else 404
+            body = body if body is not None else b"<html><body>Not found</body></html>"
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+def _elided(lines: list[str], head: int, tail: int) -> list[str]:
+    if len(lines) <= head + tail:
+        return lines
+    return [*lines[:head], f"[... {len(lines) - head - tail} lines ...]", *lines[-tail:]]
+
+
+@contextmanager
+def _web_fetch_example() -> Iterator[_Setup]:
+    from kode.builtin.web import WebConfig
+    from kode.tools.services import CALLER
+
+    model = _Answering("The Team plan costs 12 euros a month per seat, billed yearly.")
+    with _pages({"/pricing": _PRICING}) as site:
+
+        def sent() -> list[str]:
+            (request,) = model.sent
+            return [
+                "The model was sent this system prompt and message, with no tools (its answer"
+                " is the fixed one above):",
+                "",
+                "```text",
+                request.system,
+                "```",
+                "",
+                "```text",
+                *_elided(request.messages[0][1].splitlines(), 12, 6),
+                "```",
+            ]
+
+        yield _Setup(
+            site=site,
+            services={"web": WebConfig(allow_private_networks=True), CALLER.name: model},
+            calls=[("web_fetch", {"url": f"{site}/pricing", "prompt": "What does Team cost?"})],
+            intro="against a page served on 127.0.0.1 (private networks allowed), with a "
+            "stand-in for the agent's model that gives a fixed answer",
+            after=sent,
+        )
+
+
+@contextmanager
+def _browser_example() -> Iterator[_Setup]:
+    from kode.builtin.browser import SESSION, BrowserConfig
+    from kode.builtin.web import WebConfig
+
+    services: dict[str, Any] = {
+        "web": WebConfig(allow_private_networks=True),
+        "browser": BrowserConfig(width=640, height=400),
+    }
+    with _pages({"/": _APP}) as site:
+        try:
+            yield _Setup(
+                site=site,
+                services=services,
+                calls=[
+                    ("browser", {"action": "navigate", "url": f"{site}/"}),
+                    ("browser", {"action": "click", "selector": "#go"}),
+                    ("browser", {"action": "read", "selector": "#status"}),
+                    (
+                        "browser",
+                        {"action": "type", "selector": "#q", "text": "kode", "submit": True},
+                    ),
+                    ("browser", {"action": "screenshot"}),
+                    ("browser", {"action": "navigate", "url": "http://169.254.169.254/latest/"}),
+                ],
+                intro="in headless Chromium, against a page served on 127.0.0.1 (private "
+                "networks allowed)",
+            )
+        finally:
+            session = SESSION.get(services)
+            if session is not None:
+                session.close()
+
+
+def _square_png() -> bytes:
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (64, 64), (51, 102, 204)).save(out, format="PNG")
+    return out.getvalue()
+
+
+@contextmanager
+def _image_generate_example() -> Iterator[_Setup]:
+    from kode.builtin.media import IMAGES, OpenAIImages
+    from kode.testing.images import FakeImagesServer
+
+    with FakeImagesServer(images=[_square_png()], revised="A flat blue square.") as server:
+        services: dict[str, Any] = {}
+        IMAGES.set(services, OpenAIImages(base_url=server.base_url, api_key="-"))
+        yield _Setup(
+            site=f"http://127.0.0.1:{server.port}",
+            services=services,
+            calls=[
+                ("image_generate", {"prompt": "a blue square", "save_to": "square.png"}),
+                ("image_generate", {"prompt": "a blue square", "save_to": "square.png"}),
+            ],
+            intro="against kode.testing.images.FakeImagesServer, the OpenAI images API on "
+            "127.0.0.1, through the openai client",
+        )
+
+
+_SERVED: dict[str, Callable[[], AbstractContextManager[_Setup]]] = {
+    "web_fetch": _web_fetch_example,
+    "browser": _browser_example,
+    "image_generate": _image_generate_example,
+}
+
+
+def _png_size(data: bytes) -> str:
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return f"{len(data):,} bytes"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    return f"{width} x {height} pixels"
+
+
 def _example(name: str) -> list[str]:
     """The example of tool `name`, run now, as Markdown ([] when it has none)."""
+    if name in _SERVED:
+        with _SERVED[name]() as setup:
+            return _run_example({}, setup.calls, setup=setup)
     if name not in _EXAMPLES:
         return []
+    files, calls = _EXAMPLES[name]
+    return _run_example(files, calls)
+
+
+def _run_example(
+    files: Mapping[str, str],
+    calls: list[tuple[str, dict[str, Any]]],
+    *,
+    setup: _Setup | None = None,
+) -> list[str]:
     import tempfile
     from pathlib import Path
 
@@ -359,10 +570,16 @@ def _example(name: str) -> list[str]:
 
     from kode.registries import registry
     from kode.tools.context import ToolContext
+    from kode.tools.results import ImageBlock
     from kode.tools.workspace import FilePool, Workspace
 
-    files, calls = _EXAMPLES[name]
-    out = ["", "Example (run when this page was made, in a temporary workspace):", ""]
+    def shown(text: str) -> str:
+        return text.replace(setup.site, _SITE) if setup is not None else text
+
+    where = ""
+    if setup is not None:
+        where = f", {setup.intro}; the server's address is shown as {_SITE}"
+    out = ["", f"Example (run when this page was made, in a temporary workspace{where}):", ""]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for rel, text in files.items():
@@ -370,7 +587,11 @@ def _example(name: str) -> list[str]:
             (root / rel).write_text(text)
         if files:
             out += ["Files: " + ", ".join(f"`{rel}`" for rel in files) + ".", ""]
-        ctx: ToolContext[Any] = ToolContext(workspace=Workspace(root=root), files=FilePool())
+        ctx: ToolContext[Any] = ToolContext(
+            workspace=Workspace(root=root),
+            files=FilePool(),
+            services=setup.services if setup is not None else {},
+        )
         for tool_name, arguments in calls:
             tool = registry.get(tool_name)
             result = anyio.run(tool.run, arguments, ctx)
@@ -378,11 +599,18 @@ def _example(name: str) -> list[str]:
             texts = {k: v for k, v in arguments.items() if isinstance(v, str) and "\n" in v}
             rest = {k: v for k, v in arguments.items() if k not in texts}
             if rest:
-                shown = json.dumps(rest, ensure_ascii=False, indent=2)
-                out += [f"`{tool_name}` with", "", "```json", shown, "```", ""]
+                dumped = shown(json.dumps(rest, ensure_ascii=False, indent=2))
+                out += [f"`{tool_name}` with", "", "```json", dumped, "```", ""]
             for key, text in texts.items():
                 out += [f"`{tool_name}` with `{key}`:", "", "```text", text, "```", ""]
-            out += [f"returns{status}:", "", "```text", result.text.rstrip(), "```", ""]
+            images = [b for b in result.content if isinstance(b, ImageBlock)]
+            if images:
+                what = ", ".join(f"{b.media_type}, {_png_size(b.data)}" for b in images)
+                status = f" an image ({what}) and the text"
+            out += [f"returns{status}:", "", "```text", shown(result.text.rstrip()), "```", ""]
+        after = setup.after() if setup is not None else []
+        if after:
+            out += [shown(line) for line in after] + [""]
     return out[:-1]
 
 

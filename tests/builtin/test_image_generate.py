@@ -3,16 +3,9 @@ images API (``POST /v1/images/generations``, answers in ``b64_json``)."""
 
 from __future__ import annotations
 
-import base64
 import io
-import json
 import os
 import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +14,7 @@ import pytest
 from kode import Agent, AgentTemplate, ToolRegistry
 from kode.builtin.media import IMAGES, GeneratedImage, OpenAIImages, image_generate
 from kode.models import ScriptedModel, tool_use
+from kode.testing.images import FakeImagesServer
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ImageBlock
@@ -39,60 +33,6 @@ def png(color: tuple[int, int, int]) -> bytes:
 
 
 RED, BLUE = png((255, 0, 0)), png((0, 0, 255))
-
-
-@dataclass
-class FakeImages:
-    images: list[bytes] = field(default_factory=lambda: [RED])
-    status: int = 200
-    revised: str | None = None
-    requests: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
-    port: int = 0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-
-@contextmanager
-def images_server(fake: FakeImages) -> Iterator[FakeImages]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length", "0"))
-            body = json.loads(self.rfile.read(length) or b"null")
-            fake.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, body))
-            if fake.status != 200:
-                answer: Any = {
-                    "error": {"message": "Your prompt was rejected.", "type": "invalid_request"}
-                }
-            else:
-                data = []
-                for image in fake.images[: body.get("n", 1)]:
-                    item: dict[str, Any] = {"b64_json": base64.b64encode(image).decode()}
-                    if fake.revised:
-                        item["revised_prompt"] = fake.revised
-                    data.append(item)
-                answer = {"created": 1, "data": data}
-            raw = json.dumps(answer).encode()
-            self.send_response(fake.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    fake.port = httpd.server_address[1]
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield fake
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
 
 
 @pytest.fixture
@@ -114,7 +54,7 @@ def pixels(block: ImageBlock) -> Any:
 
 
 async def test_an_image_from_the_openai_images_api(ws: Path) -> None:
-    with images_server(FakeImages(revised="A red square, flat.")) as fake:
+    with FakeImagesServer(images=[RED], revised="A red square, flat.") as fake:
         provider = OpenAIImages(base_url=fake.base_url, api_key="test-key")
         result = await image_generate.run(
             {"prompt": "a red square", "size": "1024x1024"}, ctx_for(ws, provider)
@@ -135,7 +75,7 @@ async def test_an_image_from_the_openai_images_api(ws: Path) -> None:
 async def test_base_url_and_key_come_from_the_environment(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with images_server(FakeImages(images=[RED, BLUE])) as fake:
+    with FakeImagesServer(images=[RED, BLUE]) as fake:
         monkeypatch.setenv("OPENAI_BASE_URL", fake.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "env-key")
         # No provider set: the default OpenAIImages, configured by the environment.
@@ -152,7 +92,7 @@ async def test_base_url_and_key_come_from_the_environment(
 
 
 async def test_refusals_and_errors_say_why(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with images_server(FakeImages(status=400)) as fake:
+    with FakeImagesServer(status=400) as fake:
         provider = OpenAIImages(base_url=fake.base_url, api_key="k")
         refused = await image_generate.run({"prompt": "x"}, ctx_for(ws, provider))
         outside = await image_generate.run(
@@ -185,7 +125,7 @@ async def test_refusals_and_errors_say_why(ws: Path, monkeypatch: pytest.MonkeyP
 
 
 async def test_save_to_outside_the_workspace_writes_nothing(ws: Path, tmp_path: Path) -> None:
-    with images_server(FakeImages()) as fake:
+    with FakeImagesServer(images=[RED]) as fake:
         provider = OpenAIImages(base_url=fake.base_url, api_key="k")
         result = await image_generate.run(
             {"prompt": "x", "save_to": "../out.png"}, ctx_for(ws, provider)
