@@ -7,6 +7,10 @@ answer a call that did not run to its end.
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
 from kode.agent.text import clean_text
 from kode.models.messages import ImageContent, TextContent, ToolResultContent, ToolUseContent
 from kode.tools.errors import ToolErrorType
@@ -20,10 +24,92 @@ def result_block(call_id: str, result: ToolResult) -> ToolResultContent:
     content: list[TextContent | ImageContent] = []
     for block in result.content:
         if isinstance(block, TextBlock):
-            content.append(TextContent(text=clean_text(block.text)))
+            text = clean_text(block.text)
+            content.append(
+                _built(TextContent, {"type": "text", "text": text}, _TEXT)
+                if _BUILT and type(text) is str
+                else TextContent(text=text)
+            )
         else:
             content.append(ImageContent.model_validate(block.to_dict()))
-    return ToolResultContent(tool_use_id=call_id, content=content, is_error=result.is_error)
+    is_error = result.is_error
+    if _BUILT and type(is_error) is bool and type(call_id) is str:
+        fields: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": call_id,
+            "content": content,
+            "is_error": is_error,
+        }
+        return _built(ToolResultContent, fields, _RESULT)
+    return ToolResultContent(tool_use_id=call_id, content=content, is_error=is_error)
+
+
+# A turn makes one tool_result block, and one text block in it, for every call: they are
+# built here as pydantic's validation would build them from values already of the right
+# types (a str, a list of blocks, a bool), in about half the time. Only while the models have
+# no validators and pydantic keeps the internals checked below (else every block is validated
+# as usual).
+_new = object.__new__
+_set = object.__setattr__
+_TEXT = frozenset({"text"})
+_RESULT = frozenset({"tool_use_id", "content", "is_error"})
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _built(cls: type[_M], fields: dict[str, Any], fields_set: frozenset[str]) -> _M:
+    """A `cls` holding `fields` (every field, in order), made without validating them."""
+    model = _new(cls)
+    _set(model, "__dict__", fields)
+    _set(model, "__pydantic_fields_set__", set(fields_set))
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+    return model
+
+
+def _builds_as_validation() -> bool:
+    """Whether `_built` makes the same blocks as validation, with this pydantic."""
+    try:
+        if set(BaseModel.__slots__) != {
+            "__dict__",
+            "__pydantic_fields_set__",
+            "__pydantic_extra__",
+            "__pydantic_private__",
+        }:
+            return False
+        for model in (TextContent, ToolResultContent):  # nothing that validation would run
+            found = model.__pydantic_decorators__
+            validators = (found.validators, found.field_validators, found.model_validators)
+            if model.__pydantic_post_init__ is not None or any(validators):
+                return False
+        text = TextContent(text="x")
+        valid = ToolResultContent(tool_use_id="a", content=[text], is_error=True)
+        made = _built(
+            ToolResultContent,
+            {
+                "type": "tool_result",
+                "tool_use_id": "a",
+                "content": [_built(TextContent, {"type": "text", "text": "x"}, _TEXT)],
+                "is_error": True,
+            },
+            _RESULT,
+        )
+        return (
+            made == valid
+            and made.model_fields_set == valid.model_fields_set
+            and made.content[0].model_fields_set == text.model_fields_set
+            and made.__pydantic_extra__ == valid.__pydantic_extra__
+            and made.__pydantic_private__ == valid.__pydantic_private__
+            and made.model_dump_json() == valid.model_dump_json()
+            and list(TextContent.model_fields) == ["type", "text"]
+            and list(ToolResultContent.model_fields)
+            == ["type", "tool_use_id", "content", "is_error"]
+        )
+    except Exception:  # pragma: no cover - a pydantic that works otherwise
+        return False
+
+
+_BUILT = _builds_as_validation()
 
 
 def cancelled_result(call: ToolUseContent) -> ToolResultContent:

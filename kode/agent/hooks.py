@@ -99,9 +99,11 @@ class AgentHooks:
             tools=tools,
         )
 
-    def for_tool(self, name: str) -> tuple[list[PreToolUseFunc], list[PostToolUseFunc]]:
+    def for_tool(self, name: str) -> tuple[Sequence[PreToolUseFunc], Sequence[PostToolUseFunc]]:
         """The pre- and post-hooks that apply to calls of `name`."""
-        own = self.tools.get(name)
+        own = self.tools.get(name) if self.tools else None
+        if own is None and not self.pre_tool_use and not self.post_tool_use:
+            return (), ()  # the common case: no hooks (and no lists made for every call)
         pre = [*self.pre_tool_use, *(own.pre_tool_use if own else ())]
         post = [*self.post_tool_use, *(own.post_tool_use if own else ())]
         return pre, post

@@ -60,8 +60,10 @@ _log = logging.getLogger("kode.agent")
 
 def truncate_result(result: ToolResult, limit: int) -> ToolResult:
     """`result` with its text cut to `limit` characters, saying how much was left out."""
-    content = result.content
-    total = sum(len(b.text) for b in content if isinstance(b, TextBlock))
+    total = 0
+    for block in result.content:
+        if isinstance(block, TextBlock):
+            total += len(block.text)
     if total <= limit:
         return result
     blocks: list[Any] = []
@@ -115,17 +117,21 @@ class _Call:
         "session",
         "span",
         "started",
+        "tool",
     )
 
-    def __init__(self, run: CallEnvironment, call: ToolUseContent) -> None:
+    def __init__(
+        self, run: CallEnvironment, call: ToolUseContent, tool: Tool[..., Any] | None
+    ) -> None:
         self.run_ = run
         self.agent = run.agent
         self.call = call
+        self.tool = tool  # the agent's tool for the call's name (`None`: it has none)
         self.emit = run.emit
-        self.session = run.agent.session
-        self.record = self.session.call_record(call)
+        self.session = session = run.agent.session
+        self.record = session.records.for_call(call)
         self.started = time.perf_counter()
-        self.name = call.name.strip()  # the tool's own name once lookup finds it
+        self.name = call.name.strip() if tool is None else tool.name
         self.ctx: ToolContext[Any] | None = None
         self.result: ToolResult | None = None  # what the call ended with (for its span)
         self.span: Any = None  # its execute_tool span, when the agent is instrumented
@@ -159,11 +165,10 @@ class _Call:
 
     async def run(self) -> CallOutcome:
         agent, call = self.agent, self.call
-        # 1. lookup
-        tool = agent.lookup(call.name)
+        # 1. lookup (made with the call: the turn's scheduling needed the tool already)
+        tool = self.tool
         if tool is None:
             return self.finish(agent.unknown_tool_result(call.name), "failed")
-        self.name = tool.name
         # 2. validation
         prepared = tool.prepare(call.input)
         if isinstance(prepared, ToolResult):
@@ -395,12 +400,22 @@ class _Call:
                 )
                 break
         # 6. execution: the store knows the call started before it does (write-ahead)
-        self.session.update_call(self.call, "running", tool=tool)
-        await self.run_.commit()
-        self.emit(ToolStart(call_id=call.id, name=tool.name, input=dict(arguments)))
+        session = self.session
+        session.update_call(self.call, "running", tool=tool)
+        if session.store is not None:  # (without one, there is nothing to commit)
+            await self.run_.commit()
+        takes_context = tool.context_param is not None
+        # (a copy when the tool's context is about to join the arguments, in `execute`)
+        self.emit(
+            ToolStart(
+                call_id=call.id,
+                name=tool.name,
+                input=dict(arguments) if takes_context else arguments,
+            )
+        )
         if answer is None:
             # 5. context, for a tool that takes one (hooks made it already if there are any)
-            ctx = self.context(tool) if prepared.takes_context else self.ctx
+            ctx = self.context(tool) if takes_context else self.ctx
             limit = agent.template.tool_timeout
             # (the tool's own execute: one coroutine less than `prepared.execute`)
             result = await prepared.tool.execute(prepared.arguments, ctx, default_timeout=limit)
@@ -507,7 +522,7 @@ def duplicate_result(run: CallEnvironment, call: ToolUseContent, original: str) 
         if original
         else "it came without a call id"
     )
-    return _Call(run, call).finish(
+    return _Call(run, call, None).finish(
         error_result(
             f"Tool '{call.name.strip()}' was not run: {why}, so its result could not be told "
             "apart. Call it again; every call needs an id of its own.",
@@ -522,6 +537,7 @@ async def _run_into(
     index: int,
     run: CallEnvironment,
     call: ToolUseContent,
+    tool: Tool[..., Any] | None,
     *,
     commit: bool = True,
 ) -> None:
@@ -534,9 +550,9 @@ async def _run_into(
     try:
         tracing = run.tracing
         if tracing is None:
-            results[index] = await _Call(run, call).run()
+            results[index] = await _Call(run, call, tool).run()
         else:  # the call inside its execute_tool span
-            results[index] = await tracing.execute_tool(run.agent, call, _Call(run, call))
+            results[index] = await tracing.execute_tool(run.agent, call, _Call(run, call, tool))
         session = run.agent.session
         if session.store is not None:  # the call's end is written before what follows it
             session.sync_todos()
@@ -609,26 +625,31 @@ async def run_turn_calls(
     Read-only kinds run concurrently; mutating kinds wait for the previous mutating call, so
     they run one at a time in call order. At most ``max_concurrent_tools`` run at once.
     """
+    agent = run.agent
     if len(calls) == 1:  # one call: no task group to make and start (half a turn's cost)
         if results[0] is None:
-            await _run_into(results, 0, run, calls[0], commit=False)
+            call = calls[0]
+            await _run_into(results, 0, run, call, agent.lookup(call.name), commit=False)
         return
-    agent = run.agent
     limit = agent.template.max_concurrent_tools
     limiter = anyio.CapacityLimiter(limit) if len(calls) > limit else None
     previous: anyio.Event | None = None
 
     async def one(
-        index: int, call: ToolUseContent, wait: anyio.Event | None, done: anyio.Event | None
+        index: int,
+        call: ToolUseContent,
+        tool: Tool[..., Any] | None,
+        wait: anyio.Event | None,
+        done: anyio.Event | None,
     ) -> None:
         try:
             if wait is not None:
                 await wait.wait()
             if limiter is None:
-                await _run_into(results, index, run, call)
+                await _run_into(results, index, run, call, tool)
             else:
                 async with limiter:
-                    await _run_into(results, index, run, call)
+                    await _run_into(results, index, run, call, tool)
         finally:
             if done is not None:
                 done.set()
@@ -640,9 +661,9 @@ async def run_turn_calls(
             tool = agent.lookup(call.name)
             if tool is not None and tool.kind.is_mutating:
                 done = anyio.Event()
-                tg.start_soon(one, index, call, previous, done)
+                tg.start_soon(one, index, call, tool, previous, done)
                 previous = done
             elif limiter is None:  # nothing to wait for: one coroutine less per call
-                tg.start_soon(_run_into, results, index, run, call)
+                tg.start_soon(_run_into, results, index, run, call, tool)
             else:
-                tg.start_soon(one, index, call, None, None)
+                tg.start_soon(one, index, call, tool, None, None)

@@ -252,21 +252,16 @@ class Session:
         whether it is idempotent (what a resumed session needs to decide on a re-run).
         """
         record = self.records.for_call(call)
-        # The fields are written as pydantic's own assignment would (the model validates no
-        # assignment), without its per-field `__setattr__`: this runs twice for every call.
-        fields = record.__dict__
-        changed: dict[str, Any] = {"status": status}
-        now = time.time()
+        record.status = status
         if status == "running":
-            changed["started_at"] = fields["started_at"] or now
+            if record.started_at is None:
+                record.started_at = time.time()
         elif status in TERMINAL_STATUSES or status == "pending":
-            changed["result"] = result
-            changed["error_type"] = error_type
-            changed["ended_at"] = now
+            record.result = result
+            record.error_type = error_type
+            record.ended_at = time.time()
         if client:
-            changed["client"] = True
-        fields.update(changed)
-        record.__pydantic_fields_set__.update(changed)
+            record.client = True
         if self._journal is not None:
             read_only = idempotent = None
             if tool is not None:
@@ -517,7 +512,7 @@ class Session:
         waiting still wait. Records are made for what changes (none for what is restored).
         """
         self.messages[:] = [m.model_copy(deep=True) for m in state.messages]
-        self.records = CallRecords(r.model_copy(deep=True) for r in state.tool_calls)
+        self.records = CallRecords(r.copy() for r in state.tool_calls)
         self.todos[:] = [dict(t) for t in state.todos]  # the same list tools see
         self.usage = state.usage.model_copy()
         self.always_allowed = set(state.always_allowed)

@@ -9,6 +9,7 @@ round-trips through JSON (`AgentState.model_validate_json(state.model_dump_json(
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -48,10 +49,16 @@ class CallOutcome:
     """Whether a client must supply the real result."""
 
 
-class ToolCallRecord(BaseModel):
-    """One tool call and what became of it."""
+@dataclass(kw_only=True, slots=True)
+class ToolCallRecord:
+    """One tool call and what became of it.
 
-    model_config = ConfigDict(extra="forbid")
+    A plain class with slots, not a pydantic model: an agent keeps one per call, and a turn
+    of many calls makes and updates them on its hot path. `AgentState` validates and
+    serialises them as it would a model with these fields (unknown keys are refused).
+    """
+
+    __pydantic_config__ = ConfigDict(extra="forbid")
     id: str
     """The ``tool_use`` id."""
     name: str
@@ -70,6 +77,21 @@ class ToolCallRecord(BaseModel):
     """When its result was ready."""
     client: bool = False
     """Whether the caller executes it (a client tool)."""
+
+    def copy(self) -> ToolCallRecord:
+        """A deep copy: its input and result are copied too."""
+        result = self.result
+        return ToolCallRecord(
+            id=self.id,
+            name=self.name,
+            input=deepcopy(self.input),
+            status=self.status,
+            result=None if result is None else result.model_copy(deep=True),
+            error_type=self.error_type,
+            started_at=self.started_at,
+            ended_at=self.ended_at,
+            client=self.client,
+        )
 
 
 class CallRecords:
@@ -104,21 +126,23 @@ class CallRecords:
         calls = message.tool_uses
         duplicates: dict[int, str] = {}
         seen: set[str] = set()
+        by_id = self._by_id
         for index, call in enumerate(calls):
-            if call.id and call.id not in seen and call.id not in self._by_id:
-                seen.add(call.id)
+            call_id = call.id
+            if call_id and call_id not in seen and call_id not in by_id:
+                seen.add(call_id)
                 continue
             duplicates[index] = call.id
             base = call.id or "call"
             while True:
                 self._serial += 1
                 fresh = f"{base}_dup{self._serial}"  # [A-Za-z0-9_-]: what providers accept
-                if fresh not in seen and fresh not in self._by_id:
+                if fresh not in seen and fresh not in by_id:
                     break
             call.id = fresh
             seen.add(fresh)
-        for call in calls:
-            self.for_call(call)
+        for call in calls:  # every id is new now
+            by_id[call.id] = ToolCallRecord(id=call.id, name=call.name, input=call.input)
         return calls, duplicates
 
     def __iter__(self) -> Iterator[ToolCallRecord]:
@@ -129,7 +153,7 @@ class CallRecords:
 
     def snapshot(self) -> list[ToolCallRecord]:
         """Deep copies of every record, in order (for `AgentState`)."""
-        return [r.model_copy(deep=True) for r in self._by_id.values()]
+        return [r.copy() for r in self._by_id.values()]
 
 
 class AgentState(BaseModel):
