@@ -4,6 +4,7 @@ One browser serves the module's tool-level tests; the agent test starts and clos
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 from collections.abc import Iterator
@@ -320,3 +321,38 @@ async def test_an_agent_asks_before_clicking_and_closes_its_browser(site: Server
     assert not set(_chromium_descendants()) & running
     session = SESSION.get(agent.services)
     assert session is not None and session.closed and not session.started
+
+
+async def test_a_killed_browser_is_started_again_on_the_next_action(site: Server) -> None:
+    import signal
+
+    import anyio
+
+    fresh: ToolContext[None] = ToolContext(
+        services={
+            "web": WebConfig(allow_private_networks=True, timeout=10),
+            "browser": BrowserConfig(timeout=10),
+        }
+    )
+    before = set(_chromium_descendants())
+    try:
+        first = await call(fresh, action="navigate", url=site.url("/"))
+        assert not first.is_error, first.text
+        session = SESSION.get(fresh.services)
+        assert session is not None and session.running
+        for pid in set(_chromium_descendants()) - before:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with anyio.fail_after(10):
+            # Playwright notices the lost browser in the session's own thread and loop
+            while session.running:  # noqa: ASYNC110
+                await anyio.sleep(0.05)
+        again = await call(fresh, action="navigate", url=site.url("/"))
+        assert not again.is_error, again.text
+        assert again.text.startswith(f"URL: {site.url('/')}\nTitle: Kode test page")
+        assert session.running
+    finally:
+        session = SESSION.get(fresh.services)
+        if session is not None:
+            session.close()
+    assert not set(_chromium_descendants()) - before

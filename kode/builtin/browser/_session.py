@@ -55,6 +55,8 @@ class Live:
 
     page: Any
     """The Playwright page."""
+    browser: Any
+    """The Playwright browser (Chromium)."""
     proxy: CheckingProxy
     """The proxy every request goes through."""
     config: BrowserConfig
@@ -80,6 +82,10 @@ class Live:
             for r in self.proxy.refusals[self.refusals_before :]
             if r.url in self.requested or any(u.startswith(r.url + "/") for u in self.requested)
         ]
+
+
+class _Gone(Exception):
+    """The browser is no longer connected (Chromium crashed or was killed)."""
 
 
 def _first_line(exc: BaseException) -> str:
@@ -108,8 +114,17 @@ class BrowserSession:
 
     @property
     def started(self) -> bool:
-        """Whether a browser is running."""
+        """Whether a browser was started (and not closed or found stopped since)."""
         return self._live is not None
+
+    @property
+    def running(self) -> bool:
+        """Whether a browser is started and still connected.
+
+        A browser that crashed or was killed is not; the next action starts a new one.
+        """
+        live = self._live
+        return live is not None and bool(live.browser.is_connected())
 
     @property
     def closed(self) -> bool:
@@ -122,17 +137,28 @@ class BrowserSession:
         Raises:
             ToolError: the browser cannot start, or the action failed.
         """
-        portal = await anyio.to_thread.run_sync(self._start)
-        future = portal.start_task_soon(self._locked, action)
-        try:
-            return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
-        finally:
-            if not future.done():
-                future.cancel()
+        for attempt in range(2):
+            portal = await anyio.to_thread.run_sync(self._start)
+            future = portal.start_task_soon(self._locked, action)
+            try:
+                return await anyio.to_thread.run_sync(future.result, abandon_on_cancel=True)
+            except _Gone:
+                if attempt:
+                    raise ToolError(
+                        "The browser stopped as soon as it started; try again later.",
+                        type=ToolErrorType.EXECUTION_FAILED,
+                    ) from None
+                # Chromium crashed or was killed: a new one, with a new page (cookies are lost)
+                await anyio.to_thread.run_sync(self._shut, False)
+            finally:
+                if not future.done():
+                    future.cancel()
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _locked(self, action: Callable[[Live], Awaitable[T]]) -> T:
         live = self._live
-        assert live is not None
+        if live is None or not live.browser.is_connected():
+            raise _Gone
         async with live.lock:
             live.blocked_navigation = None
             live.refusals_before = len(live.proxy.refusals)
@@ -236,14 +262,24 @@ class BrowserSession:
             await _close_all(closers)
             raise
         page.set_default_timeout(self.config.timeout * 1000)
-        live = Live(page=page, proxy=proxy, config=self.config, lock=anyio.Lock(), closers=closers)
+        live = Live(
+            page=page,
+            browser=browser,
+            proxy=proxy,
+            config=self.config,
+            lock=anyio.Lock(),
+            closers=closers,
+        )
         _watch_navigations(live)
         return live
 
     def close(self) -> None:
         """Close the browser and its thread (it cannot start again); safe to call twice."""
+        self._shut(True)
+
+    def _shut(self, final: bool) -> None:
         with self._lock:
-            self._closed = True
+            self._closed = self._closed or final
             portal, live = self._portal, self._live
             self._portal = self._live = None
         if portal is None:
