@@ -285,13 +285,15 @@ async def test_an_agent_asks_before_clicking_and_closes_its_browser(site: Server
 
     async def approver(request: ApprovalRequest) -> ApprovalDecision:
         asked.append(request)
-        return ApprovalDecision(decision="allow")
+        # clicks on this site from now on, not clicks elsewhere nor typing
+        return ApprovalDecision(decision="allow_always", scope="pattern")
 
     model = ScriptedModel(
         [
             [tool_use("browser", {"action": "navigate", "url": site.url("/")})],
             [tool_use("browser", {"action": "click", "selector": "#go"})],
             [tool_use("browser", {"action": "read", "selector": "#status"})],
+            [tool_use("browser", {"action": "click", "selector": "#go"})],
             "It says clicked.",
         ]
     )
@@ -312,12 +314,15 @@ async def test_an_agent_asks_before_clicking_and_closes_its_browser(site: Server
         for b in m.content
         if isinstance(b, ToolResultContent)
     ]
-    assert [r.is_error for r in results] == [False, False, False]
+    assert [r.is_error for r in results] == [False, False, False, False]
     assert results[2].text.endswith("\n\nclicked")
-    # only the click asked: navigating and reading are decided like web_fetch (kind fetch)
+    # only the first click asked: navigating and reading are decided like web_fetch (kind
+    # fetch), and the answer covered later clicks on the same site
     (question,) = asked
     assert question.input["action"] == "click"
     assert question.reason == "clicks '#go' on a live page (it may submit or change it)"
+    assert question.description == f"Click '#go' on {site.url('/')}"
+    assert question.pattern == f"click http://127.0.0.1:{site.port}"
     assert not set(_chromium_descendants()) & running
     session = SESSION.get(agent.services)
     assert session is not None and session.closed and not session.started

@@ -19,7 +19,9 @@ closes (``Agent.aclose`` or ``async with``): cookies and the page stay between c
 the tool is of kind ``fetch`` (navigating, reading and screenshots are decided like
 ``web_fetch``: they run without asking unless the agent's settings say otherwise), while
 ``click`` and ``type`` act on a live site as the user would (they may submit a form, post or
-buy) and always ask for approval, unless the agent's settings allow the tool.
+buy) and always ask for approval, unless the agent's settings allow the tool. The request says
+what would be clicked or typed on which page, and an "always" answer for its pattern
+(``click https://shop.example``) covers that action on that site only.
 
 Needs Playwright (``pip install 'kode-sdk[browser]'``) and a Chromium or Chrome on the machine:
 `BrowserConfig.executable_path`, else ``KODE_BROWSER_PATH``, else ``chromium``,
@@ -39,6 +41,7 @@ from kode.builtin.web import _config_of as _web_config_of
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.invocation import CallDetails
 from kode.tools.results import ToolResult, image_result, text_result
 from kode.tools.services import ServiceKey
 
@@ -161,3 +164,25 @@ async def browser(
             content=result.content, details={**outcome.details, **(result.details or {})}
         )
     return text_result(outcome.text, details=outcome.details)
+
+
+@browser.describe
+def _describe(arguments: dict[str, Any], ctx: ToolContext[Any] | None) -> CallDetails:
+    """What a click or typing would do, on which page, for whoever approves it."""
+    session = SESSION.get(ctx.services) if ctx is not None else None
+    url = session.page_url if session is not None else None
+    where = f" on {url}" if url else ""
+    action, selector = arguments.get("action"), arguments.get("selector")
+    if action == "click":
+        description = f"Click {selector!r}{where}"
+    elif action == "type":
+        text = arguments.get("text") or ""
+        enter = " and press Enter" if arguments.get("submit") else ""
+        description = f"Type {text!r} into {selector!r}{where}{enter}"
+    else:
+        description = f"{str(action).capitalize()} {arguments.get('url') or url or ''}".rstrip()
+    # An "always" answer covers this action on this site (scheme, host and port), not others.
+    origin = None
+    if url and url.startswith(("http://", "https://")):
+        origin = "/".join(url.split("/", 3)[:3])
+    return CallDetails(description=description, pattern=f"{action} {origin}" if origin else None)

@@ -127,6 +127,12 @@ class BrowserSession:
         return live is not None and bool(live.browser.is_connected())
 
     @property
+    def page_url(self) -> str | None:
+        """The URL of the page now open, or `None` before the first action."""
+        live = self._live
+        return str(live.page.url) if live is not None else None
+
+    @property
     def closed(self) -> bool:
         """Whether the session was closed (it cannot start again)."""
         return self._closed
