@@ -162,6 +162,8 @@ class WorkerLease:
     lease ends with the process, however it ends. A live worker recovers a dead worker's runs
     with `recover_dead_workers` (or `watch`): only an executor whose lease it can take is dead,
     so a live worker's runs are never recovered, and two live workers cannot share an id.
+    Let it end with the process, or release it only after ``DBOS.destroy()``: a worker that
+    still runs steps must not look dead.
 
     Example:
         ```python {.no-run}
