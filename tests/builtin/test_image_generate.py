@@ -184,3 +184,38 @@ async def test_without_openai_the_result_says_how_to_install_it(
     result = await image_generate.run({"prompt": "x"}, ctx_for(ws, OpenAIImages(api_key="k")))
     assert result.error_type is ToolErrorType.EXECUTION_FAILED
     assert "pip install 'kode-sdk[openai]'" in result.text
+
+
+def test_the_first_image_imports_openai_outside_the_event_loop() -> None:
+    """openai is imported on the first request, in a worker thread, so the loop's other tasks
+    do not wait for it: a fresh process records which thread imports it."""
+    import subprocess
+
+    script = """
+import sys, threading, anyio
+
+importers = []
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "openai":
+            importers.append(threading.current_thread() is threading.main_thread())
+        return None
+sys.meta_path.insert(0, Watch())
+
+from kode.builtin.media import OpenAIImages
+from kode.testing.images import FakeImagesServer
+assert "openai" not in sys.modules
+PIXEL = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cff01f0005000201a5d7d8ab0000000049454e44ae426082"
+)
+with FakeImagesServer(images=[PIXEL]) as server:
+    provider = OpenAIImages(base_url=server.base_url, api_key="-")
+    (image,) = anyio.run(lambda: provider.generate("a dot", size="auto", count=1))
+assert image.data == PIXEL
+print(importers)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[False]", done.stdout + done.stderr

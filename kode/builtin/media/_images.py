@@ -7,6 +7,8 @@ import binascii
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+import anyio
+
 from kode.tools.errors import ToolError, ToolErrorType
 
 __all__ = ["GeneratedImage", "ImageProvider", "OpenAIImages"]
@@ -88,7 +90,9 @@ class OpenAIImages:
 
     async def generate(self, prompt: str, *, size: str, count: int) -> list[GeneratedImage]:
         """`count` images from ``/images/generations``, asked as base64 (``b64_json``)."""
-        client = self._client()  # says how to install openai when it is missing
+        # Importing openai and making its client take a quarter of a second the first time:
+        # not in the event loop. Says how to install openai when it is missing.
+        client = await anyio.to_thread.run_sync(self._client)
         import openai
 
         extra: dict[str, Any] = {}
