@@ -617,6 +617,9 @@ def _failed(run: CallEnvironment, call: ToolUseContent, why: str) -> CallOutcome
     return CallOutcome(block=block, status="failed")
 
 
+_TASK_NAME = f"{__name__}.{_run_into.__qualname__}"
+
+
 async def run_turn_calls(
     run: CallEnvironment, calls: Sequence[ToolUseContent], results: list[CallOutcome | None]
 ) -> None:
@@ -664,6 +667,7 @@ async def run_turn_calls(
                 tg.start_soon(one, index, call, tool, previous, done)
                 previous = done
             elif limiter is None:  # nothing to wait for: one coroutine less per call
-                tg.start_soon(_run_into, results, index, run, call, tool)
+                # (named as anyio would name it, without working the name out every time)
+                tg.start_soon(_run_into, results, index, run, call, tool, name=_TASK_NAME)
             else:
                 tg.start_soon(one, index, call, tool, None, None)

@@ -132,8 +132,6 @@ def _shallow(raw: dict[str, Any]) -> bool:
 
 def _too_deep(raw: dict[str, Any]) -> bool:
     """Whether a ``tool_use`` input is nested deeper than `MAX_INPUT_DEPTH` levels."""
-    if _shallow(raw):
-        return False
     level = [v for v in raw.values() if type(v) is dict or type(v) is list]
     depth = 1
     while level:
@@ -163,7 +161,7 @@ def _already_clean(message: Message) -> bool:
             add(block.name)
             raw = block.input
             add(raw)
-            if type(raw) is dict and _too_deep(raw):
+            if type(raw) is dict and not _shallow(raw) and _too_deep(raw):
                 return False
         elif type(block) is TextContent:
             add(block.text)
