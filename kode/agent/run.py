@@ -247,12 +247,19 @@ class AgentRun:
     async def _kept_loop(self, prompt: str | None) -> Done | ErrorEvent:
         """`_loop`; with a store, the session's lease is renewed meanwhile.
 
-        One task for the whole run (not one per turn) renews it during a long call or a long
-        wait for approval; commits renew it too.
+        On asyncio the event loop's timer renews it (`Session.lease_timer`), elsewhere one task
+        for the whole run (not one per turn), during a long call or a long wait for approval;
+        commits renew it too.
         """
         session = self.agent.session
         if session.store is None:
             return await self._loop(prompt)
+        timer = session.lease_timer()
+        if timer is not None:
+            try:
+                return await self._loop(prompt)
+            finally:
+                timer.stop()
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(session.keep_lease)
@@ -270,7 +277,7 @@ class AgentRun:
     async def _loop(self, prompt: str | None) -> Done | ErrorEvent:
         agent = self.agent
         session = agent.session
-        await session.open(resume=False)
+        await session.prepare()  # the first commit creates the session and takes its lease
         if session.store is not None and (self.tracing is not None or session.trace_kept):
             # for a resume in another process (an untraced run removes an earlier run's)
             session.keep_trace(trace_headers() if self.tracing is not None else {})

@@ -257,17 +257,120 @@ class SQLStore:
                 assert lease is not None
                 raise lost_error(session_id, lease.owner, holder[0])
             last = int(found[0])
-            first = last - len(rows) + 1
-            cur.executemany(
-                self._sql(
-                    "INSERT INTO kode_records (session_id, seq, at, type, data) "
-                    "VALUES (?, ?, ?, ?, ?)"
-                ),
-                [(session_id, first + i, now, k, d) for i, (k, d, _) in enumerate(rows)],
-            )
+            self._insert_records(cur, session_id, last - len(rows) + 1, now, rows)
             return last
 
         return self._transaction(cur, body)
+
+    async def _start_session(
+        self,
+        session_id: str,
+        template: str,
+        parent_id: str | None,
+        owner: str,
+        ttl: float,
+        records: Sequence[SessionRecord],
+    ) -> tuple[Lease, int]:
+        """Create or take up an empty session, take its lease and append, in one transaction.
+
+        See `kode.sessions.store.start_session`.
+        """
+        rows = dump_records(records)
+        return await self._run(self._start, session_id, template, parent_id, owner, ttl, rows)
+
+    def _start(
+        self,
+        cur: Any,
+        session_id: str,
+        template: str,
+        parent_id: str | None,
+        owner: str,
+        ttl: float,
+        rows: list[tuple[str, str, str | None]],
+    ) -> tuple[Lease, int]:
+        def body() -> tuple[Lease, int]:
+            now = now_us()
+            expires = now + round(ttl * 1_000_000)
+            statuses = [s for _, _, s in rows if s is not None]
+            status = statuses[-1] if statuses else None
+            count = len(rows)
+            cur.execute(
+                self._sql(
+                    "INSERT INTO kode_sessions (id, template, status, created_at, last_active, "
+                    "last_seq, parent_id, metadata, lease_owner, lease_expires) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, '{}', ?, ?) ON CONFLICT (id) DO NOTHING"
+                ),
+                (
+                    session_id,
+                    template,
+                    status or "idle",
+                    now,
+                    now,
+                    count,
+                    parent_id,
+                    owner,
+                    expires,
+                ),
+            )
+            if cur.rowcount != 1:  # it exists: take it up if it has no records and is free
+                self._take_up(cur, session_id, owner, expires, count, now, status)
+            if rows:
+                self._insert_records(cur, session_id, 1, now, rows)
+            return Lease(session_id=session_id, owner=owner, expires_at=to_seconds(expires)), count
+
+        return self._transaction(cur, body)
+
+    def _take_up(
+        self,
+        cur: Any,
+        session_id: str,
+        owner: str,
+        expires: int,
+        count: int,
+        now: int,
+        status: str | None,
+    ) -> None:
+        """Take the lease of an existing session that has no records (see `_start`)."""
+        for _ in range(3):  # its lease released between the two statements: try again
+            row = self._one(
+                cur,
+                "UPDATE kode_sessions SET lease_owner = ?, lease_expires = ?, last_seq = ?, "
+                "last_active = ?, status = COALESCE(?, status) WHERE id = ? AND last_seq = 0 "
+                "AND (lease_owner IS NULL OR lease_owner = ? OR lease_expires IS NULL "
+                "OR lease_expires <= ?) RETURNING last_seq",
+                (owner, expires, count, now, status, session_id, owner, now),
+            )
+            if row is not None:
+                return
+            held = self._one(
+                cur,
+                "SELECT last_seq, lease_owner, lease_expires FROM kode_sessions WHERE id = ?",
+                (session_id,),
+            )
+            if held is None:  # deleted meanwhile
+                raise SessionNotFoundError(f"no session {session_id!r} in this store")
+            if held[0]:
+                raise SessionExistsError(
+                    f"session {session_id!r} already has {held[0]} records in the store"
+                )
+            if held[1] is not None and held[2] is not None and int(held[2]) > now:
+                raise held_error(session_id, held[1], int(held[2]), now)
+        raise StoreError(f"the lease of session {session_id!r} changed hands too often to take")
+
+    def _insert_records(
+        self,
+        cur: Any,
+        session_id: str,
+        first: int,
+        now: int,
+        rows: list[tuple[str, str, str | None]],
+    ) -> None:
+        cur.executemany(
+            self._sql(
+                "INSERT INTO kode_records (session_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)"
+            ),
+            [(session_id, first + i, now, k, d) for i, (k, d, _) in enumerate(rows)],
+        )
 
     async def load(
         self,

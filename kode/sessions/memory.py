@@ -3,7 +3,9 @@
 For tests, notebooks and agents that need no durability. It behaves as the database stores
 do (same errors, same ordering, same paging, leases between tasks) and keeps records in
 their JSON wire form, so what it accepts a database store accepts too, and what it returns
-cannot be changed by the caller's later edits.
+cannot be changed by the caller's later edits. What a run does on every step (get,
+append, renew, release) does not pause for the event loop, as `SQLiteStore`'s short
+operations do not either.
 """
 
 from __future__ import annotations
@@ -132,6 +134,8 @@ class MemoryStore:
         return found
 
     def _touch(self, session: _Session, active: int) -> None:
+        if active == session.active:
+            return
         old = (session.active, session.id)
         index = bisect.bisect_left(self._order, old)
         if index < len(self._order) and self._order[index] == old:
@@ -197,21 +201,73 @@ class MemoryStore:
         self, session_id: str, records: Sequence[SessionRecord], *, lease: Lease | None = None
     ) -> int:
         """Append records, all or none; see `Store.append`."""
-        await anyio.lowlevel.checkpoint()
         rows = dump_records(records)
         with self._lock:
             session = self._get(session_id)
             if lease is not None and session.lease_owner != lease.owner:
                 raise lost_error(session_id, lease.owner, session.lease_owner)
+            return self._add(session, rows, now_us())
+
+    async def _start_session(
+        self,
+        session_id: str,
+        template: str,
+        parent_id: str | None,
+        owner: str,
+        ttl: float,
+        records: Sequence[SessionRecord],
+    ) -> tuple[Lease, int]:
+        """Create or take up an empty session, take its lease and append, all or nothing.
+
+        See `kode.sessions.store.start_session`.
+        """
+        rows = dump_records(records)
+        with self._lock:
+            if self._closed:
+                raise StoreError("this MemoryStore is closed")
             now = now_us()
-            seq = len(session.records)
-            for kind, data, status in rows:
-                seq += 1
-                session.records.append((seq, now, kind, data))
-                if status is not None:
-                    session.status = status
-            self._touch(session, now)
-            return seq
+            session = self._sessions.get(session_id)
+            if session is None:
+                session = _Session(
+                    id=session_id,
+                    template=template,
+                    label=None,
+                    status="idle",
+                    created=now,
+                    active=now,
+                    parent_id=parent_id,
+                )
+                self._insert(session)
+            elif session.records:
+                raise SessionExistsError(
+                    f"session {session_id!r} already has {len(session.records)} records in "
+                    "the store"
+                )
+            elif (
+                session.lease_owner not in (None, owner)
+                and session.lease_expires is not None
+                and session.lease_expires > now
+            ):
+                assert session.lease_owner is not None
+                raise held_error(session_id, session.lease_owner, session.lease_expires, now)
+            session.lease_owner = owner
+            session.lease_expires = now + round(ttl * 1_000_000)
+            lease = Lease(
+                session_id=session_id, owner=owner, expires_at=to_seconds(session.lease_expires)
+            )
+            if rows:
+                self._add(session, rows, now)
+            return lease, len(session.records)
+
+    def _add(self, session: _Session, rows: list[tuple[str, str, str | None]], now: int) -> int:
+        seq = len(session.records)
+        for kind, data, status in rows:
+            seq += 1
+            session.records.append((seq, now, kind, data))
+            if status is not None:
+                session.status = status
+        self._touch(session, now)
+        return seq
 
     async def load(
         self,
@@ -240,7 +296,6 @@ class MemoryStore:
 
     async def get(self, session_id: str) -> SessionHeader:
         """A session's header; see `Store.get`."""
-        await anyio.lowlevel.checkpoint()
         with self._lock:
             return self._get(session_id).header()
 
@@ -383,7 +438,6 @@ class MemoryStore:
 
     async def renew(self, lease: Lease, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:
         """Extend a lease; see `Store.renew`."""
-        await anyio.lowlevel.checkpoint()
         seconds = check_ttl(ttl)
         with self._lock:
             session = self._sessions.get(lease.session_id)
@@ -399,7 +453,6 @@ class MemoryStore:
 
     async def release(self, lease: Lease) -> bool:
         """Give up a lease; see `Store.release`."""
-        await anyio.lowlevel.checkpoint()
         with self._lock:
             session = self._sessions.get(lease.session_id)
             if session is None or session.lease_owner != lease.owner:

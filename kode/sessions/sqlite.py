@@ -34,7 +34,16 @@ _WAIT = object()  # an operation that would have waited for another writer
 
 # The operations short enough to run in the caller's thread (see SQLiteStore._run).
 _SHORT = frozenset(
-    {"_create_many", "_append", "_header_of", "_acquire", "_renew", "_release", "_set_label"}
+    {
+        "_create_many",
+        "_start",
+        "_append",
+        "_header_of",
+        "_acquire",
+        "_renew",
+        "_release",
+        "_set_label",
+    }
 )
 
 SynchronousMode = Literal["NORMAL", "FULL"]

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import anyio
 import pytest
 from support import assert_history_valid, make_agent
 
@@ -12,7 +14,7 @@ from kode.agent import Agent, AgentState, AgentTemplate
 from kode.agent.session import HistoryView
 from kode.models import ScriptedModel, tool_use
 from kode.registries import ToolRegistry
-from kode.sessions import SQLiteStore, Store
+from kode.sessions import SessionLeaseError, SQLiteStore, Store
 
 pytestmark = pytest.mark.anyio
 
@@ -116,21 +118,29 @@ def test_scripted_model_counts_only_new_messages() -> None:
     assert agent.usage.input_tokens == 3 + (3 + 2 + 1)
 
 
-async def test_one_task_keeps_the_lease_for_a_whole_run_of_many_turns(
-    reg: ToolRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_one_keeper_keeps_the_lease_for_a_whole_run_of_many_turns(
+    reg: ToolRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, anyio_backend_name: str
 ) -> None:
     """The lease keeper is started once per run, not once per turn (a task per turn cost a
-    third of a 50-turn run with SQLite), and keeps renewing across the turns."""
-    from kode.agent.session import Session
+    third of a 50-turn run with SQLite), and keeps renewing across the turns. On asyncio it
+    is a timer of the event loop (starting and cancelling a task group cost a run about
+    80 µs), on trio one task."""
+    from kode.agent.session import LeaseTimer, Session
 
-    started: list[str] = []
+    started: list[tuple[str, str]] = []
     keep = Session.keep_lease
+    start_timer = LeaseTimer.__init__
 
     async def counted(self: Session) -> None:
-        started.append(self.id)
+        started.append(("task", self.id))
         await keep(self)
 
+    def timer(self: LeaseTimer, session: Session, loop: Any) -> None:
+        started.append(("timer", session.id))
+        start_timer(self, session, loop)
+
     monkeypatch.setattr(Session, "keep_lease", counted)
+    monkeypatch.setattr(LeaseTimer, "__init__", timer)
 
     @define_tool(kind="read", registry=reg)
     def nap(seconds: float) -> str:
@@ -145,9 +155,78 @@ async def test_one_task_keeps_the_lease_for_a_whole_run_of_many_turns(
     agent, _ = make_agent(reg, [*turns, "Done."], create={"store": store, "lease_ttl": 0.3})
     reply = await agent.send("rest")
     assert reply.text == "Done."
-    assert started == [agent.session_id]  # one keeper for the eight turns
+    kind = "timer" if anyio_backend_name == "asyncio" else "task"
+    assert started == [(kind, agent.session_id)]  # one keeper for the eight turns
     header = await store.get(agent.session_id)
     assert header.lease_owner is not None  # still held (renewed) until the agent closes
     await agent.aclose()
     assert (await store.get(agent.session_id)).lease_owner is None
+    await store.aclose()
+
+
+async def test_a_round_trip_commits_four_transactions_and_the_release(
+    reg: ToolRegistry, tmp_path: Path
+) -> None:
+    """Write-ahead with as few commits as it needs: the new session is created, leased and
+    given the prompt in one transaction; then the reply with the call's start, the call's end
+    with its results, the final reply; closing releases the lease."""
+
+    @define_tool(kind="read", registry=reg)
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    store = SQLiteStore(tmp_path / "s.db")
+    await store.create(template="warm-up")  # the connection is open
+    assert store._conn is not None
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    agent, _ = make_agent(
+        reg, [[tool_use("add", {"a": 2, "b": 3})], "5."], create={"store": store}
+    )
+    assert (await agent.send("Add 2 and 3.")).text == "5."
+    await agent.aclose()
+    writes = [s.split()[0] for s in statements if not s.startswith("SELECT")]
+    transactions = [w for w in writes if w in ("BEGIN", "UPDATE") or w == "COMMIT"]
+    assert transactions.count("BEGIN") == 4 and transactions.count("COMMIT") == 4
+    first = statements[statements.index("BEGIN IMMEDIATE") :]
+    first = first[: first.index("COMMIT")]
+    assert [s.split()[2] for s in first[1:]] == ["kode_sessions"] + ["kode_records"] * 2
+    assert "lease_owner" in first[1]  # created with its lease
+    assert statements[-1].startswith("UPDATE kode_sessions SET lease_owner = NULL")  # released
+    header = await store.get(agent.session_id)
+    assert (header.last_seq, header.status, header.lease_owner) == (10, "idle", None)
+    await store.aclose()
+
+
+async def test_a_session_someone_holds_is_refused_before_the_run_changes_anything(
+    reg: ToolRegistry, tmp_path: Path
+) -> None:
+    """The check before a first run writes nothing and changes nothing: after the refusal
+    the agent's history is untouched, and once the holder lets go, the same agent runs."""
+    store = SQLiteStore(tmp_path / "s.db")
+    await store.create(template="t", session_id="s1")
+    held = await store.acquire("s1", owner="another process", ttl=60)
+    agent, _ = make_agent(reg, ["Hi."], create={"store": store, "session_id": "s1"})
+    with pytest.raises(SessionLeaseError, match="session 's1' is leased by 'another process'"):
+        await agent.send("hello")
+    assert agent.messages == [] and agent.status == "idle"
+    assert (await store.get("s1")).last_seq == 0
+    await store.release(held)
+    assert (await agent.send("hello")).text == "Hi."
+    assert (await store.get("s1")).last_seq == 5
+    await agent.aclose()
+    await store.aclose()
+
+
+async def test_the_lease_is_not_renewed_once_the_run_ended(
+    reg: ToolRegistry, tmp_path: Path
+) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    agent, _ = make_agent(reg, ["Hi."], create={"store": store, "lease_ttl": 0.15})
+    await agent.send("hello")
+    expires = (await store.get(agent.session_id)).lease_expires
+    await anyio.sleep(0.3)  # six renewal periods
+    assert (await store.get(agent.session_id)).lease_expires == expires
+    await agent.aclose()
     await store.aclose()

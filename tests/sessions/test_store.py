@@ -32,6 +32,7 @@ from kode.sessions import (
     ToolAlwaysAllowed,
     UsageAdded,
 )
+from kode.sessions.store import start_session
 
 pytestmark = pytest.mark.anyio
 
@@ -440,6 +441,71 @@ async def test_concurrent_acquires_one_wins(store: Store, reopen: Callable[[], S
     for other in others:
         if other is not store:
             await other.aclose()
+
+
+class OnlyTheProtocol:
+    """A store with the `Store` methods alone (no fast path of kode's own stores)."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("protocol_only", [False, True], ids=["fast", "protocol"])
+async def test_start_session_creates_leases_and_appends_at_once(
+    store: Store, protocol_only: bool
+) -> None:
+    """What a new agent run does first: kode's stores in one transaction, any `Store` the same
+    way through its protocol."""
+    target: Store = OnlyTheProtocol(store) if protocol_only else store  # type: ignore[assignment]
+    lease, last = await start_session(
+        target,
+        "new",
+        template="helper",
+        parent_id="p0",
+        owner="me",
+        ttl=60,
+        records=[user("hi"), StatusChanged(status="running")],
+    )
+    assert (lease.session_id, lease.owner, last) == ("new", "me", 2)
+    assert lease.expires_at > time.time() + 50
+    header = await store.get("new")
+    assert (header.template, header.parent_id, header.status, header.last_seq) == (
+        "helper",
+        "p0",
+        "running",
+        2,
+    )
+    assert header.lease_owner == "me" and header.created_at <= header.last_active
+    assert [e.record.type for e in (await store.load("new")).entries] == ["message", "status"]
+    assert await store.append("new", [user("more")], lease=lease) == 3
+    # A session made beforehand and still empty is taken up, keeping what it was made with.
+    await store.create(template="helper", session_id="empty", label="kept", metadata={"k": 1})
+    lease, last = await start_session(target, "empty", template="helper", owner="me")
+    header = await store.get("empty")
+    assert last == 0 and (header.label, header.metadata, header.lease_owner) == (
+        "kept",
+        {"k": 1},
+        "me",
+    )
+    # ... by its holder again too, but not while another holds it.
+    assert (await start_session(target, "empty", template="helper", owner="me"))[1] == 0
+    with pytest.raises(SessionLeaseError, match="session 'empty' is leased by 'me'"):
+        await start_session(target, "empty", template="helper", owner="you", records=[user("x")])
+    assert (await store.get("empty")).last_seq == 0  # nothing written
+    # A session with records is resumed, not started again.
+    with pytest.raises(SessionExistsError, match="session 'new' already has 3 records"):
+        await start_session(target, "new", template="helper", owner="you", records=[user("x")])
+    after = await store.get("new")
+    assert (after.last_seq, after.lease_owner) == (3, "me")
+    with pytest.raises(ValueError, match="session_id must have 1 to 256"):
+        await start_session(target, "", template="helper")
+    lease, _ = await start_session(target, "auto", template="helper")  # a unique owner
+    assert lease.owner.count(":") == 2
 
 
 # --- concurrency --------------------------------------------------------------------------------

@@ -66,7 +66,7 @@ async def test_first_use_makes_the_schema(database: Database) -> None:
     await store.create(template="t", session_id="s")
     await store.aclose()
     versions = database.rows("SELECT version, description FROM kode_schema_version")
-    assert versions == [(SCHEMA_VERSION, MIGRATIONS[-1].description)]
+    assert versions == [(m.version, m.description) for m in MIGRATIONS]
     # Opening it again migrates nothing and keeps the data.
     again = database.store()
     assert (await again.get("s")).template == "t"
@@ -90,7 +90,7 @@ async def test_a_newer_schema_is_refused_and_left_alone(database: Database) -> N
     assert f"has session schema version {SCHEMA_VERSION + 1}" in message
     assert f"knows versions up to {SCHEMA_VERSION}" in message
     assert "Upgrade kode" in message and "left unchanged" in message
-    assert len(database.rows("SELECT version FROM kode_schema_version")) == 2
+    assert len(database.rows("SELECT version FROM kode_schema_version")) == len(MIGRATIONS) + 1
     assert database.rows("SELECT id FROM kode_sessions") == [("s",)]
 
 
@@ -122,12 +122,57 @@ async def test_a_failing_migration_changes_nothing(database: Database) -> None:
     )
     with pytest.raises(Exception, match="syntax error"):
         migrate(database.conn.cursor(), database.dialect, "db", [*MIGRATIONS, broken])
-    assert [r[0] for r in database.rows("SELECT version FROM kode_schema_version")] == [1]
+    versions = [r[0] for r in database.rows("SELECT version FROM kode_schema_version")]
+    assert sorted(versions) == [m.version for m in MIGRATIONS]
     with pytest.raises(Exception, match="half"):
         database.rows("SELECT half FROM kode_sessions")
 
 
 def test_migrations_must_be_numbered_in_order() -> None:
     conn = sqlite3.connect(":memory:", isolation_level=None)
-    with pytest.raises(ValueError, match=r"numbered 1, 2, 3, ... in order; got \[1, 3\]"):
-        migrate(conn.cursor(), "sqlite", "db", [*MIGRATIONS, add_column(3)])
+    gap = SCHEMA_VERSION + 2
+    with pytest.raises(ValueError, match=rf"numbered 1, 2, 3, ... in order; got \[.*, {gap}\]"):
+        migrate(conn.cursor(), "sqlite", "db", [*MIGRATIONS, add_column(gap)])
+
+
+async def test_a_version_1_database_gets_the_partial_label_index_and_keeps_its_sessions(
+    database: Database,
+) -> None:
+    """Migration 2 makes the label index partial (labelled sessions only), so an append to
+    an unlabelled session writes one index page less; a v1 database is upgraded in place."""
+    where = "the test database"
+    assert migrate(database.conn.cursor(), database.dialect, where, MIGRATIONS[:1]) == 1
+    now = 1_000_000
+    for sid, label in (("a", "team"), ("b", None), ("c", "team")):
+        database.execute(
+            "INSERT INTO kode_sessions (id, template, label, status, created_at, last_active, "
+            f"last_seq, metadata) VALUES ('{sid}', 't', "
+            f"{'NULL' if label is None else repr(label)}, 'idle', {now}, {now}, 0, '{{}}')"
+        )
+        now += 1
+    store = database.store()
+    page = await store.list_sessions(label="team")
+    assert [h.id for h in page.sessions] == ["c", "a"]
+    assert [h.id for h in (await store.list_sessions()).sessions] == ["c", "b", "a"]
+    await store.aclose()
+    versions = [r[0] for r in database.rows("SELECT version FROM kode_schema_version")]
+    assert sorted(versions) == [1, 2]
+    if database.dialect == "sqlite":
+        (sql,) = database.rows(
+            "SELECT sql FROM sqlite_master WHERE name = 'kode_sessions_by_label'"
+        )[0]
+        plan = database.rows(
+            "EXPLAIN QUERY PLAN SELECT id FROM kode_sessions WHERE label = 'team' "
+            "ORDER BY last_active DESC, id DESC LIMIT 51"
+        )
+    else:
+        (sql,) = database.rows(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = 'kode_sessions_by_label'"
+        )[0]
+        database.execute("SET enable_seqscan = off")  # three rows: a scan would be cheaper
+        plan = database.rows(
+            "EXPLAIN SELECT id FROM kode_sessions WHERE label = 'team' "
+            "ORDER BY last_active DESC, id DESC LIMIT 51"
+        )
+    assert "label IS NOT NULL" in sql
+    assert "kode_sessions_by_label" in " ".join(str(r) for r in plan)
