@@ -270,7 +270,10 @@ class WorkerLease:
                 f"{self.executor_id!r}: configure DBOS with executor_id=lease.executor_id"
             )
         pending = await DBOS.list_workflows_async(
-            status="PENDING", load_input=False, load_output=False
+            status="PENDING",
+            executor_id=sorted(executor_ids) if executor_ids is not None else None,
+            load_input=False,
+            load_output=False,
         )
         candidates = sorted(
             {

@@ -3,7 +3,8 @@
 ``python pool_worker.py <system-db-url> <dir> <executor-id> <role> [<lease-timeout>]`` takes
 the `WorkerLease` of its executor id, launches DBOS with it (which recovers that executor's own
 pending runs), listens to queue ``kode-pool`` (4 runs at once, all workers together) and
-recovers dead workers' runs every 0.2 s (``WorkerLease.watch``), until ``<dir>/stop`` exists.
+recovers dead workers' runs every 0.2 s (``WorkerLease.watch``, by prefix ``pool-``, or by
+executor ids when ``POOL_RECOVER=ids``), until ``<dir>/stop`` exists.
 
 A run's prompt is its tag, which the model passes to the tools: in a worker of role
 ``victim``, the model turn or tool named by the tag waits once started, for the test to kill
@@ -15,6 +16,7 @@ without a queue. Every model turn and every tool that starts is logged to ``<dir
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -167,7 +169,11 @@ async def main() -> None:
     log("ready.log", "ready")
     try:
         async with anyio.create_task_group() as group:
-            group.start_soon(lambda: lease.watch(interval=0.2, prefix="pool-"))
+            if os.environ.get("POOL_RECOVER") == "ids":
+                ids = ["pool-a", "pool-b"]
+                group.start_soon(lambda: lease.watch(interval=0.2, executor_ids=ids))
+            else:
+                group.start_soon(lambda: lease.watch(interval=0.2, prefix="pool-"))
             while not (folder / "stop").exists():  # noqa: ASYNC110 (another process makes it)
                 await anyio.sleep(0.05)
             group.cancel_scope.cancel()

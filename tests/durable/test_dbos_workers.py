@@ -47,8 +47,11 @@ class Pool:
         self.client = DBOSClient(system_database_url=url)
 
     def start(self, executor: str, role: str, *extra: str) -> subprocess.Popen[str]:
+        # The workers name the executors they may recover by prefix on SQLite, by id on Postgres.
+        recover = "ids" if self.url.startswith("postgresql") else "prefix"
         process = subprocess.Popen(
             [sys.executable, str(WORKER), self.url, str(self.folder), executor, role, *extra],
+            env={**os.environ, "POOL_RECOVER": recover},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
