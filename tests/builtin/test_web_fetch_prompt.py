@@ -155,3 +155,50 @@ async def test_a_failing_model_and_an_image_page_are_error_results() -> None:
         f"{srv.url('/logo.png')} is an image (image/png), and a prompt is answered about a "
         "page's text: call web_fetch without prompt to see the image."
     )
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_served_by_kode_mcp_the_clients_model_answers() -> None:
+    """Served over MCP, the prompt goes to the client's model (``sampling/createMessage``)."""
+    pytest.importorskip("mcp")
+    import anyio
+    import mcp.types as types
+    from mcp import ClientSession
+    from mcp.client.session import ClientRequestContext
+    from mcp.shared.memory import create_client_server_memory_streams
+
+    from kode.mcp import ToolServer
+
+    sampled: list[types.CreateMessageRequestParams] = []
+
+    async def sample(
+        context: ClientRequestContext, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult:
+        sampled.append(params)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(text="12 euros."), model="client-model"
+        )
+
+    server = ToolServer([web_fetch])
+    server.services["web"] = WebConfig(allow_private_networks=True, timeout=10)
+    with serve({"/pricing": respond(200, "text/html", PAGE)}) as srv:
+        url = srv.url("/pricing")
+        async with create_client_server_memory_streams() as (client_streams, server_streams):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(server.run, *server_streams)
+                async with ClientSession(*client_streams, sampling_callback=sample) as session:
+                    await session.initialize()
+                    result = await session.call_tool(
+                        "web_fetch", {"url": url, "prompt": "Team price?"}
+                    )
+                tg.cancel_scope.cancel()
+    assert not result.is_error
+    assert [c.text for c in result.content if isinstance(c, types.TextContent)] == [
+        f"URL: {url}\n\n12 euros."
+    ]
+    (asked,) = sampled
+    assert asked.system_prompt == PROMPT_SYSTEM and asked.max_tokens == 2048
+    (message,) = asked.messages
+    assert isinstance(message.content, types.TextContent)
+    assert "The Team plan costs 12 euros a month per seat." in message.content.text
+    assert message.content.text.endswith("Question: Team price?")
