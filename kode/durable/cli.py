@@ -3,7 +3,9 @@
 ``kode worker -m my_agents`` imports the modules that make durable agents (or makes them
 from template files with ``--template FILE --model MODEL``), launches DBOS on the system
 database, listens to a queue and runs whatever the database holds for it: queued runs, runs
-of a worker that stopped, and scheduled prompts when they fire; until Ctrl-C or SIGTERM.
+of a worker that stopped, and scheduled prompts when they fire; until Ctrl-C or SIGTERM. It
+holds the lease of its executor id (`kode.durable.workers.WorkerLease`) for its life, and
+every few seconds recovers the runs of dead workers (``--recover-prefix``).
 ``kode schedules list | add | remove`` reads and changes the scheduled prompts from any
 process, through a ``DBOSClient``.
 
@@ -21,7 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["DEFAULT_APP", "DEFAULT_DATABASE", "DEFAULT_QUEUE", "register"]
+__all__ = ["DEFAULT_APP", "DEFAULT_DATABASE", "DEFAULT_EXECUTOR", "DEFAULT_QUEUE", "register"]
 
 DEFAULT_DATABASE = "sqlite:///kode-dbos.sqlite"
 """The system database when neither ``--db`` nor ``DBOS_SYSTEM_DATABASE_URL`` names one."""
@@ -29,6 +31,8 @@ DEFAULT_APP = "kode"
 """The DBOS application name of the workers and the commands (``--app``)."""
 DEFAULT_QUEUE = "kode-runs"
 """The queue a worker listens to (``--queue``)."""
+DEFAULT_EXECUTOR = "worker-1"
+"""A worker's executor id (``--executor-id``)."""
 
 
 _T = TypeVar("_T")
@@ -146,11 +150,37 @@ def _cmd_worker(args: argparse.Namespace) -> int:
         raise _Refused(f"--concurrency {args.concurrency}: give 1 or more runs at once")
     if args.scheduler_poll <= 0:
         raise _Refused(f"--scheduler-poll {args.scheduler_poll}: give a number of seconds > 0")
+    if args.recover_interval < 0:
+        raise _Refused(f"--recover-interval {args.recover_interval}: give seconds, 0 for never")
     dbos = _dbos()
     import kode.durable.schedules  # noqa: F401 (the cron tool and the scheduled workflow)
+    from kode.agent.agent import AgentError
+    from kode.durable.workers import WorkerLease
 
     agents = _agents(args)
     config = _config(args)
+    try:  # before the launch, which recovers this executor id's runs: one live worker per id
+        lease = WorkerLease.acquire(config["system_database_url"], args.executor_id)
+    except AgentError as exc:
+        raise _Refused(str(exc)) from None
+    lost: list[str] = []
+
+    async def watch(scope: anyio.CancelScope) -> None:
+        while True:
+            try:
+                await lease.watch(interval=args.recover_interval, prefix=args.recover_prefix)
+            except AgentError as exc:  # the lease is gone: another worker may take these runs
+                lost.append(str(exc))
+                scope.cancel()
+                return
+            except Exception as exc:  # a failed round (a busy database): the next one retries
+                print(
+                    f"kode worker {args.executor_id}: recovering dead workers' runs failed, "
+                    f"trying again: {type(exc).__name__}: {exc}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                await anyio.sleep(args.recover_interval)
 
     async def main() -> None:
         dbos.DBOS(config=config)
@@ -169,14 +199,22 @@ def _cmd_worker(args: argparse.Namespace) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-                async for _ in signals:
-                    break
+            async with anyio.create_task_group() as tg:
+                if args.recover_interval > 0 and args.recover_prefix:
+                    tg.start_soon(watch, tg.cancel_scope)
+                with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        break
+                tg.cancel_scope.cancel()
         finally:
             dbos.DBOS.destroy()
-        print(f"kode worker {args.executor_id}: stopped", file=sys.stderr, flush=True)
+            lease.release()
 
     anyio.run(main)
+    if lost:
+        print(f"kode worker {args.executor_id}: {lost[0]}", file=sys.stderr, flush=True)
+        return 1
+    print(f"kode worker {args.executor_id}: stopped", file=sys.stderr, flush=True)
     return 0
 
 
@@ -340,9 +378,24 @@ def register(commands: Any) -> None:
     )
     worker.add_argument(
         "--executor-id",
-        default="local",
-        help="this worker's id: a worker restarted with the same id recovers the runs it had "
-        "(default local; give each worker its own)",
+        default=DEFAULT_EXECUTOR,
+        help="this worker's id, held for its life (a second live worker with it is refused): "
+        f"a worker restarted with it recovers the runs it had (default {DEFAULT_EXECUTOR}; "
+        "give each worker its own)",
+    )
+    worker.add_argument(
+        "--recover-prefix",
+        default="worker-",
+        metavar="PREFIX",
+        help="recover the runs of dead workers whose executor id starts with PREFIX "
+        "(default worker-; '' for none)",
+    )
+    worker.add_argument(
+        "--recover-interval",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how often to look for dead workers' runs (default 5; 0 for never)",
     )
     worker.add_argument(
         "--app-version",

@@ -3,7 +3,8 @@
 ``cron-test`` answers a prompt ``Schedule '<cron>': <prompt>`` by calling the ``cron`` tool
 (its template allows it, so no approval is asked); any other prompt is logged to
 ``$KODE_CRON_DIR/fired.log`` with the worker's pid (the test counts the firings there) and
-answered. Its model answers from the conversation alone, so a replay needs no script position.
+answered; the first prompt starting with ``Hold`` then waits (for the test to kill the worker).
+Its model answers from the conversation alone, so a replay needs no script position.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import os
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+
+import anyio
 
 from kode import AgentTemplate
 from kode.durable import DurableAgent
@@ -52,7 +55,12 @@ class CronModel:
         elif asked:
             content = [TextContent(text=results[0])]
         else:
+            hold = prompt.startswith("Hold") and not (folder / "held").exists()
+            if hold:
+                (folder / "held").touch()  # before the log line the test waits for
             log(prompt)
+            if hold:
+                await anyio.sleep(120)  # the test kills this worker here
             content = [TextContent(text=f"did {prompt}")]
         yield ModelResponse(
             message=Message(role="assistant", content=content),  # type: ignore[arg-type]

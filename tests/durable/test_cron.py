@@ -110,7 +110,7 @@ def test_a_schedule_added_by_the_cron_tool_fires_survives_a_restart_and_is_remov
 ) -> None:
     from dbos import DBOSClient
 
-    workers = [Worker(tmp_path, db, "--executor-id", "w1")]
+    workers = [Worker(tmp_path, db)]
     first = workers[0]
     client = DBOSClient(system_database_url=db, application_name="kode")
     try:
@@ -152,7 +152,7 @@ def test_a_schedule_added_by_the_cron_tool_fires_survives_a_restart_and_is_remov
 
         first.kill()
         before = len(fired(tmp_path))
-        second = Worker(tmp_path, db, "--executor-id", "w1")
+        second = Worker(tmp_path, db)  # the same executor id: its lease ended with the kill
         workers.append(second)
         wait_for_firing(tmp_path, "water the plants", second.pid, after=before)
 
@@ -242,7 +242,9 @@ def test_a_worker_runs_a_template_file_on_schedule_and_names_an_agent_it_lacks(
     worker = Worker(tmp_path, db, "--template", str(template), "--model", f"scripted:{turns}")
     client = DBOSClient(system_database_url=db, application_name="kode")
     try:
-        assert "kode.agent.greeter" in worker.stderr()
+        assert "kode worker worker-1: running kode.agent.cron-test, kode.agent.greeter" in (
+            worker.stderr()
+        )
         for agent, prompt in (("greeter", "Say hello."), ("kode.agent.nobody", "Anyone?")):
             added = kode("schedules", "add", EVERY_2S, prompt, "--agent", agent, db=db)
             assert added.returncode == 0, added.stderr
@@ -273,6 +275,42 @@ def test_the_cron_tool_says_it_needs_dbos_launched() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("True DBOS could not do it (")
     assert "it needs DBOS launched in this process (a worker: kode worker" in done.stdout
+
+
+def test_a_worker_recovers_the_run_of_a_dead_worker(tmp_path: Path) -> None:
+    from dbos import DBOSClient
+
+    db = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    fast = ("--recover-interval", "0.5")
+    workers = [
+        Worker(tmp_path, db, "--executor-id", name, *fast) for name in ("worker-1", "worker-2")
+    ]
+    client = DBOSClient(system_database_url=db, application_name="kode")
+    try:
+        run = client.enqueue(
+            {"queue_name": "kode-runs", "workflow_name": "kode.agent.cron-test"}, "Hold on."
+        )
+        deadline = time.monotonic() + 60
+        while not fired(tmp_path):
+            assert time.monotonic() < deadline, "no worker took the run"
+            time.sleep(0.05)
+        ((_, holder),) = fired(tmp_path)
+        victim = next(w for w in workers if w.pid == holder)
+        survivor = next(w for w in workers if w.pid != holder)
+        victim.kill()
+        deadline = time.monotonic() + 60
+        while run.get_status().status != "SUCCESS":
+            assert time.monotonic() < deadline, "the dead worker's run was never recovered"
+            time.sleep(0.1)
+        assert run.get_result() == "did Hold on."
+        assert fired(tmp_path) == [("Hold on.", holder), ("Hold on.", survivor.pid)]
+        assert "stopped" in survivor.stop()
+    finally:
+        client.destroy()
+        for worker in workers:
+            if worker.process.poll() is None:
+                worker.process.kill()
+                worker.process.wait(timeout=30)
 
 
 def test_cron_expressions_are_checked_as_dbos_reads_them() -> None:
