@@ -14,7 +14,16 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from loopback_http import PNG, Server, redirect, respond, send, serve, table_resolver
+from loopback_http import (
+    PNG,
+    Server,
+    redirect,
+    respond,
+    send,
+    serve,
+    table_resolver,
+    tls_contexts,
+)
 
 from kode import Agent, AgentTemplate, ToolContext
 from kode.agent import ApprovalDecision, ApprovalRequest
@@ -360,3 +369,32 @@ async def test_a_killed_browser_is_started_again_on_the_next_action(site: Server
         if session is not None:
             session.close()
     assert not set(_chromium_descendants()) - before
+
+
+async def test_https_goes_through_a_checked_tunnel(tmp_path: Path) -> None:
+    """An https page: Chromium opens a CONNECT tunnel, which the proxy checks and relays to the
+    checked address; TLS runs end to end inside it (the server sees the name as SNI)."""
+    server_tls, _ = tls_contexts(tmp_path, "secure.test")
+    secure: ToolContext[None] = ToolContext(
+        services={
+            "web": WebConfig(
+                allow_private_networks=True,
+                timeout=10,
+                resolver=table_resolver({"secure.test": ["127.0.0.1"]}),
+            ),
+            # the test's own CA is not Chromium's: accept its certificate
+            "browser": BrowserConfig(timeout=10, ignore_https_errors=True),
+        }
+    )
+    routes = {"/": respond(200, "text/html", b"<html><title>Safe</title><p>Over TLS</p></html>")}
+    try:
+        with serve(routes, tls=server_tls) as srv:
+            page = await call(secure, action="navigate", url=srv.url("/", host="secure.test"))
+        assert not page.is_error, page.text
+        assert page.text == f"URL: https://secure.test:{srv.port}/\nTitle: Safe\n\nOver TLS"
+        assert "secure.test" in srv.sni
+        assert srv.seen[0].headers["Host"] == f"secure.test:{srv.port}"
+    finally:
+        session = SESSION.get(secure.services)
+        if session is not None:
+            session.close()

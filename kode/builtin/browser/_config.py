@@ -55,6 +55,9 @@ class BrowserConfig:
     """The most characters of page text one result shows (``start`` reads on)."""
     max_screenshot_height: int = 8_000
     """The most pixels of a full-page screenshot's height; a longer page is cut there."""
+    ignore_https_errors: bool = False
+    """Accept any TLS certificate (a test server's, an intranet's private CA): never for the
+    open web."""
 
     def __post_init__(self) -> None:
         problems = []

@@ -254,6 +254,7 @@ class BrowserSession:
                 viewport={"width": self.config.width, "height": self.config.height},
                 accept_downloads=False,
                 service_workers="block",
+                ignore_https_errors=self.config.ignore_https_errors,
             )
             closers.append(context.close)
             page = await context.new_page()
