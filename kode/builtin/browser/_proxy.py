@@ -18,6 +18,7 @@ It does not read or change the traffic inside a tunnel.
 from __future__ import annotations
 
 import ipaddress
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,10 +32,13 @@ from kode.builtin.web._config import WebConfig
 from kode.builtin.web._ssrf import URLTarget, check_target
 from kode.tools.errors import ToolError, ToolErrorType
 
-__all__ = ["REFUSED_HEADER", "CheckingProxy", "Refusal"]
+__all__ = ["MAX_KEPT", "REFUSED_HEADER", "CheckingProxy", "Refusal"]
 
 REFUSED_HEADER = "X-Kode-Refused"
 """The header of the proxy's 403 answer to a refused plain-HTTP request: why it was refused."""
+
+MAX_KEPT = 1000
+"""How many of the latest refusals a proxy keeps (a long session must not grow without end)."""
 
 _MAX_HEAD = 64 * 1024
 _REFUSING = frozenset({ToolErrorType.PERMISSION_DENIED, ToolErrorType.INVALID_TOOL_PARAMS})
@@ -51,6 +55,12 @@ class Refusal:
     """The URL (for a tunnel: ``https://host:port``)."""
     message: str
     """Why, as the check said it."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class _Denied:
+    message: str
+    refused: bool  # by the rules (403); else the host could not be reached (502)
 
 
 class _Bad(Exception):
@@ -110,10 +120,10 @@ class CheckingProxy:
         """The rules."""
         self.tool = tool
         """The tool named in messages."""
-        self.refusals: list[Refusal] = []
-        """Every request refused by the rules so far, in order."""
-        self.unreachable: list[Refusal] = []
-        """Requests whose host did not resolve (answered 502, not refused)."""
+        self.refusals: deque[Refusal] = deque(maxlen=MAX_KEPT)
+        """The latest requests refused by the rules, in order (at most `MAX_KEPT`)."""
+        self.refused_total = 0
+        """How many requests were refused so far."""
         self._on_refusal = on_refusal
         self.port = 0
         """The port it listens on (127.0.0.1), once serving."""
@@ -128,7 +138,7 @@ class CheckingProxy:
             task_status.started(self.port)
             await listener.serve(self._handle)
 
-    async def _check(self, scheme: str, host: str, port: int, url: str) -> URLTarget | None:
+    async def _check(self, scheme: str, host: str, port: int, url: str) -> URLTarget | _Denied:
         try:
             return await check_target(
                 url,
@@ -143,13 +153,13 @@ class CheckingProxy:
             )
         except ToolError as exc:
             if exc.type not in _REFUSING:  # a name that does not resolve: no page either
-                self.unreachable.append(Refusal(url=url, message=exc.message))
-                return None
+                return _Denied(message=exc.message, refused=False)
             refusal = Refusal(url=url, message=exc.message)
             self.refusals.append(refusal)
+            self.refused_total += 1
             if self._on_refusal is not None:
                 self._on_refusal(refusal)
-            return None
+            return _Denied(message=exc.message, refused=True)
 
     async def _connect(self, target: URLTarget) -> anyio.abc.SocketStream | None:
         for address in target.addresses:
@@ -194,13 +204,12 @@ class CheckingProxy:
             scheme, host = split.scheme, split.hostname
             port = split.port or (443 if scheme == "https" else 80)
         shown = _shown(scheme, host, port) if method == b"CONNECT" else text
-        before = len(self.refusals)
         checked = await self._check(scheme, host, port, shown)
-        if checked is None:
-            if len(self.refusals) > before:
-                await _answer(client, 403, "Forbidden", self.refusals[-1].message)
+        if isinstance(checked, _Denied):
+            if checked.refused:
+                await _answer(client, 403, "Forbidden", checked.message)
             else:
-                await _answer(client, 502, "Bad Gateway", self.unreachable[-1].message)
+                await _answer(client, 502, "Bad Gateway", checked.message)
             return
         upstream = await self._connect(checked)
         if upstream is None:

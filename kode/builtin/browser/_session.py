@@ -66,7 +66,7 @@ class Live:
     blocked_navigation: str | None = None
     """Why the page's last navigation was refused, during the current action."""
     refusals_before: int = 0
-    """How many refusals the proxy had when the current action began."""
+    """How many requests the proxy had refused when the current action began."""
     requested: set[str] = field(default_factory=set)
     """The URLs the page asked for during the current action (Playwright's request events)."""
     closers: list[Callable[[], Awaitable[Any]]] = field(default_factory=list)
@@ -77,9 +77,11 @@ class Live:
         Only requests the page made count: Chromium's own (a favicon for the last page) are
         refused the same way but not reported.
         """
+        new = self.proxy.refused_total - self.refusals_before
+        recent = list(self.proxy.refusals)[-new:] if new > 0 else []
         return [
             r
-            for r in self.proxy.refusals[self.refusals_before :]
+            for r in recent
             if r.url in self.requested or any(u.startswith(r.url + "/") for u in self.requested)
         ]
 
@@ -167,7 +169,7 @@ class BrowserSession:
             raise _Gone
         async with live.lock:
             live.blocked_navigation = None
-            live.refusals_before = len(live.proxy.refusals)
+            live.refusals_before = live.proxy.refused_total
             live.requested.clear()
             with anyio.fail_after(self.config.timeout * 2 + 5):  # a backstop to Playwright's own
                 return await action(live)
