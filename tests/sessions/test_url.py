@@ -76,3 +76,36 @@ def test_wrong_urls_say_what_would_be_right(url: str, message: str) -> None:
 def test_not_a_store() -> None:
     with pytest.raises(TypeError, match="a store must be a Store or a URL string, got int"):
         store_from(3)  # type: ignore[arg-type]
+
+
+def test_kode_stores_pass_through_without_the_protocol_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An agent made with a store passes it through store_from each time: kode's own stores
+    skip the runtime Protocol check (about 20 us, every method looked up); any other object
+    that has the methods of a Store still passes."""
+    import kode.sessions.url as url
+
+    checked: list[object] = []
+
+    class Recording(type):
+        def __instancecheck__(cls, obj: object) -> bool:
+            checked.append(obj)
+            return hasattr(obj, "append") and hasattr(obj, "acquire")
+
+    class Protocol(metaclass=Recording):
+        pass
+
+    monkeypatch.setattr(url, "Store", Protocol)
+    own = [MemoryStore(), SQLiteStore(":memory:"), PostgresStore("postgresql://localhost/x")]
+    for store in own:
+        assert store_from(store) is store
+    assert checked == []
+
+    class Wrapped:
+        def __init__(self, inner: MemoryStore) -> None:
+            self.append, self.acquire = inner.append, inner.acquire
+
+    other = Wrapped(MemoryStore())
+    assert store_from(other) is other  # type: ignore[arg-type]
+    assert checked == [other]
