@@ -72,13 +72,6 @@ def _v1(integer: str) -> tuple[str, ...]:
     )
 
 
-_label_index_v2 = (
-    "DROP INDEX kode_sessions_by_label",
-    "CREATE INDEX kode_sessions_by_label ON kode_sessions (label, last_active, id) "
-    "WHERE label IS NOT NULL",
-)
-
-
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         version=1,
@@ -87,14 +80,6 @@ MIGRATIONS: tuple[Migration, ...] = (
         # JSON is kept as text, not jsonb: jsonb refuses the escape \u0000, which a tool's
         # output may hold, and text is written as is.
         postgres=_v1("BIGINT"),
-    ),
-    Migration(
-        version=2,
-        description="the label index holds labelled sessions only",
-        # Most sessions have no label: with a partial index, a record appended to one of them
-        # changes one index page less, and `label = ?` (which implies NOT NULL) still uses it.
-        sqlite=_label_index_v2,
-        postgres=_label_index_v2,
     ),
 )
 """Every migration, in order; the last one's version is the schema this code writes."""
