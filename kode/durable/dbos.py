@@ -13,7 +13,8 @@ saying it may have partly run, and is never run twice. A call of a tool that run
 any case takes no *begin* step (one write less).
 
 It does not configure or launch DBOS, and keeps no state of its own: the conversation is the
-replay of the checkpointed steps.
+replay of the checkpointed steps. A run that ends may also be written to a session store, by
+one last step (``DurableAgent(store=...)``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from kode.agent.session import rerun_safe
 from kode.agent.template import AgentTemplate
 from kode.models.base import Model, ModelError, ModelEvent, ModelRequest, ModelResponse
 from kode.models.messages import ToolUseContent
+from kode.sessions import MemoryStore, SessionExistsError, Store, store_from
+from kode.sessions.store import start_session
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult, error_result
@@ -134,6 +137,7 @@ class DurableAgent:
         options: Mapping[str, Any] | None = None,
         durable_approvals: bool = False,
         approval_timeout: float = 86_400.0,
+        store: Store | str | None = None,
     ) -> None:
         """Register the workflow of this agent's runs.
 
@@ -148,6 +152,11 @@ class DurableAgent:
                 to its run (`decide`, or a `DBOSClient` on `approval_topic`), from any
                 process, even after the worker restarted; instead of an ``approver``.
             approval_timeout: Seconds a call waits for its decision before it is denied.
+            store: Where each run that ends with an answer is also written, as a session
+                whose id is the workflow's (a `Store`, or a URL: a store made for the write
+                and closed after, which any event loop DBOS runs the workflow on can use).
+                `Agent.resume` and the session tools then see the finished run; a run going
+                on is not in it. The write is a step: a recovered run writes it once.
 
         Raises:
             AgentError: `options` names ``store``, ``session_id`` or ``model``, or
@@ -161,8 +170,9 @@ class DurableAgent:
         if refused:
             raise AgentError(
                 f"DurableAgent options cannot name {', '.join(refused)}: the run's state is "
-                "DBOS's checkpoints, and the model is given as model=; pass the others "
-                "(deps, policy, approver, hooks, workspace, ...)"
+                "DBOS's checkpoints (store= of DurableAgent also writes finished runs to a "
+                "store), and the model is given as model=; pass the others (deps, policy, "
+                "approver, hooks, workspace, ...)"
             )
         self.template = template
         self.model = model
@@ -172,6 +182,8 @@ class DurableAgent:
         self._options = options
         self.durable_approvals = durable_approvals
         self.approval_timeout = approval_timeout
+        self.store = store
+        """Where finished runs are also written as sessions (None: nowhere)."""
 
         async def run_workflow(prompt: str) -> str:
             return await self._run_workflow(prompt)
@@ -202,13 +214,43 @@ class DurableAgent:
         hooks = given.merged(own) if isinstance(given, AgentHooks) else own
         if self.durable_approvals:
             options["approver"] = self._wait_for_decision
+        run_id = DBOS.workflow_id or uuid.uuid4().hex
+        # The run's records, as kode writes them, kept in memory: the replay of a recovered
+        # run makes them again; only the final write to `store` is a step.
+        records = MemoryStore() if self.store is not None else None
+        if records is not None:
+            options.update(store=records, session_id=run_id)
         agent = Agent.create(
             self.template, model=_StepModel(self.model, execution), hooks=hooks, **options
         )
         execution.agent = agent
         async with agent:
             reply = await agent.send(prompt)
+        if records is not None:
+            await self._save_session(records, run_id, agent.template.id)
         return reply.text
+
+    async def _save_session(self, records: MemoryStore, run_id: str, template_id: str) -> None:
+        written = [entry.record for entry in (await records.load(run_id)).entries]
+        target = self.store
+        assert target is not None
+
+        async def session_save() -> int:
+            store = store_from(target)
+            try:
+                lease, last = await start_session(
+                    store, run_id, template=template_id, records=written
+                )
+            except SessionExistsError:
+                return 0  # an earlier attempt of this step wrote it before its checkpoint
+            else:
+                await store.release(lease)
+                return last
+            finally:
+                if isinstance(target, str):
+                    await store.aclose()
+
+        await DBOS.run_step_async({"name": "kode.session_save"}, session_save)
 
     def _tool_step(
         self, execution: _Execution

@@ -35,6 +35,11 @@ url, folder, executor, role = sys.argv[1], Path(sys.argv[2]), sys.argv[3], sys.a
 lease_timeout = float(sys.argv[5]) if len(sys.argv) > 5 else 60.0
 
 
+def sessions_url(url: str, folder: Path) -> str:
+    """The session store of the pool: the PostgreSQL database itself, or a SQLite file."""
+    return url if url.startswith("postgresql") else f"sqlite:///{folder / 'sessions.db'}"
+
+
 def log(name: str, line: str) -> None:
     with (folder / name).open("a") as out:
         out.write(f"{line} {executor}\n")
@@ -130,6 +135,7 @@ ledger = DurableAgent(
     AgentTemplate(id="pool-ledger", tools=["note_read", "ledger_add"]),
     model=LedgerModel(),
     options={"registry": registry},
+    store=sessions_url(url, folder),  # each finished run is also a session there
 )
 DurableAgent(
     AgentTemplate(id="pool-vault", tools=["vault_open"]),

@@ -107,6 +107,30 @@ class Pool:
         ]
 
 
+def sessions(url: str, folder: Path, ids: list[str]) -> dict[str, tuple[list[str], str]]:
+    """The roles of each session's messages and its last message's text."""
+    import anyio
+
+    from kode.sessions import fold, store_from
+
+    store_url = url if url.startswith("postgresql") else f"sqlite:///{folder / 'sessions.db'}"
+
+    async def read() -> dict[str, tuple[list[str], str]]:
+        store = store_from(store_url)
+        try:
+            found = {}
+            for session_id in ids:
+                state = fold((await store.load(session_id)).entries)
+                roles = [message.role for message in state.messages]
+                text = "".join(getattr(b, "text", "") for b in state.messages[-1].content)
+                found[session_id] = (roles, text)
+            return found
+        finally:
+            await store.aclose()
+
+    return anyio.run(read)
+
+
 def test_a_killed_workers_runs_finish_on_the_live_worker(system_db: str, tmp_path: Path) -> None:
     pool = Pool(system_db, tmp_path)
     try:
@@ -199,6 +223,11 @@ def test_a_killed_workers_runs_finish_on_the_live_worker(system_db: str, tmp_pat
         "note_read:+3",
         "turn2:+3",
     ]
+    # Each finished ledger run is also a session in the store, written once by pool-b.
+    assert sessions(system_db, tmp_path, list(answers)) == {
+        tag: (["user", "assistant", "user", "assistant", "user", "assistant"], answer)
+        for tag, answer in answers.items()
+    }
     # The approval: the turn that asked is not asked again; the tool runs once, on pool-b.
     assert pool.runs("vault", "model.log") == [("turn1", "pool-a"), ("turn2", "pool-b")]
     assert pool.runs("vault", "tools.log") == [("vault_open", "pool-b")]
