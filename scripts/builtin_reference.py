@@ -377,6 +377,8 @@ class _Setup:
     calls: list[tuple[str, dict[str, Any]]]
     intro: str
     after: Callable[[], list[str]] = lambda: []
+    mask: Callable[[str], str] = lambda text: text
+    """Replaces what differs from run to run (process ids, ages) in what the page shows."""
 
 
 class _Answering:
@@ -532,10 +534,131 @@ def _image_generate_example() -> Iterator[_Setup]:
         )
 
 
+_BRAVE_PATH = "/res/v1/web/search"
+
+
+@contextmanager
+def _brave(requests: list[dict[str, list[str]]]) -> Iterator[str]:
+    """Serve the Brave Search API's format on 127.0.0.1; yield its URL, keep each query."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import parse_qs, urlsplit
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            query = parse_qs(urlsplit(self.path).query)
+            requests.append(query)
+            lang = query.get("search_lang", ["en"])[0]
+            results = [
+                {
+                    "title": f"Tool calling for agents ({lang})",
+                    "url": f"https://docs.example/{lang}/tools",
+                    "description": "How a model calls <strong>tools</strong> and reads results.",
+                    "age": "3 days ago",
+                },
+                {
+                    "title": "Agent SDKs compared",
+                    "url": "https://blog.example/agent-sdks",
+                    "description": "Schemas, validation &amp; errors in five SDKs.",
+                },
+            ]
+            body = json.dumps({"type": "search", "web": {"results": results}}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+@contextmanager
+def _web_search_example() -> Iterator[_Setup]:
+    from kode.builtin.web import BraveSearch, WebConfig
+
+    requests: list[dict[str, list[str]]] = []
+    with _brave(requests) as site:
+        provider = BraveSearch(base_url=f"{site}{_BRAVE_PATH}", api_key="-", trust_env=False)
+
+        def sent() -> list[str]:
+            last = {k: v[0] for k, v in requests[-1].items()}
+            return [
+                "The second call's query string, as the Brave API received it:",
+                "",
+                "```json",
+                json.dumps(last, indent=2),
+                "```",
+            ]
+
+        yield _Setup(
+            site=site,
+            services={"web": WebConfig(search=provider)},
+            calls=[
+                ("web_search", {"query": "agent tool calling", "count": 2}),
+                (
+                    "web_search",
+                    {
+                        "query": "agent tool calling",
+                        "count": 2,
+                        "country": "DE",
+                        "search_lang": "de",
+                    },
+                ),
+            ],
+            intro="against a server on 127.0.0.1 that speaks the Brave Search API's format",
+            after=sent,
+        )
+
+
+def _mask_shells(text: str) -> str:
+    text = re.sub(r"pid \d+", "pid <pid>", text)
+    return re.sub(r"started \d+ (\w+) ago", "started <age> ago", text)
+
+
+@contextmanager
+def _bash_list_example() -> Iterator[_Setup]:
+    from kode.builtin.runtime import PROCESSES, RUNTIME_POLICY, RuntimePolicy
+
+    services: dict[str, Any] = {}
+    RUNTIME_POLICY.set(services, RuntimePolicy(security="full", ask="off"))
+    try:
+        yield _Setup(
+            site="",
+            services=services,
+            calls=[
+                ("bash_run", {"command": "sleep 300", "background": True}),
+                ("bash_run", {"command": "sleep 600", "background": True}),
+                ("bash_kill", {"shell_id": "shell_1"}),
+                ("bash_list", {}),
+                ("bash_list", {"running_only": True}),
+            ],
+            intro="with a runtime policy that runs commands without asking "
+            '(`RuntimePolicy(security="full", ask="off")`); process ids and ages are shown as '
+            "`<pid>` and `<age>`",
+            mask=_mask_shells,
+        )
+    finally:
+        manager = PROCESSES.get(services)
+        if manager is not None:
+            manager.close()
+
+
 _SERVED: dict[str, Callable[[], AbstractContextManager[_Setup]]] = {
     "web_fetch": _web_fetch_example,
     "browser": _browser_example,
     "image_generate": _image_generate_example,
+    "web_search": _web_search_example,
+    "bash_list": _bash_list_example,
 }
 
 
@@ -574,11 +697,15 @@ def _run_example(
     from kode.tools.workspace import FilePool, Workspace
 
     def shown(text: str) -> str:
-        return text.replace(setup.site, _SITE) if setup is not None else text
+        if setup is None:
+            return text
+        return setup.mask(text.replace(setup.site, _SITE) if setup.site else text)
 
     where = ""
-    if setup is not None:
+    if setup is not None and setup.site:
         where = f", {setup.intro}; the server's address is shown as {_SITE}"
+    elif setup is not None:
+        where = f", {setup.intro}"
     out = ["", f"Example (run when this page was made, in a temporary workspace{where}):", ""]
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -603,6 +730,8 @@ def _run_example(
                 out += [f"`{tool_name}` with", "", "```json", dumped, "```", ""]
             for key, text in texts.items():
                 out += [f"`{tool_name}` with `{key}`:", "", "```text", text, "```", ""]
+            if not arguments:
+                out += [f"`{tool_name}` with no arguments", ""]
             images = [b for b in result.content if isinstance(b, ImageBlock)]
             if images:
                 what = ", ".join(f"{b.media_type}, {_png_size(b.data)}" for b in images)

@@ -299,3 +299,47 @@ async def test_country_and_search_lang_are_checked() -> None:
     )
     plain = await web_search.run({"query": "q"}, context(Plain()))
     assert not plain.is_error
+
+
+def test_the_first_search_imports_httpx_outside_the_event_loop() -> None:
+    """httpx is imported and its client made on the first search in a worker thread, so the
+    loop's other tasks do not wait for it: a fresh process records which thread imports it."""
+    import subprocess
+    import sys
+
+    script = """
+import sys, threading, anyio, json
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+importers = []
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "httpx":
+            importers.append(threading.current_thread() is threading.main_thread())
+        return None
+sys.meta_path.insert(0, Watch())
+
+from kode import ToolContext
+from kode.builtin.web import BraveSearch, WebConfig, web_search
+assert "httpx" not in sys.modules
+
+class H(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"web": {"results": [{"title": "t", "url": "https://a.example/"}]}})
+        self.send_response(200); self.send_header("Content-Length", str(len(body)))
+        self.end_headers(); self.wfile.write(body.encode())
+    def log_message(self, *a): pass
+
+httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+threading.Thread(target=httpd.serve_forever, daemon=True).start()
+url = f"http://127.0.0.1:{httpd.server_address[1]}/res/v1/web/search"
+provider = BraveSearch(base_url=url, api_key="k", trust_env=False)
+ctx = ToolContext(services={"web": WebConfig(search=provider)})
+result = anyio.run(web_search.run, {"query": "q"}, ctx)
+assert not result.is_error, result.text
+print(importers)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[False]", done.stdout + done.stderr

@@ -94,6 +94,12 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+def _client(http_timeout: float, trust_env: bool) -> httpx.AsyncClient:
+    import httpx
+
+    return httpx.AsyncClient(timeout=http_timeout, trust_env=trust_env, verify=_ssl_context())
+
+
 def _plain(text: Any) -> str:
     """Provider text (may hold ``<strong>`` and entities) as plain text."""
     if not isinstance(text, str):
@@ -115,12 +121,15 @@ async def _fetch_json(
     `send` makes the request with the client it is given; `name` is how the errors name the
     service, `provider` goes into their details, `key_hint` says where the API key comes from.
     """
+    import anyio
+
+    # The first search imports httpx and loads the CA bundle (a tenth of a second or more):
+    # in a worker thread, so the event loop's other tasks do not wait for it.
+    client = await anyio.to_thread.run_sync(_client, http_timeout, trust_env)
     import httpx
 
     try:
-        async with httpx.AsyncClient(
-            timeout=http_timeout, trust_env=trust_env, verify=_ssl_context()
-        ) as client:
+        async with client:
             response = await send(client)
     except httpx.TimeoutException:
         raise ToolError(
