@@ -277,6 +277,53 @@ def test_the_cron_tool_says_it_needs_dbos_launched() -> None:
     assert "it needs DBOS launched in this process (a worker: kode worker" in done.stdout
 
 
+def test_adding_through_a_worker_waits_for_a_decision_from_another_process(
+    tmp_path: Path,
+) -> None:
+    from dbos import DBOSClient
+
+    from kode.durable import approval_topic
+
+    db = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    template = tmp_path / "planner.toml"
+    template.write_text('id = "planner"\ntools = ["cron"]\n')  # no rule allows cron
+    add = {"action": "add", "schedule": "0 9 * * *", "prompt": "Report."}
+    turns = [
+        [{"name": "cron", "input": add, "id": "c1"}],
+        "Not scheduled.",
+        [{"name": "cron", "input": add, "id": "c2"}],
+        "Scheduled.",
+    ]
+    (tmp_path / "turns.json").write_text(json.dumps(turns))
+    model = f"scripted:{tmp_path / 'turns.json'}"
+    worker = Worker(tmp_path, db, "--template", str(template), "--model", model)
+    client = DBOSClient(system_database_url=db, application_name="kode")
+    try:
+        for run_id, call, decision in (("deny-1", "c1", "deny"), ("allow-1", "c2", "allow")):
+            options = {"queue_name": "kode-runs", "workflow_name": "kode.agent.planner"}
+            run = client.enqueue({**options, "workflow_id": run_id}, "Report every day at 9.")
+            deadline = time.monotonic() + 60
+            while "kode.model_turn" not in [
+                s["function_name"] for s in client.list_workflow_steps(run_id)
+            ]:
+                assert time.monotonic() < deadline, "the run never asked its model"
+                time.sleep(0.1)
+            time.sleep(1.0)  # the call now waits for its decision: nothing is added meanwhile
+            assert run.get_status().status == "PENDING"
+            assert kode("schedules", "list", db=db).stdout.strip() == "No schedules."
+            client.send(run_id, {"decision": decision}, topic=approval_topic(call))
+            assert run.get_result() == ("Not scheduled." if decision == "deny" else "Scheduled.")
+        (row,) = json.loads(kode("schedules", "list", "--json", db=db).stdout)
+        assert (row["schedule"], row["prompt"], row["agent"]) == (
+            "0 9 * * *",
+            "Report.",
+            "kode.agent.planner",
+        )
+    finally:
+        client.destroy()
+        worker.stop()
+
+
 def test_a_worker_recovers_the_run_of_a_dead_worker(tmp_path: Path) -> None:
     from dbos import DBOSClient
 
