@@ -12,11 +12,18 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from kode.agent.text import clean_text
-from kode.models.messages import ImageContent, TextContent, ToolResultContent, ToolUseContent
+from kode.models.messages import (
+    ContentBlock,
+    ImageContent,
+    Message,
+    TextContent,
+    ToolResultContent,
+    ToolUseContent,
+)
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import TextBlock, ToolResult, error_result
 
-__all__ = ["cancelled_result", "interrupted_result", "result_block"]
+__all__ = ["cancelled_result", "interrupted_result", "result_block", "results_message"]
 
 
 def result_block(call_id: str, result: ToolResult) -> ToolResultContent:
@@ -44,6 +51,17 @@ def result_block(call_id: str, result: ToolResult) -> ToolResultContent:
     return ToolResultContent(tool_use_id=call_id, content=content, is_error=is_error)
 
 
+def results_message(blocks: list[ContentBlock]) -> Message:
+    """The user message answering a turn's calls with `blocks` (its ``tool_result`` blocks).
+
+    The list becomes the message's content (a new list each turn); blocks that are not all
+    ``tool_result`` blocks are validated as in any message.
+    """
+    if _BUILT and all(type(block) is ToolResultContent for block in blocks):
+        return _built(Message, {"role": "user", "content": blocks}, _MESSAGE)
+    return Message(role="user", content=blocks)
+
+
 # A turn makes one tool_result block, and one text block in it, for every call: they are
 # built here as pydantic's validation would build them from values already of the right
 # types (a str, a list of blocks, a bool), in about half the time. Only while the models have
@@ -53,6 +71,7 @@ _new = object.__new__
 _set = object.__setattr__
 _TEXT = frozenset({"text"})
 _RESULT = frozenset({"tool_use_id", "content", "is_error"})
+_MESSAGE = frozenset({"role", "content"})
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -77,7 +96,7 @@ def _builds_as_validation() -> bool:
             "__pydantic_private__",
         }:
             return False
-        for model in (TextContent, ToolResultContent):  # nothing that validation would run
+        for model in (TextContent, ToolResultContent, Message):  # nothing validation would run
             found = model.__pydantic_decorators__
             validators = (found.validators, found.field_validators, found.model_validators)
             if model.__pydantic_post_init__ is not None or any(validators):
@@ -94,8 +113,14 @@ def _builds_as_validation() -> bool:
             },
             _RESULT,
         )
+        message = _built(Message, {"role": "user", "content": [made]}, _MESSAGE)
+        validated = Message(role="user", content=[valid])
         return (
-            made == valid
+            message == validated
+            and message.model_fields_set == validated.model_fields_set
+            and message.model_dump_json() == validated.model_dump_json()
+            and list(Message.model_fields) == ["role", "content"]
+            and made == valid
             and made.model_fields_set == valid.model_fields_set
             and made.content[0].model_fields_set == text.model_fields_set
             and made.__pydantic_extra__ == valid.__pydantic_extra__

@@ -149,6 +149,7 @@ class _Call:
             result=None if pending else block,
             error_type=result.error_type.value if result.error_type else None,
             client=True if pending else None,
+            record=self.record,
         )
         self.emit(
             ToolEnd(
@@ -335,7 +336,11 @@ class _Call:
             if decision.decision == "allow_always":
                 remember_always(session, request, decision)
         # 4. pre-hooks
-        pre, post = agent.hooks.for_tool(tool.name)
+        hooks = agent.hooks
+        if hooks.pre_tool_use or hooks.post_tool_use or hooks.tools:
+            pre, post = hooks.for_tool(tool.name)
+        else:  # (most agents have none)
+            pre = post = ()
         answer: ToolResult | None = None
         for hook in pre:
             try:
@@ -401,7 +406,7 @@ class _Call:
                 break
         # 6. execution: the store knows the call started before it does (write-ahead)
         session = self.session
-        session.update_call(self.call, "running", tool=tool)
+        session.update_call(self.call, "running", tool=tool, record=self.record)
         if session.store is not None:  # (without one, there is nothing to commit)
             await self.run_.commit()
         takes_context = tool.context_param is not None

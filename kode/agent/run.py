@@ -20,7 +20,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from kode.agent.blocks import cancelled_result
+from kode.agent.blocks import cancelled_result, results_message
 from kode.agent.events import (
     ApprovalRequired,
     Done,
@@ -407,7 +407,7 @@ class AgentRun:
                             turns=turn,
                             pending_calls=tuple(c.id for c in pending),
                         )
-                    session.add_message(Message(role="user", content=self._answer(calls, outcomes)))
+                    session.add_message(results_message(self._answer(calls, outcomes)))
                     calls = ()
                     await self.commit()
             except BaseException as exc:

@@ -256,13 +256,16 @@ class Session:
         error_type: str | None = None,
         tool: Tool[..., Any] | None = None,
         client: bool | None = None,
+        record: ToolCallRecord | None = None,
     ) -> ToolCallRecord:
         """A call moves to `status` (with its `result` once final); return its record.
 
         `tool`, given when the call starts running, records whether it only reads and
         whether it is idempotent (what a resumed session needs to decide on a re-run).
+        `record` is the call's record, when the caller holds it already (`call_record`).
         """
-        record = self.records.for_call(call)
+        if record is None:
+            record = self.records.for_call(call)
         record.status = status
         if status == "running":
             if record.started_at is None:

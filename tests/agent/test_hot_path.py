@@ -17,7 +17,7 @@ from support import make_agent
 from kode import ToolContext, define_tool
 from kode.agent import AgentState, ToolCallRecord, ToolStart
 from kode.agent import blocks as blocks_module
-from kode.agent.blocks import result_block
+from kode.agent.blocks import result_block, results_message
 from kode.agent.hooks import AgentHooks
 from kode.agent.text import CUT_MARK, clean_message
 from kode.models import (
@@ -211,6 +211,25 @@ def test_a_result_block_is_the_block_validation_builds(result: ToolResult) -> No
     assert made.model_copy(deep=True) == valid
     assert Message(role="user", content=[made]).content[0] is made
     assert ToolResultContent.model_validate_json(made.model_dump_json()) == valid
+
+
+def test_the_results_message_is_the_message_validation_builds() -> None:
+    blocks: list[Any] = [
+        result_block("a", text_result("one")),
+        result_block("b", error_result("no")),
+    ]
+    made = results_message(list(blocks))
+    valid = Message(role="user", content=list(blocks))
+    assert made == valid and made.model_fields_set == valid.model_fields_set
+    assert made.model_dump_json() == valid.model_dump_json()
+    assert Message.model_validate_json(made.model_dump_json()) == valid
+    # anything but tool_result blocks is validated as in any message
+    note: Any = {"type": "text", "text": "and a note"}
+    mixed = results_message([*blocks, note])
+    assert isinstance(mixed.content[2], TextContent) and mixed.content[2].text == "and a note"
+    with pytest.raises(ValidationError):
+        bad: Any = {**note, "text": None}
+        results_message([*blocks, bad])
 
 
 def test_a_result_block_cleans_lone_surrogates() -> None:
