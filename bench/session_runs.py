@@ -2,9 +2,10 @@
 
 Run ``python bench/session_runs.py`` (``--quick`` for fewer rounds and a shorter long
 conversation, ``--json`` for machine-readable output, ``--check`` to exit 1 when a target is
-missed, ``--no-peers`` for kode's rows alone). Every subject does the same canned work in this
-one process: a tool ``add(a: int, b: int)`` and a model that asks for it ``turns`` times, then
-answers ``"The sum is 5."`` (the canned models of ``bench/peers.py``):
+missed, ``--no-peers`` for kode's rows alone, ``--caches`` for cold and warm round trips).
+Every subject does the same canned work in this one process: a tool ``add(a: int, b: int)``
+and a model that asks for it ``turns`` times, then answers ``"The sum is 5."`` (the canned
+models of ``bench/peers.py``):
 
 - ``round_trip``: one tool round trip (two model turns) per run;
 - ``turns_50``: 50 tool round trips per run.
@@ -16,7 +17,16 @@ kode with no store; kode with `MemoryStore`; kode with `SQLiteStore` (a file, WA
 its ``SQLiteSession`` (a file); LangGraph's ``create_react_agent`` with ``AsyncSqliteSaver``
 (``langgraph-checkpoint-sqlite``, a file). kode commits twice in a turn of one call
 (write-ahead: the reply with the call's start, then its end with the results; each further
-call of a turn adds its own), the peers once per item or per step.
+call of a turn adds its own), once for the prompt (which also creates the session and takes
+its lease) and once for the final answer; closing releases the lease. The peers commit once
+per item or per step.
+
+The rounds keep one order, so kode's SQLite NORMAL row always runs right after LangGraph and
+meets the CPU caches LangGraph left (as each peer meets those of the subject before it); the
+other kode rows run after a kode row, with kode's code and data still cached. Compare kode's
+rows with each other with ``--no-peers``; ``--caches`` adds ``round_trip_cold`` (each subject
+timed right after the other library's subjects ran) and ``round_trip_warm`` (right after a
+run of its own), the ratio there being the subject's time over kode's SQLite NORMAL.
 
 Target: kode with SQLite (NORMAL) at least 10x faster per run than the faster of the two peers
 with their SQLite persistence. A peer that is not installed (``pip install -e '.[bench]'``)
@@ -253,11 +263,33 @@ async def medians_ms(runs: dict[str, RunFunc], turns: int, rounds: int) -> dict[
     return {label: statistics.median(t) / 1e6 for label, t in times.items()}
 
 
+async def cold_and_warm_ms(
+    subjects: list[tuple[str, RunFunc, bool]], turns: int, rounds: int
+) -> dict[str, tuple[float, float]]:
+    """Each subject's median ms per run right after the other library's subjects ran (cold:
+    the CPU caches hold their code and data) and right after itself (warm)."""
+    cold: dict[str, list[int]] = {label: [] for label, _, _ in subjects}
+    warm: dict[str, list[int]] = {label: [] for label, _, _ in subjects}
+    for _ in range(rounds):
+        for label, run, peer in subjects:
+            for _, other, other_peer in subjects:
+                if other_peer != peer:
+                    await other(turns)
+            for times in (cold, warm):
+                start = time.perf_counter_ns()
+                await run(turns)
+                times[label].append(time.perf_counter_ns() - start)
+    return {
+        label: (statistics.median(cold[label]) / 1e6, statistics.median(warm[label]) / 1e6)
+        for label in cold
+    }
+
+
 def installed(*modules: str) -> bool:
     return all(importlib.util.find_spec(m) is not None for m in modules)
 
 
-async def run_all(quick: bool, peers: bool) -> tuple[list[Row], list[str]]:
+async def run_all(quick: bool, peers: bool, caches: bool) -> tuple[list[Row], list[str]]:
     from contextlib import AsyncExitStack
 
     from kode.sessions import MemoryStore, SQLiteStore
@@ -314,6 +346,13 @@ async def run_all(quick: bool, peers: bool) -> tuple[list[Row], list[str]]:
                     )
                 else:
                     rows.append(Row(figure, label, times[label], ratio, "", None))
+        if caches:  # round_trip again, cold against cold and warm against warm
+            both = await cold_and_warm_ms(subjects, 1, 10 if quick else 40)
+            for index, figure in enumerate(("round_trip_cold", "round_trip_warm")):
+                base = both["kode, SQLite NORMAL"][index]
+                for label, _, _ in subjects:
+                    ms = both[label][index]
+                    rows.append(Row(figure, label, ms, ms / base, "", None))
         turns = 1_000 if quick else 5_000
         early, late = await kode_depth(normal, turns)
         ratio = late / early
@@ -331,11 +370,11 @@ async def run_all(quick: bool, peers: bool) -> tuple[list[Row], list[str]]:
 
 
 def print_table(rows: list[Row]) -> None:
-    print(f"{'figure':<12} {'subject':<52} {'ms/run':>10} {'ratio':>8}  target")
+    print(f"{'figure':<15} {'subject':<52} {'ms/run':>10} {'ratio':>8}  target")
     for r in rows:
         ratio = f"{r.ratio:.2f}x" if r.ratio is not None else ""
         mark = {True: " ok", False: " MISSED", None: ""}[r.passed]
-        print(f"{r.figure:<12} {r.subject:<52} {r.median_ms:>10.3f} {ratio:>8}  {r.target}{mark}")
+        print(f"{r.figure:<15} {r.subject:<52} {r.median_ms:>10.3f} {ratio:>8}  {r.target}{mark}")
     print(
         "ratio: the subject's time over kode's with SQLite NORMAL; on kode's SQLite NORMAL "
         "row: the faster peer's time over kode's. depth: ms of one late turn; ratio: late/early."
@@ -348,8 +387,14 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--no-peers", action="store_true", help="kode's rows alone")
+    parser.add_argument(
+        "--caches",
+        action="store_true",
+        help="also round_trip cold (right after the other library's runs) and warm (right "
+        "after its own), for every subject",
+    )
     args = parser.parse_args()
-    rows, notes = anyio.run(run_all, args.quick, not args.no_peers)
+    rows, notes = anyio.run(run_all, args.quick, not args.no_peers, args.caches)
     if args.json:
         print(
             json.dumps(

@@ -51,3 +51,21 @@ def test_the_session_runs_bench_runs() -> None:
     assert rows - expected == {("depth_1000", "kode, SQLite NORMAL: last 10 turns vs turns 6-15")}
     assert expected <= rows
     assert all(r["median_ms"] > 0 for r in report["rows"])
+
+
+def test_the_session_runs_bench_times_cold_and_warm_round_trips() -> None:
+    done = subprocess.run(
+        [sys.executable, str(RUNS), "--quick", "--json", "--no-peers", "--caches"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["rows"]
+    subjects = ["kode, SQLite NORMAL", "kode, SQLite FULL", "kode, MemoryStore", "kode, no store"]
+    for figure in ("round_trip_cold", "round_trip_warm"):
+        found = [r for r in rows if r["figure"] == figure]
+        assert [r["subject"] for r in found] == subjects
+        assert all(r["median_ms"] > 0 and r["passed"] is None for r in found)
+        assert found[0]["ratio"] == 1.0
