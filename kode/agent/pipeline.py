@@ -663,6 +663,9 @@ async def run_turn_calls(
                 done.set()
 
     async with anyio.create_task_group() as tg:
+        # anyio 4.14 and later start a coroutine made here without start_soon's checks of a
+        # function that makes one
+        create_task = getattr(tg, "create_task", None)
         for index, call in enumerate(calls):
             if results[index] is not None:  # answered already (a duplicate id)
                 continue
@@ -673,6 +676,9 @@ async def run_turn_calls(
                 previous = done
             elif limiter is None:  # nothing to wait for: one coroutine less per call
                 # (named as anyio would name it, without working the name out every time)
-                tg.start_soon(_run_into, results, index, run, call, tool, name=_TASK_NAME)
+                if create_task is not None:
+                    create_task(_run_into(results, index, run, call, tool), name=_TASK_NAME)
+                else:
+                    tg.start_soon(_run_into, results, index, run, call, tool, name=_TASK_NAME)
             else:
                 tg.start_soon(one, index, call, tool, None, None)
