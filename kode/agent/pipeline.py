@@ -30,9 +30,8 @@ from kode.agent.events import (
     ToolStart,
     jsonable_arguments,
 )
-from kode.agent.hooks import Allow, Deny, Respond, RewriteInput
+from kode.agent.hooks import Allow, Deny, PostToolUseFunc, PreToolUseFunc, Respond, RewriteInput
 from kode.agent.permissions import (
-    ALLOWED,
     ApprovalDecision,
     ApprovalRequest,
     Verdict,
@@ -46,7 +45,7 @@ from kode.tools.blocking import BLOCKED_LOOP_KEY
 from kode.tools.context import ToolContext, ToolEvent
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import TextBlock, ToolResult, error_result, text_result
-from kode.tools.tool import Tool
+from kode.tools.tool import PreparedCall, Tool
 from kode.tracing.events import link as span_link
 from kode.tracing.events import note as span_event
 
@@ -165,6 +164,8 @@ class _Call:
         return CallOutcome(block=block, status=status, pending=pending)
 
     async def run(self) -> CallOutcome:
+        # Only the steps every call takes are here (a turn keeps one of these coroutines per
+        # call in flight, and a smaller frame costs less); approval and hooks have their own.
         agent, call = self.agent, self.call
         # 1. lookup (made with the call: the turn's scheduling needed the tool already)
         tool = self.tool
@@ -174,24 +175,92 @@ class _Call:
         prepared = tool.prepare(call.input)
         if isinstance(prepared, ToolResult):
             return self.finish(prepared, "failed")
-        arguments = prepared.arguments
         # 3. permission (a call approved, or started, before a restart has it already)
+        if self.record.status not in ("approved", "running") and not can_only_allow(
+            agent.template.permission, tool
+        ):
+            permitted = await self._permit(tool, prepared)
+            if isinstance(permitted, CallOutcome):
+                return permitted
+            prepared, call = permitted
+        # 4. pre-hooks
+        hooks = agent.hooks
+        answer: ToolResult | None = None
+        post: Sequence[PostToolUseFunc] = ()
+        if hooks.pre_tool_use or hooks.post_tool_use or hooks.tools:  # (most agents have none)
+            pre, post = hooks.for_tool(tool.name)
+            if pre:
+                hooked = await self._pre_hooks(tool, prepared, call, pre)
+                if isinstance(hooked, CallOutcome):
+                    return hooked
+                prepared, call, answer = hooked
+        # 6. execution: the store knows the call started before it does (write-ahead)
+        session = self.session
+        session.update_call(self.call, "running", tool=tool, record=self.record)
+        if session.store is not None:  # (without one, there is nothing to commit)
+            await self.run_.commit()
+        arguments = prepared.arguments
+        takes_context = tool.context_param is not None
+        # (a copy when the tool's context is about to join the arguments, in `execute`)
+        self.emit(
+            ToolStart(
+                call_id=call.id,
+                name=tool.name,
+                input=dict(arguments) if takes_context else arguments,
+            )
+        )
+        if answer is None:
+            # 5. context, for a tool that takes one (hooks made it already if there are any)
+            limit = agent.template.tool_timeout
+            # (the tool's own execute: one coroutine less than `prepared.execute`)
+            result = await prepared.tool.execute(
+                arguments, self.context(tool) if takes_context else self.ctx, default_timeout=limit
+            )
+            if result.metadata and BLOCKED_LOOP_KEY in result.metadata:
+                self.emit(
+                    ToolBlockedLoop(
+                        call_id=call.id,
+                        name=tool.name,
+                        seconds=result.metadata[BLOCKED_LOOP_KEY],
+                        timeout=tool.timeout if tool.timeout is not None else limit,
+                    )
+                )
+        else:
+            result = answer
+        # 7. post-hooks
+        if post:
+            result = await self._post_hooks(tool, call, result, post)
+        if result.is_error:
+            status: ToolCallStatus = (
+                "cancelled" if result.error_type is ToolErrorType.CANCELLED else "failed"
+            )
+        else:
+            status = "done"
+        return self.finish(result, status)
+
+    async def _permit(
+        self, tool: Tool[..., Any], prepared: PreparedCall
+    ) -> CallOutcome | tuple[PreparedCall, ToolUseContent]:
+        """Step 3 for a call the permission rules could refuse or ask about.
+
+        The call's outcome when it ends here (denied, refused, a failed check), else what it
+        runs with: the prepared call and the call (the input a decider gave instead, if any).
+        """
+        agent, call = self.agent, self.call
+        arguments = prepared.arguments
         source = server = None
         try:
             permission = agent.template.permission
-            if self.record.status in ("approved", "running") or can_only_allow(permission, tool):
-                verdict = ALLOWED
-            else:
-                source, server = origin(agent, tool)
-                verdict = check_permission(
-                    tool,
-                    arguments,
-                    permission,
-                    always_allowed=agent.always_allowed,
-                    ctx=self.context(tool),
-                    source=source,
-                    server=server,
-                )
+            source, server = origin(agent, tool)
+            verdict = check_permission(
+                tool,
+                arguments,
+                permission,
+                always_allowed=agent.always_allowed,
+                ctx=self.context(tool),
+                source=source,
+                server=server,
+            )
         except Exception as exc:  # a requires_approval function that raised
             _log.error("the permission check of %r raised", tool.name, exc_info=exc)
             return self.finish(
@@ -335,12 +404,21 @@ class _Call:
                 call = call.model_copy(update={"input": decision.input})
             if decision.decision == "allow_always":
                 remember_always(session, request, decision)
-        # 4. pre-hooks
-        hooks = agent.hooks
-        if hooks.pre_tool_use or hooks.post_tool_use or hooks.tools:
-            pre, post = hooks.for_tool(tool.name)
-        else:  # (most agents have none)
-            pre = post = ()
+        return prepared, call
+
+    async def _pre_hooks(
+        self,
+        tool: Tool[..., Any],
+        prepared: PreparedCall,
+        call: ToolUseContent,
+        pre: Sequence[PreToolUseFunc],
+    ) -> CallOutcome | tuple[PreparedCall, ToolUseContent, ToolResult | None]:
+        """Step 4: the pre-hooks, in order.
+
+        The call's outcome when a hook ends it (denied, failed, invalid rewritten input), else
+        what it runs with: the prepared call, the call (as a hook rewrote it) and the answer a
+        hook gave in the tool's place, if any.
+        """
         answer: ToolResult | None = None
         for hook in pre:
             try:
@@ -393,7 +471,6 @@ class _Call:
                         "failed",
                     )
                 prepared = rewritten
-                arguments = prepared.arguments
                 # Later hooks (and post-hooks) see the call as it will run; the history
                 # keeps the model's own call.
                 call = call.model_copy(update={"input": outcome.input})
@@ -404,38 +481,16 @@ class _Call:
                     else outcome.result
                 )
                 break
-        # 6. execution: the store knows the call started before it does (write-ahead)
-        session = self.session
-        session.update_call(self.call, "running", tool=tool, record=self.record)
-        if session.store is not None:  # (without one, there is nothing to commit)
-            await self.run_.commit()
-        takes_context = tool.context_param is not None
-        # (a copy when the tool's context is about to join the arguments, in `execute`)
-        self.emit(
-            ToolStart(
-                call_id=call.id,
-                name=tool.name,
-                input=dict(arguments) if takes_context else arguments,
-            )
-        )
-        if answer is None:
-            # 5. context, for a tool that takes one (hooks made it already if there are any)
-            ctx = self.context(tool) if takes_context else self.ctx
-            limit = agent.template.tool_timeout
-            # (the tool's own execute: one coroutine less than `prepared.execute`)
-            result = await prepared.tool.execute(prepared.arguments, ctx, default_timeout=limit)
-            if result.metadata and BLOCKED_LOOP_KEY in result.metadata:
-                self.emit(
-                    ToolBlockedLoop(
-                        call_id=call.id,
-                        name=tool.name,
-                        seconds=result.metadata[BLOCKED_LOOP_KEY],
-                        timeout=tool.timeout if tool.timeout is not None else limit,
-                    )
-                )
-        else:
-            result = answer
-        # 7. post-hooks
+        return prepared, call, answer
+
+    async def _post_hooks(
+        self,
+        tool: Tool[..., Any],
+        call: ToolUseContent,
+        result: ToolResult,
+        post: Sequence[PostToolUseFunc],
+    ) -> ToolResult:
+        """Step 7: the post-hooks, in order; the result they leave."""
         for post_hook in post:
             try:
                 replaced = await _maybe_await(post_hook(call, result, self.context(tool)))
@@ -470,13 +525,7 @@ class _Call:
                 result = replaced
             elif isinstance(replaced, str):
                 result = text_result(replaced)
-        if result.is_error:
-            status: ToolCallStatus = (
-                "cancelled" if result.error_type is ToolErrorType.CANCELLED else "failed"
-            )
-        else:
-            status = "done"
-        return self.finish(result, status)
+        return result
 
     def context(self, tool: Tool[..., Any]) -> ToolContext[Any]:
         """The call's context, made on first use.
