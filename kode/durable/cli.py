@@ -115,6 +115,8 @@ def _agents(args: argparse.Namespace) -> list[Any]:
             except (OSError, TemplateError) as exc:
                 raise _Refused(f"--template {path}: {exc}") from None
             options: dict[str, Any] = {"durable_approvals": True}
+            if args.store:
+                options["store"] = args.store
             if args.workspace:
                 options["options"] = {"workspace": args.workspace}
             DurableAgent(template, model=model, **options)
@@ -155,6 +157,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
     dbos = _dbos()
     import kode.durable.schedules  # noqa: F401 (the cron tool and the scheduled workflow)
     from kode.agent.agent import AgentError
+    from kode.durable.dbos import session_queue
     from kode.durable.workers import WorkerLease
 
     agents = _agents(args)
@@ -191,6 +194,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
                 global_concurrency=args.concurrency,
                 worker_concurrency=args.worker_concurrency,
             )
+            await session_queue()  # runs that continue a session: one at a time per session
             names = ", ".join(agent.name for agent in agents)
             print(
                 f"kode worker {args.executor_id}: running {names} on queue {args.queue!r} "
@@ -255,6 +259,7 @@ def _cmd_add(args: argparse.Namespace) -> int:
             agent=args.agent,
             timezone=args.timezone,
             queue=args.queue,
+            session=args.session,
             client=client,
         )
 
@@ -289,6 +294,7 @@ def _row(schedule: Any) -> dict[str, Any]:
         "agent": schedule.agent,
         "timezone": schedule.timezone,
         "queue": schedule.queue,
+        "session": schedule.session,
         "status": schedule.status,
         "last_fired_at": schedule.last_fired_at,
     }
@@ -356,6 +362,12 @@ def register(commands: Any) -> None:
         "environment)",
     )
     worker.add_argument("--workspace", help="with --template: the directory tools may touch")
+    worker.add_argument(
+        "--store",
+        metavar="URL",
+        help="with --template: the session store (sqlite:///PATH or postgresql://...) finished "
+        "runs are written to and runs with a session continue (schedules add --session)",
+    )
     worker.add_argument("--builtin", action="store_true", help="load kode's built-in tools")
     worker.add_argument(
         "-v", "--verbose", action="store_true", help="show DBOS's log records from INFO up"
@@ -443,6 +455,12 @@ def register(commands: Any) -> None:
     p.add_argument("--timezone", help="an IANA time zone for the expression (default UTC)")
     p.add_argument(
         "--queue", help="a queue the workers listen to, for its limits (default: DBOS's own)"
+    )
+    p.add_argument(
+        "--session",
+        metavar="ID",
+        help="continue this session (in the agent's store) at each firing instead of a new "
+        "conversation; made by the first firing if missing",
     )
     _database_arguments(p)
     p.set_defaults(handler=_guard(_cmd_add, "schedules add"))

@@ -7,7 +7,9 @@ in its system database and every launched worker's scheduler fires it, so it out
 process that added it and a restarted worker keeps firing it; the firing of one time is one
 workflow whatever the number of workers (its id is the schedule's and the time's). The fired
 workflow starts the target `DurableAgent`'s own workflow as its child, on the prompt, so a
-scheduled run is a durable run like any other: a step per model turn and per tool call.
+scheduled run is a durable run like any other: a step per model turn and per tool call. A
+schedule may target a session: each firing then continues that stored conversation (the
+agent's store), one firing at a time (`kode.durable.dbos.SESSION_QUEUE`).
 
 Cron expressions are checked with the parser DBOS's scheduler uses (croniter, seconds first
 when there are six fields), so an expression accepted here is one DBOS runs. It does not run a
@@ -79,16 +81,20 @@ class Schedule:
     """The IANA time zone the expression is read in (`None`: UTC)."""
     queue: str | None = None
     """The DBOS queue its runs go on (`None`: DBOS's internal queue, no limit)."""
+    session: str | None = None
+    """The session each firing continues, in the agent's store (`None`: a new conversation
+    each time)."""
     status: str = "ACTIVE"
     """``ACTIVE`` or ``PAUSED`` (DBOS's)."""
     last_fired_at: str | None = None
     """When it last fired (ISO 8601), if it has."""
 
     def describe(self) -> str:
-        """One line: id, expression, agent and prompt."""
+        """One line: id, expression, agent (and session) and prompt."""
         zone = f" {self.timezone}" if self.timezone else ""
         paused = "" if self.status == "ACTIVE" else f" [{self.status.lower()}]"
-        return f"{self.id}  '{self.cron}'{zone}  {self.agent}{paused}: {self.prompt}"
+        session = f" in session {self.session}" if self.session else ""
+        return f"{self.id}  '{self.cron}'{zone}  {self.agent}{session}{paused}: {self.prompt}"
 
     @classmethod
     def _of(cls, row: WorkflowSchedule) -> Schedule:
@@ -100,6 +106,7 @@ class Schedule:
             agent=str(context.get("agent", "")),
             timezone=row.get("cron_timezone"),
             queue=row.get("queue_name"),
+            session=str(context["session"]) if context.get("session") else None,
             status=row.get("status") or "ACTIVE",
             last_fired_at=row.get("last_fired_at"),
         )
@@ -179,6 +186,7 @@ async def add_schedule(
     agent: DurableAgent | str,
     timezone: str | None = None,
     queue: str | None = None,
+    session: str | None = None,
     client: DBOSClient | None = None,
     schedule_id: str | None = None,
 ) -> Schedule:
@@ -196,11 +204,18 @@ async def add_schedule(
         timezone: The IANA time zone the expression is read in (default UTC).
         queue: A DBOS queue the workers registered, for the runs to respect its limits
             (default: DBOS's internal queue).
+        session: A session id: each firing continues that conversation in the agent's store
+            (`DurableAgent(store=...)`), as `DurableAgent.run(session_id=...)` does; a
+            session not in the store yet is made by the first firing. Firings of one session
+            run one at a time. Checked in this process unless `client` is given: the agent
+            must keep a store, and a session already there must run the agent's template
+            (otherwise the firing fails with an error saying so).
         client: Add through this client instead of the launched DBOS.
         schedule_id: The schedule's id (default: a new ``kode-cron-...`` one).
 
     Raises:
-        ValueError: The expression, the time zone, the prompt or the agent is not valid.
+        ValueError: The expression, the time zone, the prompt, the agent or the session is
+            not valid.
     """
     check_cron(cron, timezone=timezone)
     if not prompt.strip():
@@ -208,8 +223,17 @@ async def add_schedule(
     target = agent.name if isinstance(agent, DurableAgent) else agent
     if client is None:
         target = _target(agent)
+    if session is not None:
+        session = session.strip()
+        _check_session_id(session)
+        if client is None:
+            found = DurableAgent.named(target)
+            assert found is not None
+            await _check_session(found, session)
     name = schedule_id or _schedule_id(None)
-    context = {"id": name, "agent": target, "prompt": prompt}
+    context: dict[str, Any] = {"id": name, "agent": target, "prompt": prompt}
+    if session:
+        context["session"] = session
     if client is not None:
         await client.create_schedule_async(
             schedule_name=name,
@@ -229,8 +253,50 @@ async def add_schedule(
             queue_name=queue,
         )
     return Schedule(
-        id=name, cron=cron.strip(), prompt=prompt, agent=target, timezone=timezone, queue=queue
+        id=name,
+        cron=cron.strip(),
+        prompt=prompt,
+        agent=target,
+        timezone=timezone,
+        queue=queue,
+        session=session or None,
     )
+
+
+def _check_session_id(session: str) -> None:
+    from kode.sessions._common import check_id
+
+    try:
+        check_id(session)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"session: {exc}") from None
+
+
+async def _check_session(agent: DurableAgent, session: str) -> None:
+    """Refuse a session target `agent` cannot continue, as far as this process can tell."""
+    from kode.sessions import SessionNotFoundError, store_from
+
+    if agent.store is None:
+        raise ValueError(
+            f"durable agent {agent.name!r} keeps no session store, so it cannot continue "
+            f"session {session!r}: make it with DurableAgent(..., store=...) in every worker, "
+            "or leave the session out (each firing is then a new conversation)"
+        )
+    store = store_from(agent.store)
+    try:
+        header = await store.get(session)
+    except SessionNotFoundError:
+        return  # the first firing makes it
+    finally:
+        if isinstance(agent.store, str):
+            await store.aclose()
+    template = agent._template().id
+    if header.template != template:
+        raise ValueError(
+            f"session {session!r} runs template {header.template!r}, not {template!r} (the "
+            f"template of {agent.name!r}): name a session of that agent, or the agent of "
+            f"template {header.template!r}"
+        )
 
 
 async def list_schedules(*, client: DBOSClient | None = None) -> list[Schedule]:
@@ -273,7 +339,12 @@ async def _run_scheduled_workflow(scheduled_at: datetime, context: Any) -> None:
             f"names the durable agent {name!r}, which this worker does not make (it makes: "
             f"{known}): make it in every worker before DBOS.launch(), or remove the schedule"
         )
-    await agent.run(str(values.get("prompt", "")), workflow_id=f"{DBOS.workflow_id}.run")
+    session = values.get("session")
+    await agent.run(
+        str(values.get("prompt", "")),
+        workflow_id=f"{DBOS.workflow_id}.run",
+        session_id=str(session) if session else None,
+    )
 
 
 _run_scheduled = DBOS.workflow(name=SCHEDULED_WORKFLOW)(_run_scheduled_workflow)
@@ -316,14 +387,16 @@ async def cron(
     agent: str = "",
     timezone: str = "",
     id: str = "",
+    session: str = "",
     *,
     ctx: ToolContext,
 ) -> ToolResult:
     """Schedule a prompt to run later and repeatedly, list the schedules, or remove one.
 
     add: on each time the cron expression `schedule` fires, `agent` (default: this agent) is
-    run on `prompt` as a new conversation, unattended; write the prompt so that it stands on
-    its own. list: every schedule with its id. remove: the schedule `id` fires no more.
+    run on `prompt`, unattended: as a new conversation, so write the prompt so that it stands
+    on its own, or, with `session`, as the next message of that conversation. list: every
+    schedule with its id. remove: the schedule `id` fires no more.
 
     Cron expressions: 5 fields, minute hour day-of-month month day-of-week, in UTC unless
     `timezone` is given: '0 9 * * mon-fri' is 9:00 on weekdays, '*/15 * * * *' every 15
@@ -337,10 +410,12 @@ async def cron(
         agent: add: the agent that runs it (its template id); default: this one.
         timezone: add: an IANA time zone such as Europe/Paris for the expression (default UTC).
         id: remove: the schedule's id, as list shows it.
+        session: add: continue this conversation at each firing: a session id, or "this"
+            for the conversation making the call; default: a new conversation each time.
         ctx: Injected by kode (not shown to the model).
     """
     try:
-        return await _act(action, schedule, prompt, agent, timezone, id, ctx)
+        return await _act(action, schedule, prompt, agent, timezone, id, session, ctx)
     except dbos_error.DBOSException as exc:
         raise ToolError(
             f"DBOS could not do it ({exc}). The cron tool keeps schedules in DBOS's system "
@@ -356,6 +431,7 @@ async def _act(
     agent: str,
     timezone: str,
     id: str,
+    session: str,
     ctx: ToolContext,
 ) -> ToolResult:
     if action == "list":
@@ -382,6 +458,16 @@ async def _act(
             "(this agent is not running as a durable run)"
         )
     seed = f"{workflow_id}/{ctx.tool_call_id}" if workflow_id and ctx.tool_call_id else None
+    target_session = session.strip() or None
+    if target_session == "this":
+        # A run that continues a session runs as that session; any other durable run's own
+        # session is its workflow id, written only when it ends.
+        if workflow_id is None or ctx.session_id in (None, workflow_id):
+            raise ToolError(
+                'session "this" needs a run that continues a stored session (started with '
+                "session_id=...); this one does not: give a session id, or leave session out"
+            )
+        target_session = ctx.session_id
     try:
         upcoming = check_cron(schedule, timezone=timezone or None)
         added = await add_schedule(
@@ -390,6 +476,7 @@ async def _act(
             agent=target,
             timezone=timezone or None,
             queue=queue,
+            session=target_session,
             schedule_id=_schedule_id(seed),
         )
     except ValueError as exc:
@@ -408,6 +495,7 @@ def _as_dict(schedule: Schedule) -> dict[str, Any]:
         "agent": schedule.agent,
         "timezone": schedule.timezone,
         "queue": schedule.queue,
+        "session": schedule.session,
         "status": schedule.status,
         "last_fired_at": schedule.last_fired_at,
     }
