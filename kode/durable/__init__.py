@@ -22,7 +22,13 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kode.durable.dbos import INTERRUPTED_TEXT, DurableAgent, approval_topic
+    from kode.durable.dbos import (
+        INTERRUPTED_TEXT,
+        RUN_KEY,
+        SESSION_QUEUE,
+        DurableAgent,
+        approval_topic,
+    )
     from kode.durable.schedules import (
         SCHEDULED_WORKFLOW,
         Schedule,
@@ -36,7 +42,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INTERRUPTED_TEXT",
+    "RUN_KEY",
     "SCHEDULED_WORKFLOW",
+    "SESSION_QUEUE",
     "DurableAgent",
     "Schedule",
     "WorkerLease",
@@ -50,6 +58,8 @@ __all__ = [
 
 _SOURCES = {
     "INTERRUPTED_TEXT": "kode.durable.dbos",
+    "RUN_KEY": "kode.durable.dbos",
+    "SESSION_QUEUE": "kode.durable.dbos",
     "DurableAgent": "kode.durable.dbos",
     "approval_topic": "kode.durable.dbos",
     "SCHEDULED_WORKFLOW": "kode.durable.schedules",

@@ -213,6 +213,8 @@ class DurableAgent:
         self.template = template
         self.model = model
         template_id = template if isinstance(template, str) else template.id
+        self.template_id = template_id
+        """The id of the agent's template (the template of the sessions it writes)."""
         self.name = name or f"kode.agent.{template_id}"
         """The workflow's name."""
         self._options = options

@@ -264,12 +264,11 @@ async def add_schedule(
 
 
 def _check_session_id(session: str) -> None:
-    from kode.sessions._common import check_id
-
-    try:
-        check_id(session)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"session: {exc}") from None
+    if not session or not session.isprintable():
+        raise ValueError(
+            f"session: {session!r} is not a session id: give the id of a session of the "
+            "agent's store (printable text), or leave it out for a new conversation each time"
+        )
 
 
 async def _check_session(agent: DurableAgent, session: str) -> None:
@@ -290,7 +289,7 @@ async def _check_session(agent: DurableAgent, session: str) -> None:
     finally:
         if isinstance(agent.store, str):
             await store.aclose()
-    template = agent._template().id
+    template = agent.template_id
     if header.template != template:
         raise ValueError(
             f"session {session!r} runs template {header.template!r}, not {template!r} (the "

@@ -342,3 +342,42 @@ def test_runs_on_a_session_are_refused_with_what_to_do(tmp_path: Path) -> None:
     assert errors["schedule-id"].startswith("session: ")
     assert "session 'busy' is running (a run of it is going on" in errors["running"]
     assert errors["records"] == "6"  # the refused runs wrote nothing
+
+
+def test_the_cron_tool_targets_the_session_of_the_run_calling_it(tmp_path: Path) -> None:
+    from kode.durable import list_schedules, remove_schedule
+    from kode.models import tool_use
+
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    add = {"action": "add", "schedule": "0 9 * * *", "prompt": "Daily.", "session": "this"}
+    script = ScriptedModel(
+        [
+            [tool_use("cron", add, id="k1")],
+            "Scheduled here.",
+            [tool_use("cron", add, id="k2")],
+            "Could not.",
+        ]
+    )
+    template = AgentTemplate(id="session-planner", tools=["cron"], permission={"allow": ["cron"]})
+    planner = DurableAgent(template, model=script, store=url)
+    found: dict[str, Any] = {}
+
+    async def work() -> None:
+        await planner.run("Remind me here every day.", session_id="plans")
+        (schedule,) = await list_schedules()
+        found["schedule"] = schedule
+        await remove_schedule(schedule.id)
+        await planner.run("And in a new conversation?")  # its session is not in the store yet
+        found["refusal"] = script.requests[-1].messages[-1].content[0]
+
+    in_dbos(tmp_path, work)
+    schedule = found["schedule"]
+    assert (schedule.agent, schedule.session, schedule.prompt) == (
+        "kode.agent.session-planner",
+        "plans",
+        "Daily.",
+    )
+    assert "in session plans: Daily." in schedule.describe()
+    refusal = found["refusal"]
+    assert refusal.is_error
+    assert 'session "this" needs a run that continues a stored session' in refusal.text
