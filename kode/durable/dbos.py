@@ -339,11 +339,14 @@ class DurableAgent:
                         f"{template_id!r}: continue it with a durable agent of template "
                         f"{header.template!r}, or name another session"
                     )
-                if header.status not in ("idle", "failed"):
+                state = log.state()
+                unsettled = [c.id for c in state.open_calls] + state.client_waiting
+                if header.status not in ("idle", "failed") or unsettled:
+                    held = f" (calls not settled: {', '.join(unsettled)})" if unsettled else ""
                     raise AgentError(
-                        f"session {session_id!r} is {header.status} (a run of it is going on, "
-                        "waits, or stopped in the middle): a durable run continues a session "
-                        "at rest; finish that run first (Agent.resume)"
+                        f"session {session_id!r} is {header.status}{held} (a run of it is "
+                        "going on, waits, or stopped in the middle): a durable run continues "
+                        "a session at rest; finish that run first (Agent.resume)"
                     )
                 now = time.time()
                 if header.leased(now) and header.lease_owner != _OWNER:
