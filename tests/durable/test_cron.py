@@ -10,7 +10,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -50,10 +50,10 @@ class Worker:
                 text=True,
             )
         self.pid = self.process.pid
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # importing and launching DBOS is load-bound
         while "Ctrl-C stops" not in self.stderr():
             assert self.process.poll() is None, self.stderr()[-3000:]
-            assert time.monotonic() < deadline, "the worker never launched"
+            assert time.monotonic() < deadline, "the worker never launched:\n" + self.stderr()
             time.sleep(0.05)
 
     def stderr(self) -> str:
@@ -220,13 +220,13 @@ def test_the_cli_adds_lists_and_refuses_with_what_to_write(tmp_path: Path) -> No
 
 
 def wait_for_workflow(client: object, name: str, status: str) -> object:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while True:
         found = client.list_workflows(name=name, status=status)  # type: ignore[attr-defined]
         if found:
             return found[0]
-        assert time.monotonic() < deadline, f"no {status} run of {name}"
-        time.sleep(0.1)
+        assert time.monotonic() < deadline, f"no {status} run of {name} in 180 s"
+        time.sleep(0.5)  # each read of a SQLite system database takes its write lock
 
 
 def test_a_worker_runs_a_template_file_on_schedule_and_names_an_agent_it_lacks(
@@ -298,20 +298,33 @@ def test_adding_through_a_worker_waits_for_a_decision_from_another_process(
     model = f"scripted:{tmp_path / 'turns.json'}"
     worker = Worker(tmp_path, db, "--template", str(template), "--model", model)
     client = DBOSClient(system_database_url=db, application_name="kode")
+
+    def until(run_id: str, done: Callable[[list[str], str], bool], what: str) -> None:
+        """Poll the run's steps and status (every 0.5 s: each read of a SQLite system database
+        takes its write lock) until `done`; fail saying where the run and the worker are."""
+        deadline = time.monotonic() + 180
+        while True:
+            steps = [s["function_name"] for s in client.list_workflow_steps(run_id)]
+            status = client.retrieve_workflow(run_id).get_status().status
+            if done(steps, status):
+                return
+            assert time.monotonic() < deadline, (
+                f"run {run_id} never {what} in 180 s: status {status}, steps {steps}; "
+                f"worker (alive: {worker.process.poll() is None}):\n{worker.stderr()[-3000:]}"
+            )
+            time.sleep(0.5)
+
     try:
         for run_id, call, decision in (("deny-1", "c1", "deny"), ("allow-1", "c2", "allow")):
             options = {"queue_name": "kode-runs", "workflow_name": "kode.agent.planner"}
             run = client.enqueue({**options, "workflow_id": run_id}, "Report every day at 9.")
-            deadline = time.monotonic() + 60
-            while "kode.model_turn" not in [
-                s["function_name"] for s in client.list_workflow_steps(run_id)
-            ]:
-                assert time.monotonic() < deadline, "the run never asked its model"
-                time.sleep(0.1)
-            time.sleep(1.0)  # the call now waits for its decision: nothing is added meanwhile
+            # The call waits for its decision once DBOS recorded the wait's deadline (the
+            # step DBOS.sleep that recv writes): nothing is added meanwhile.
+            until(run_id, lambda steps, _: "DBOS.sleep" in steps, "waited for a decision")
             assert run.get_status().status == "PENDING"
             assert kode("schedules", "list", db=db).stdout.strip() == "No schedules."
             client.send(run_id, {"decision": decision}, topic=approval_topic(call))
+            until(run_id, lambda _, status: status not in ("PENDING", "ENQUEUED"), "ended")
             assert run.get_result() == ("Not scheduled." if decision == "deny" else "Scheduled.")
         (row,) = json.loads(kode("schedules", "list", "--json", db=db).stdout)
         assert (row["schedule"], row["prompt"], row["agent"]) == (
@@ -345,10 +358,10 @@ def test_a_worker_recovers_the_run_of_a_dead_worker(tmp_path: Path) -> None:
         victim = next(w for w in workers if w.pid == holder)
         survivor = next(w for w in workers if w.pid != holder)
         victim.kill()
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180
         while run.get_status().status != "SUCCESS":
             assert time.monotonic() < deadline, "the dead worker's run was never recovered"
-            time.sleep(0.1)
+            time.sleep(0.5)
         assert run.get_result() == "did Hold on."
         assert fired(tmp_path) == [("Hold on.", holder), ("Hold on.", survivor.pid)]
         assert "stopped" in survivor.stop()
