@@ -181,9 +181,7 @@ async def test_a_round_trip_commits_four_transactions_and_the_release(
     assert store._conn is not None
     statements: list[str] = []
     store._conn.set_trace_callback(statements.append)
-    agent, _ = make_agent(
-        reg, [[tool_use("add", {"a": 2, "b": 3})], "5."], create={"store": store}
-    )
+    agent, _ = make_agent(reg, [[tool_use("add", {"a": 2, "b": 3})], "5."], create={"store": store})
     assert (await agent.send("Add 2 and 3.")).text == "5."
     await agent.aclose()
     writes = [s.split()[0] for s in statements if not s.startswith("SELECT")]
