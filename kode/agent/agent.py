@@ -753,11 +753,13 @@ class Agent:
             AgentError: the model failed, or the turn limit was reached.
         """
         events: list[AgentEvent] = []
+        collect: EventCallbackFunc = events.append  # (a turn of many calls emits two each)
+        if on_event is not None:
+            listener = on_event
 
-        def collect(event: AgentEvent) -> None:
-            events.append(event)
-            if on_event is not None:
-                on_event(event)
+            def collect(event: AgentEvent) -> None:
+                events.append(event)
+                listener(event)
 
         run = AgentRun(self, collect, interactive=on_event is not None)
         done = await self.execute(run, prompt)

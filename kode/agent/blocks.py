@@ -28,20 +28,21 @@ __all__ = ["cancelled_result", "interrupted_result", "result_block", "results_me
 
 def result_block(call_id: str, result: ToolResult) -> ToolResultContent:
     """The ``tool_result`` block answering `call_id` with `result`."""
+    is_error = result.is_error
+    built = _BUILT and type(is_error) is bool and type(call_id) is str
     content: list[TextContent | ImageContent] = []
     for block in result.content:
         if isinstance(block, TextBlock):
             text = clean_text(block.text)
             content.append(
                 _built(TextContent, {"type": "text", "text": text}, _TEXT)
-                if _BUILT and type(text) is str
+                if built and type(text) is str
                 else TextContent(text=text)
             )
         else:
             content.append(ImageContent.model_validate(block.to_dict()))
-    is_error = result.is_error
-    if _BUILT and type(is_error) is bool and type(call_id) is str:
-        fields: dict[str, Any] = {
+    if built:
+        fields = {
             "type": "tool_result",
             "tool_use_id": call_id,
             "content": content,
@@ -67,8 +68,24 @@ def results_message(blocks: list[ContentBlock]) -> Message:
 # types (a str, a list of blocks, a bool), in about half the time. Only while the models have
 # no validators and pydantic keeps the internals checked below (else every block is validated
 # as usual).
+# (the setters of BaseModel's own slots, called directly: pydantic's __setattr__ would check
+# each field, and object.__setattr__ looks each name up first)
 _new = object.__new__
-_set = object.__setattr__
+
+
+def _slot_setter(name: str) -> Any:
+    """The setter of BaseModel's slot `name` (object.__setattr__'s, if it has none)."""
+    slot = BaseModel.__dict__.get(name)
+    setter = getattr(slot, "__set__", None)
+    if setter is None:  # (then `_builds_as_validation` says no, as BaseModel.__slots__ differ)
+        return lambda model, value: object.__setattr__(model, name, value)
+    return setter
+
+
+_set_dict = _slot_setter("__dict__")
+_set_fields_set = _slot_setter("__pydantic_fields_set__")
+_set_extra = _slot_setter("__pydantic_extra__")
+_set_private = _slot_setter("__pydantic_private__")
 _TEXT = frozenset({"text"})
 _RESULT = frozenset({"tool_use_id", "content", "is_error"})
 _MESSAGE = frozenset({"role", "content"})
@@ -79,10 +96,10 @@ _M = TypeVar("_M", bound=BaseModel)
 def _built(cls: type[_M], fields: dict[str, Any], fields_set: frozenset[str]) -> _M:
     """A `cls` holding `fields` (every field, in order), made without validating them."""
     model = _new(cls)
-    _set(model, "__dict__", fields)
-    _set(model, "__pydantic_fields_set__", set(fields_set))
-    _set(model, "__pydantic_extra__", None)
-    _set(model, "__pydantic_private__", None)
+    _set_dict(model, fields)
+    _set_fields_set(model, set(fields_set))
+    _set_extra(model, None)
+    _set_private(model, None)
     return model
 
 

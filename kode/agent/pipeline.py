@@ -109,9 +109,11 @@ class _Call:
         "call",
         "ctx",
         "emit",
+        "index",
         "name",
         "record",
         "result",
+        "results",
         "run_",
         "session",
         "span",
@@ -120,7 +122,12 @@ class _Call:
     )
 
     def __init__(
-        self, run: CallEnvironment, call: ToolUseContent, tool: Tool[..., Any] | None
+        self,
+        run: CallEnvironment,
+        call: ToolUseContent,
+        tool: Tool[..., Any] | None,
+        results: list[CallOutcome | None] | None = None,
+        index: int = 0,
     ) -> None:
         self.run_ = run
         self.agent = run.agent
@@ -129,11 +136,16 @@ class _Call:
         self.emit = run.emit
         self.session = session = run.agent.session
         self.record = session.records.for_call(call)
-        self.started = time.perf_counter()
+        self.started = 0.0  # (set when the pipeline starts)
         self.name = call.name.strip() if tool is None else tool.name
         self.ctx: ToolContext[Any] | None = None
         self.result: ToolResult | None = None  # what the call ended with (for its span)
         self.span: Any = None  # its execute_tool span, when the agent is instrumented
+        # Where `run` puts the call's outcome, and what it does with an exception that
+        # escapes the pipeline, as `_run_into` would (`None`: it returns the one and raises
+        # the other, for `_run_into` or a span around it)
+        self.results = results
+        self.index = index
 
     def finish(self, result: ToolResult, status: ToolCallStatus) -> CallOutcome:
         result = truncate_result(result, self.agent.template.max_result_chars)
@@ -161,82 +173,97 @@ class _Call:
                 display=result.display,
             )
         )
-        return CallOutcome(block=block, status=status, pending=pending)
+        outcome = CallOutcome(block=block, status=status, pending=pending)
+        if self.results is not None:
+            self.results[self.index] = outcome
+        return outcome
 
-    async def run(self) -> CallOutcome:
+    async def run(self) -> CallOutcome | None:
+        """The call's outcome (`None` when it went to `results` or the run was aborted)."""
         # Only the steps every call takes are here (a turn keeps one of these coroutines per
         # call in flight, and a smaller frame costs less); approval and hooks have their own.
+        # With `results`, this is the call's task (one coroutine less per call than
+        # `_run_into`), so it ends the call's exceptions as `_run_into` does.
+        self.started = time.perf_counter()
         agent, call = self.agent, self.call
-        # 1. lookup (made with the call: the turn's scheduling needed the tool already)
-        tool = self.tool
-        if tool is None:
-            return self.finish(agent.unknown_tool_result(call.name), "failed")
-        # 2. validation
-        prepared = tool.prepare(call.input)
-        if isinstance(prepared, ToolResult):
-            return self.finish(prepared, "failed")
-        # 3. permission (a call approved, or started, before a restart has it already)
-        if self.record.status not in ("approved", "running") and not can_only_allow(
-            agent.template.permission, tool
-        ):
-            permitted = await self._permit(tool, prepared)
-            if isinstance(permitted, CallOutcome):
-                return permitted
-            prepared, call = permitted
-        # 4. pre-hooks
-        hooks = agent.hooks
-        answer: ToolResult | None = None
-        post: Sequence[PostToolUseFunc] = ()
-        if hooks.pre_tool_use or hooks.post_tool_use or hooks.tools:  # (most agents have none)
-            pre, post = hooks.for_tool(tool.name)
-            if pre:
-                hooked = await self._pre_hooks(tool, prepared, call, pre)
-                if isinstance(hooked, CallOutcome):
-                    return hooked
-                prepared, call, answer = hooked
-        # 6. execution: the store knows the call started before it does (write-ahead)
-        session = self.session
-        session.update_call(self.call, "running", tool=tool, record=self.record)
-        if session.store is not None:  # (without one, there is nothing to commit)
-            await self.run_.commit()
-        arguments = prepared.arguments
-        takes_context = tool.context_param is not None
-        # (a copy when the tool's context is about to join the arguments, in `execute`)
-        self.emit(
-            ToolStart(
-                call_id=call.id,
-                name=tool.name,
-                input=dict(arguments) if takes_context else arguments,
-            )
-        )
-        if answer is None:
-            # 5. context, for a tool that takes one (hooks made it already if there are any)
-            limit = agent.template.tool_timeout
-            # (the tool's own execute: one coroutine less than `prepared.execute`)
-            result = await prepared.tool.execute(
-                arguments, self.context(tool) if takes_context else self.ctx, default_timeout=limit
-            )
-            if result.metadata and BLOCKED_LOOP_KEY in result.metadata:
-                self.emit(
-                    ToolBlockedLoop(
-                        call_id=call.id,
-                        name=tool.name,
-                        seconds=result.metadata[BLOCKED_LOOP_KEY],
-                        timeout=tool.timeout if tool.timeout is not None else limit,
-                    )
+        try:
+            # 1. lookup (made with the call: the turn's scheduling needed the tool already)
+            tool = self.tool
+            if tool is None:
+                return self.finish(agent.unknown_tool_result(call.name), "failed")
+            # 2. validation
+            prepared = tool.prepare(call.input)
+            if isinstance(prepared, ToolResult):
+                return self.finish(prepared, "failed")
+            # 3. permission (a call approved, or started, before a restart has it already)
+            if self.record.status not in ("approved", "running") and not can_only_allow(
+                agent.template.permission, tool
+            ):
+                permitted = await self._permit(tool, prepared)
+                if isinstance(permitted, CallOutcome):
+                    return permitted
+                prepared, call = permitted
+            # 4. pre-hooks
+            hooks = agent.hooks
+            answer: ToolResult | None = None
+            post: Sequence[PostToolUseFunc] = ()
+            if hooks.pre_tool_use or hooks.post_tool_use or hooks.tools:  # (most agents have none)
+                pre, post = hooks.for_tool(tool.name)
+                if pre:
+                    hooked = await self._pre_hooks(tool, prepared, call, pre)
+                    if isinstance(hooked, CallOutcome):
+                        return hooked
+                    prepared, call, answer = hooked
+            # 6. execution: the store knows the call started before it does (write-ahead)
+            session = self.session
+            session.update_call(self.call, "running", tool=tool, record=self.record)
+            if session.store is not None:  # (without one, there is nothing to commit)
+                await self.run_.commit()
+            arguments = prepared.arguments
+            takes_context = tool.context_param is not None
+            # (a copy when the tool's context is about to join the arguments, in `execute`)
+            self.emit(
+                ToolStart(
+                    call_id=call.id,
+                    name=tool.name,
+                    input=dict(arguments) if takes_context else arguments,
                 )
-        else:
-            result = answer
-        # 7. post-hooks
-        if post:
-            result = await self._post_hooks(tool, call, result, post)
-        if result.is_error:
-            status: ToolCallStatus = (
-                "cancelled" if result.error_type is ToolErrorType.CANCELLED else "failed"
             )
-        else:
-            status = "done"
-        return self.finish(result, status)
+            if answer is None:
+                # 5. context, for a tool that takes one (hooks made it already if there are any)
+                limit = agent.template.tool_timeout
+                # (the tool's own execute: one coroutine less than `prepared.execute`)
+                result = await prepared.tool.execute(
+                    arguments,
+                    self.context(tool) if takes_context else self.ctx,
+                    default_timeout=limit,
+                )
+                if result.metadata and BLOCKED_LOOP_KEY in result.metadata:
+                    self.emit(
+                        ToolBlockedLoop(
+                            call_id=call.id,
+                            name=tool.name,
+                            seconds=result.metadata[BLOCKED_LOOP_KEY],
+                            timeout=tool.timeout if tool.timeout is not None else limit,
+                        )
+                    )
+            else:
+                result = answer
+            # 7. post-hooks
+            if post:
+                result = await self._post_hooks(tool, call, result, post)
+            if result.is_error:
+                status: ToolCallStatus = (
+                    "cancelled" if result.error_type is ToolErrorType.CANCELLED else "failed"
+                )
+            else:
+                status = "done"
+            return self.finish(result, status)
+        except BaseException as exc:
+            if self.results is None:
+                raise
+            _caught(self.run_, self.results, self.index, self.call, exc)
+            return None
 
     async def _permit(
         self, tool: Tool[..., Any], prepared: PreparedCall
@@ -576,7 +603,9 @@ def duplicate_result(run: CallEnvironment, call: ToolUseContent, original: str) 
         if original
         else "it came without a call id"
     )
-    return _Call(run, call, None).finish(
+    answering = _Call(run, call, None)
+    answering.started = time.perf_counter()
+    return answering.finish(
         error_result(
             f"Tool '{call.name.strip()}' was not run: {why}, so its result could not be told "
             "apart. Call it again; every call needs an id of its own.",
@@ -595,7 +624,7 @@ async def _run_into(
     *,
     commit: bool = True,
 ) -> None:
-    """Run one call into ``results[index]``; the one place a call's exceptions end.
+    """Run one call into ``results[index]``; its exceptions end in `_caught`.
 
     KeyboardInterrupt and SystemExit end the run (`AgentRun.abort`); cancellation propagates;
     anything else raised (a `GeneratorExit` or another `BaseException` from a tool, a bug in a
@@ -612,24 +641,36 @@ async def _run_into(
             session.sync_todos()
             if commit:  # (a turn's only call: with the turn's results, the next step)
                 await run.commit()
-    except (KeyboardInterrupt, SystemExit) as exc:  # stop the whole run
+    except BaseException as exc:
+        _caught(run, results, index, call, exc)
+
+
+def _caught(
+    run: CallEnvironment,
+    results: list[CallOutcome | None],
+    index: int,
+    call: ToolUseContent,
+    exc: BaseException,
+) -> None:
+    """End a call whose pipeline raised `exc` (raising it again when it must propagate)."""
+    if isinstance(exc, KeyboardInterrupt | SystemExit):  # stop the whole run
         run.abort(exc)
-    except ToolError as exc:  # defensive: the pipeline should not raise these
+    elif isinstance(exc, ToolError):  # defensive: the pipeline should not raise these
         results[index] = CallOutcome(
             block=result_block(call.id, error_result(exc.message, type=exc.type)), status="failed"
         )
-    except Exception as exc:  # a bug (a hook's odd return value, an event listener that
-        # raised): the call still gets its tool_result, and the other calls go on
+    elif isinstance(exc, Exception):  # a bug (a hook's odd return value, an event listener
+        # that raised): the call still gets its tool_result, and the other calls go on
         _log.error("the pipeline of %r raised", call.name, exc_info=exc)
         results[index] = _failed(run, call, f"could not be run: {type(exc).__name__}: {exc}")
-    except BaseException as exc:
-        if isinstance(exc, anyio.get_cancelled_exc_class()):
-            raise
+    elif isinstance(exc, anyio.get_cancelled_exc_class()):
+        raise exc
+    else:
         fatal = _fatal_in(exc)
         if fatal is not None:  # a group (a tool's own task group) holding one
             run.abort(fatal)
         elif isinstance(exc, BaseExceptionGroup) and _cancelled_in(exc):
-            raise
+            raise exc
         else:  # GeneratorExit, a BaseException subclass of the tool's own: a failure
             _log.error("the tool %r raised %s", call.name, type(exc).__name__, exc_info=exc)
             text = str(exc)
@@ -672,6 +713,7 @@ def _failed(run: CallEnvironment, call: ToolUseContent, why: str) -> CallOutcome
 
 
 _TASK_NAME = f"{__name__}.{_run_into.__qualname__}"
+_CALL_TASK_NAME = f"{__name__}.{_Call.run.__qualname__}"
 
 
 async def run_turn_calls(
@@ -711,6 +753,10 @@ async def run_turn_calls(
             if done is not None:
                 done.set()
 
+    # A call with nothing to wait for runs as its pipeline's own coroutine, unless a span
+    # must be around it or a store must be written after it (then `_run_into` does both).
+    direct = limiter is None and run.tracing is None and agent.session.store is None
+    found: dict[str, tuple[Tool[..., Any] | None, bool]] = {}  # the turn's tools, by name
     async with anyio.create_task_group() as tg:
         # anyio 4.14 and later start a coroutine made here without start_soon's checks of a
         # function that makes one
@@ -718,11 +764,18 @@ async def run_turn_calls(
         for index, call in enumerate(calls):
             if results[index] is not None:  # answered already (a duplicate id)
                 continue
-            tool = agent.lookup(call.name)
-            if tool is not None and tool.kind.is_mutating:
+            name = call.name
+            known = found.get(name)
+            if known is None:
+                tool = agent.lookup(name)
+                known = found[name] = (tool, tool is not None and tool.kind.is_mutating)
+            tool, mutating = known
+            if mutating:
                 done = anyio.Event()
                 tg.start_soon(one, index, call, tool, previous, done)
                 previous = done
+            elif direct and create_task is not None:  # (named as anyio would name it)
+                create_task(_Call(run, call, tool, results, index).run(), name=_CALL_TASK_NAME)
             elif limiter is None:  # nothing to wait for: one coroutine less per call
                 # (named as anyio would name it, without working the name out every time)
                 if create_task is not None:

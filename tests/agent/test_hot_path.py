@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import anyio
 import pytest
 from pydantic import ValidationError
 from support import make_agent
 
 from kode import ToolContext, define_tool
-from kode.agent import AgentState, ToolCallRecord, ToolStart
+from kode.agent import AgentState, ToolCallRecord, ToolEnd, ToolStart
 from kode.agent import blocks as blocks_module
 from kode.agent.blocks import result_block, results_message
 from kode.agent.hooks import AgentHooks
@@ -31,6 +32,7 @@ from kode.models import (
     tool_use,
 )
 from kode.registries import ToolRegistry
+from kode.sessions import MemoryStore
 from kode.tools.results import ImageBlock, TextBlock, ToolResult, error_result, text_result
 from kode.tools.validation import MAX_INPUT_DEPTH
 
@@ -337,3 +339,72 @@ def test_hooks_for_a_tool_without_any_are_empty_and_with_some_are_in_order() -> 
     hooks = AgentHooks(pre_tool_use=[first], tools={"echo": AgentHooks(pre_tool_use=[second])})
     assert hooks.for_tool("echo") == ([first, second], [])
     assert hooks.for_tool("other") == ([first], [])
+
+
+async def test_a_parallel_call_without_a_store_is_one_task_running_its_pipeline(
+    reg: ToolRegistry,
+) -> None:
+    """Each call of a parallel turn runs in a task of its own, its pipeline as the task's
+    coroutine (no wrapper around it); with a store, a wrapper writes the call's end."""
+
+    @define_tool(registry=reg, kind="read")
+    async def task_name() -> str:
+        """Say which task runs the call."""
+        return anyio.get_current_task().name
+
+    turn = [tool_use("task_name", {}, id="a"), tool_use("task_name", {}, id="b")]
+    agent, _ = make_agent(reg, [turn, "ok"])
+    await agent.send("go")
+    names = [block.content[0].text for block in agent.messages[2].content]  # type: ignore[union-attr]
+    assert names == ["kode.agent.pipeline._Call.run"] * 2
+    stored, _ = make_agent(reg, [turn, "ok"], create={"store": MemoryStore()})
+    await stored.send("go")
+    names = [block.content[0].text for block in stored.messages[2].content]  # type: ignore[union-attr]
+    assert names == ["kode.agent.pipeline._run_into"] * 2
+    await stored.aclose()
+
+
+async def test_a_call_ends_timed_from_its_own_start(reg: ToolRegistry) -> None:
+    """`ToolEnd.duration` counts from the call's pipeline starting, also for a call answered
+    without running (a repeated id) and for calls started as tasks of a parallel turn."""
+
+    @define_tool(registry=reg, kind="read")
+    async def nap() -> str:
+        """Sleep a little."""
+        await anyio.sleep(0.05)
+        return "rested"
+
+    events: list[Any] = []
+    agent, _ = make_agent(
+        reg,
+        [
+            [
+                tool_use("nap", {}, id="a"),
+                tool_use("nap", {}, id="a"),  # a repeated id: answered, not run
+                tool_use("echo", {"text": "x"}, id="c"),
+            ],
+            "ok",
+        ],
+    )
+    await agent.send("go", on_event=events.append)
+    ends = [e for e in events if isinstance(e, ToolEnd)]
+    assert len(ends) == 3
+    durations = {e.call_id: e.duration for e in ends}
+    assert 0.04 < durations["a"] < 5
+    assert all(0 <= d < 5 for d in durations.values()), durations
+
+
+def test_the_slot_setters_blocks_are_built_with_set_the_slots() -> None:
+    """`_built` sets BaseModel's slots through their own setters; a name BaseModel has no slot
+    for falls back to object.__setattr__ (`_builds_as_validation` would then say no)."""
+    model = object.__new__(TextContent)
+    blocks_module._slot_setter("__dict__")(model, {"type": "text", "text": "x"})
+    blocks_module._slot_setter("__pydantic_fields_set__")(model, {"text"})
+    blocks_module._slot_setter("__pydantic_extra__")(model, None)
+    blocks_module._slot_setter("__pydantic_private__")(model, None)
+    assert model == TextContent(text="x")
+    assert model.model_fields_set == {"text"}
+    fallback = blocks_module._slot_setter("__pydantic_no_such_slot__")
+    fallback(model, 1)
+    assert model.__dict__["__pydantic_no_such_slot__"] == 1
+    assert blocks_module._builds_as_validation()
