@@ -125,24 +125,19 @@ class CallRecords:
         """
         calls = message.tool_uses
         duplicates: dict[int, str] = {}
-        seen: set[str] = set()
-        by_id = self._by_id
+        by_id = self._by_id  # (with this turn's calls as they are recorded)
         for index, call in enumerate(calls):
             call_id = call.id
-            if call_id and call_id not in seen and call_id not in by_id:
-                seen.add(call_id)
-                continue
-            duplicates[index] = call.id
-            base = call.id or "call"
-            while True:
-                self._serial += 1
-                fresh = f"{base}_dup{self._serial}"  # [A-Za-z0-9_-]: what providers accept
-                if fresh not in seen and fresh not in by_id:
-                    break
-            call.id = fresh
-            seen.add(fresh)
-        for call in calls:  # every id is new now
-            by_id[call.id] = ToolCallRecord(id=call.id, name=call.name, input=call.input)
+            if not call_id or call_id in by_id:
+                duplicates[index] = call_id
+                base = call_id or "call"
+                while True:
+                    self._serial += 1
+                    call_id = f"{base}_dup{self._serial}"  # [A-Za-z0-9_-]: what providers accept
+                    if call_id not in by_id:
+                        break
+                call.id = call_id
+            by_id[call_id] = ToolCallRecord(id=call_id, name=call.name, input=call.input)
         return calls, duplicates
 
     def __iter__(self) -> Iterator[ToolCallRecord]:
