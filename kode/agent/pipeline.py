@@ -56,6 +56,14 @@ __all__ = ["CallOutcome", "duplicate_result", "run_turn_calls", "truncate_result
 
 _log = logging.getLogger("kode.agent")
 
+# A call's events and outcome are made by their classes' own __init__, called directly: called
+# through the class, the keyword arguments reach a Python __init__ as a new dict (twice the
+# time, three times per call). The same objects while the classes have no __new__ of their own.
+_new = object.__new__
+_init_start = ToolStart.__init__
+_init_end = ToolEnd.__init__
+_init_outcome = CallOutcome.__init__
+
 
 def truncate_result(result: ToolResult, limit: int) -> ToolResult:
     """`result` with its text cut to `limit` characters, saying how much was left out."""
@@ -162,18 +170,20 @@ class _Call:
             client=True if pending else None,
             record=self.record,
         )
-        self.emit(
-            ToolEnd(
-                call_id=self.call.id,
-                name=self.name,
-                duration=time.perf_counter() - self.started,
-                is_error=result.is_error,
-                result=block,
-                status=status,
-                display=result.display,
-            )
+        end = _new(ToolEnd)
+        _init_end(
+            end,
+            call_id=self.call.id,
+            name=self.name,
+            duration=time.perf_counter() - self.started,
+            is_error=result.is_error,
+            result=block,
+            status=status,
+            display=result.display,
         )
-        outcome = CallOutcome(block=block, status=status, pending=pending)
+        self.emit(end)
+        outcome = _new(CallOutcome)
+        _init_outcome(outcome, block=block, status=status, pending=pending)
         if self.results is not None:
             self.results[self.index] = outcome
         return outcome
@@ -222,13 +232,14 @@ class _Call:
             arguments = prepared.arguments
             takes_context = tool.context_param is not None
             # (a copy when the tool's context is about to join the arguments, in `execute`)
-            self.emit(
-                ToolStart(
-                    call_id=call.id,
-                    name=tool.name,
-                    input=dict(arguments) if takes_context else arguments,
-                )
+            start = _new(ToolStart)
+            _init_start(
+                start,
+                call_id=call.id,
+                name=tool.name,
+                input=dict(arguments) if takes_context else arguments,
             )
+            self.emit(start)
             if answer is None:
                 # 5. context, for a tool that takes one (hooks made it already if there are any)
                 limit = agent.template.tool_timeout

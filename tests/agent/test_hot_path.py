@@ -408,3 +408,41 @@ def test_the_slot_setters_blocks_are_built_with_set_the_slots() -> None:
     fallback(model, 1)
     assert model.__dict__["__pydantic_no_such_slot__"] == 1
     assert blocks_module._builds_as_validation()
+
+
+async def test_a_calls_events_outcome_and_record_are_what_their_classes_make(
+    reg: ToolRegistry,
+) -> None:
+    """The pipeline makes ToolStart, ToolEnd, CallOutcome and ToolCallRecord by calling their
+    __init__ directly: the objects are the ones the classes make, every field set."""
+    from dataclasses import fields
+
+    from kode.agent.state import CallOutcome
+
+    for cls in (ToolStart, ToolEnd, CallOutcome, ToolCallRecord):
+        assert cls.__new__ is object.__new__, cls  # (else calling __init__ alone differs)
+    events: list[Any] = []
+    agent, _ = make_agent(reg, [[tool_use("echo", {"text": "hi"}, id="a")], "ok"])
+    await agent.send("go", on_event=events.append)
+    (start,) = [e for e in events if isinstance(e, ToolStart)]
+    (end,) = [e for e in events if isinstance(e, ToolEnd)]
+    assert start == ToolStart(call_id="a", name="echo", input={"text": "hi"})
+    assert repr(start) == "ToolStart(call_id='a', name='echo', input={'text': 'hi'})"
+    made = ToolEnd(
+        call_id="a",
+        name="echo",
+        duration=end.duration,
+        is_error=False,
+        result=result_block("a", text_result("hi")),
+        status="done",
+    )
+    assert end == made and repr(end) == repr(made)
+    assert [getattr(end, f.name) for f in fields(ToolEnd)] == [
+        getattr(made, f.name) for f in fields(ToolEnd)
+    ]
+    (record,) = agent.state.tool_calls
+    again = ToolCallRecord(id="a", name="echo", input={"text": "hi"})
+    for f in fields(ToolCallRecord):
+        if f.name not in ("status", "result", "started_at", "ended_at"):
+            assert getattr(record, f.name) == getattr(again, f.name), f.name
+    assert record.status == "done" and record.result == made.result
