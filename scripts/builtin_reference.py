@@ -397,22 +397,18 @@ class _Answering:
 
 
 @contextmanager
-def _pages(pages: Mapping[str, bytes]) -> Iterator[str]:
-    """Serve `pages` (path: HTML; ``/search`` echoes ``q``) on 127.0.0.1; yield the base URL."""
+def _serve(answer: Callable[[str], tuple[int, str, bytes]]) -> Iterator[str]:
+    """Serve GET requests on 127.0.0.1; yield the base URL.
+
+    `answer` maps a request's path (with its query) to the status, content type and body.
+    """
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    from urllib.parse import parse_qs, urlsplit
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            split = urlsplit(self.path)
-            body = pages.get(split.path)
-            if split.path == "/search":
-                query = parse_qs(split.query).get("q", [""])[0]
-                body = f"<html><body><p>3 results for {query}.</p></body></html>".encode()
-            status = 200 if body is not None else 404
-            body = body if body is not None else b"<html><body>Not found</body></html>"
+            status, kind, body = answer(self.path)
             self.send_response(status)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Type", kind)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -429,6 +425,23 @@ def _pages(pages: Mapping[str, bytes]) -> Iterator[str]:
         httpd.shutdown()
         httpd.server_close()
         thread.join()
+
+
+def _pages(pages: Mapping[str, bytes]) -> AbstractContextManager[str]:
+    """Serve `pages` (path: HTML; ``/search`` echoes ``q``) on 127.0.0.1; yield the base URL."""
+    from urllib.parse import parse_qs, urlsplit
+
+    def answer(path: str) -> tuple[int, str, bytes]:
+        split = urlsplit(path)
+        body = pages.get(split.path)
+        if split.path == "/search":
+            query = parse_qs(split.query).get("q", [""])[0]
+            body = f"<html><body><p>3 results for {query}.</p></body></html>".encode()
+        status = 200 if body is not None else 404
+        body = body if body is not None else b"<html><body>Not found</body></html>"
+        return status, "text/html; charset=utf-8", body
+
+    return _serve(answer)
 
 
 def _elided(lines: list[str], head: int, tail: int) -> list[str]:
@@ -537,49 +550,31 @@ def _image_generate_example() -> Iterator[_Setup]:
 _BRAVE_PATH = "/res/v1/web/search"
 
 
-@contextmanager
-def _brave(requests: list[dict[str, list[str]]]) -> Iterator[str]:
+def _brave(requests: list[dict[str, list[str]]]) -> AbstractContextManager[str]:
     """Serve the Brave Search API's format on 127.0.0.1; yield its URL, keep each query."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from urllib.parse import parse_qs, urlsplit
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            query = parse_qs(urlsplit(self.path).query)
-            requests.append(query)
-            lang = query.get("search_lang", ["en"])[0]
-            results = [
-                {
-                    "title": f"Tool calling for agents ({lang})",
-                    "url": f"https://docs.example/{lang}/tools",
-                    "description": "How a model calls <strong>tools</strong> and reads results.",
-                    "age": "3 days ago",
-                },
-                {
-                    "title": "Agent SDKs compared",
-                    "url": "https://blog.example/agent-sdks",
-                    "description": "Schemas, validation &amp; errors in five SDKs.",
-                },
-            ]
-            body = json.dumps({"type": "search", "web": {"results": results}}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def answer(path: str) -> tuple[int, str, bytes]:
+        query = parse_qs(urlsplit(path).query)
+        requests.append(query)
+        lang = query.get("search_lang", ["en"])[0]
+        results = [
+            {
+                "title": f"Tool calling for agents ({lang})",
+                "url": f"https://docs.example/{lang}/tools",
+                "description": "How a model calls <strong>tools</strong> and reads results.",
+                "age": "3 days ago",
+            },
+            {
+                "title": "Agent SDKs compared",
+                "url": "https://blog.example/agent-sdks",
+                "description": "Schemas, validation &amp; errors in five SDKs.",
+            },
+        ]
+        body = json.dumps({"type": "search", "web": {"results": results}}).encode()
+        return 200, "application/json", body
 
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join()
+    return _serve(answer)
 
 
 @contextmanager

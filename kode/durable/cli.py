@@ -232,7 +232,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
     found = _with_client(args, lambda client: anyio.run(lambda: list_schedules(client=client)))
     if args.json:
-        print(json.dumps([_row(s) for s in found], indent=2))
+        print(json.dumps([s.as_dict() for s in found], indent=2))
     elif not found:
         print("No schedules.")
     else:
@@ -284,20 +284,6 @@ def _cmd_remove(args: argparse.Namespace) -> int:
         raise _Refused(str(exc.args[0])) from None
     print(f"Removed {removed.describe()}")
     return 0
-
-
-def _row(schedule: Any) -> dict[str, Any]:
-    return {
-        "id": schedule.id,
-        "schedule": schedule.cron,
-        "prompt": schedule.prompt,
-        "agent": schedule.agent,
-        "timezone": schedule.timezone,
-        "queue": schedule.queue,
-        "session": schedule.session,
-        "status": schedule.status,
-        "last_fired_at": schedule.last_fired_at,
-    }
 
 
 # --- wiring ----------------------------------------------------------------------------------

@@ -89,6 +89,20 @@ class Schedule:
     last_fired_at: str | None = None
     """When it last fired (ISO 8601), if it has."""
 
+    def as_dict(self) -> dict[str, Any]:
+        """The schedule as JSON-ready data (what `kode schedules list --json` prints)."""
+        return {
+            "id": self.id,
+            "schedule": self.cron,
+            "prompt": self.prompt,
+            "agent": self.agent,
+            "timezone": self.timezone,
+            "queue": self.queue,
+            "session": self.session,
+            "status": self.status,
+            "last_fired_at": self.last_fired_at,
+        }
+
     def describe(self) -> str:
         """One line: id, expression, agent (and session) and prompt."""
         zone = f" {self.timezone}" if self.timezone else ""
@@ -438,7 +452,7 @@ async def _act(
         if not found:
             return text_result("No schedules.", details={"schedules": []})
         lines = [s.describe() for s in found]
-        return text_result("\n".join(lines), details={"schedules": [_as_dict(s) for s in found]})
+        return text_result("\n".join(lines), details={"schedules": [s.as_dict() for s in found]})
     if action == "remove":
         if not id.strip():
             raise ToolError(
@@ -448,7 +462,7 @@ async def _act(
             removed = await remove_schedule(id)
         except KeyError as exc:
             raise ToolError(str(exc.args[0])) from None
-        return text_result(f"Removed {removed.describe()}", details=_as_dict(removed))
+        return text_result(f"Removed {removed.describe()}", details=removed.as_dict())
     workflow_id, running, queue = await _calling_run()
     target = agent.strip() or running
     if not target:
@@ -482,19 +496,5 @@ async def _act(
         raise ToolError(str(exc)) from None
     return text_result(
         f"Added {added.describe()}\nNext run: {upcoming.isoformat()}",
-        details={**_as_dict(added), "next": upcoming.isoformat()},
+        details={**added.as_dict(), "next": upcoming.isoformat()},
     )
-
-
-def _as_dict(schedule: Schedule) -> dict[str, Any]:
-    return {
-        "id": schedule.id,
-        "schedule": schedule.cron,
-        "prompt": schedule.prompt,
-        "agent": schedule.agent,
-        "timezone": schedule.timezone,
-        "queue": schedule.queue,
-        "session": schedule.session,
-        "status": schedule.status,
-        "last_fired_at": schedule.last_fired_at,
-    }

@@ -190,3 +190,40 @@ def tls_contexts(tmp_path: Path, hostname: str) -> tuple[ssl.SSLContext, ssl.SSL
     server.load_cert_chain(cert_file, key_file)
     client = ssl.create_default_context(cadata=ca.public_bytes(serialization.Encoding.PEM).decode())
     return server, client
+
+
+_WATCH_IMPORT = """
+import json, sys, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import anyio
+importers = []
+class _Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == {module!r}:
+            importers.append(threading.current_thread() is threading.main_thread())
+        return None
+sys.meta_path.insert(0, _Watch())
+"""
+
+
+def import_threads(module: str, script: str) -> str:
+    """Run `script` in a fresh Python process that records, for each import of `module`,
+    whether the main thread (the event loop's) made it; return what it printed.
+
+    The script sees ``importers`` (the list of those records), ``json``, ``sys``, ``threading``,
+    ``anyio``, ``BaseHTTPRequestHandler`` and ``ThreadingHTTPServer``, and ends with
+    ``print(importers)``;
+    ``"[False]"`` means one import, made off the main thread.
+    """
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _WATCH_IMPORT.format(module=module) + script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.strip()

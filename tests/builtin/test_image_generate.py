@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loopback_http import import_threads
 
 from kode import Agent, AgentTemplate, ToolRegistry
 from kode.builtin.media import IMAGES, GeneratedImage, OpenAIImages, image_generate
@@ -189,19 +190,7 @@ async def test_without_openai_the_result_says_how_to_install_it(
 def test_the_first_image_imports_openai_outside_the_event_loop() -> None:
     """openai is imported on the first request, in a worker thread, so the loop's other tasks
     do not wait for it: a fresh process records which thread imports it."""
-    import subprocess
-
     script = """
-import sys, threading, anyio
-
-importers = []
-class Watch:
-    def find_spec(self, name, path=None, target=None):
-        if name == "openai":
-            importers.append(threading.current_thread() is threading.main_thread())
-        return None
-sys.meta_path.insert(0, Watch())
-
 from kode.builtin.media import OpenAIImages
 from kode.testing.images import FakeImagesServer
 assert "openai" not in sys.modules
@@ -215,7 +204,4 @@ with FakeImagesServer(images=[PIXEL]) as server:
 assert image.data == PIXEL
 print(importers)
 """
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.strip() == "[False]", done.stdout + done.stderr
+    assert import_threads("openai", script) == "[False]"

@@ -11,7 +11,15 @@ from typing import Any
 
 import anyio
 import pytest
-from loopback_http import PNG, redirect, respond, serve, table_resolver, tls_contexts
+from loopback_http import (
+    PNG,
+    import_threads,
+    redirect,
+    respond,
+    serve,
+    table_resolver,
+    tls_contexts,
+)
 
 from kode import ToolContext
 from kode.builtin.web import WebConfig, web_fetch
@@ -376,20 +384,7 @@ def test_web_config_checks_its_values() -> None:
 def test_the_first_fetch_imports_httpx_outside_the_event_loop() -> None:
     """httpx and markdownify are imported on the first call, in a worker thread, so the loop's
     other tasks do not wait for it: a fresh process records which thread imports httpx."""
-    import subprocess
-
     script = """
-import sys, threading, anyio
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-importers = []
-class Watch:
-    def find_spec(self, name, path=None, target=None):
-        if name == "httpx":
-            importers.append(threading.current_thread() is threading.main_thread())
-        return None
-sys.meta_path.insert(0, Watch())
-
 from kode import ToolContext
 from kode.builtin.web import WebConfig, web_fetch
 assert "httpx" not in sys.modules
@@ -408,7 +403,4 @@ result = anyio.run(web_fetch.run, {"url": url}, ctx)
 assert not result.is_error, result.text
 print(importers)
 """
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.strip() == "[False]", done.stdout + done.stderr
+    assert import_threads("httpx", script) == "[False]"

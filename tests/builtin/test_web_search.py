@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from loopback_http import import_threads
 
 from kode import ToolContext
 from kode.builtin.web import (
@@ -304,21 +305,7 @@ async def test_country_and_search_lang_are_checked() -> None:
 def test_the_first_search_imports_httpx_outside_the_event_loop() -> None:
     """httpx is imported and its client made on the first search in a worker thread, so the
     loop's other tasks do not wait for it: a fresh process records which thread imports it."""
-    import subprocess
-    import sys
-
     script = """
-import sys, threading, anyio, json
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-importers = []
-class Watch:
-    def find_spec(self, name, path=None, target=None):
-        if name == "httpx":
-            importers.append(threading.current_thread() is threading.main_thread())
-        return None
-sys.meta_path.insert(0, Watch())
-
 from kode import ToolContext
 from kode.builtin.web import BraveSearch, WebConfig, web_search
 assert "httpx" not in sys.modules
@@ -339,7 +326,4 @@ result = anyio.run(web_search.run, {"query": "q"}, ctx)
 assert not result.is_error, result.text
 print(importers)
 """
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert done.stdout.strip() == "[False]", done.stdout + done.stderr
+    assert import_threads("httpx", script) == "[False]"
