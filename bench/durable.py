@@ -48,10 +48,8 @@ from typing import Any
 
 import anyio
 
-PROMPT = "Go."
-A, B = 2, 3
-RESULT = A + B
-ANSWER = f"The sum is {RESULT}."
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from peers import ANSWER, PROMPT, RESULT, A, B, _call_id, _next_turn
 
 
 class _Calls:
@@ -67,14 +65,6 @@ def add(a: int, b: int) -> int:
     """
     _Calls.count += 1
     return a + b
-
-
-def _call_id(k: int) -> str:
-    return f"call_{k}"
-
-
-def _next_turn(call_id: str) -> int:
-    return int(call_id.rsplit("_", 1)[1]) + 1
 
 
 Run = Callable[[], Awaitable[str]]

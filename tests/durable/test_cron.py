@@ -5,8 +5,6 @@ and restart; ``kode schedules`` lists and removes it from another process."""
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -18,65 +16,19 @@ import pytest
 
 pytest.importorskip("dbos")
 
+from kode_workers import KodeWorker, kode
+
 from kode.durable import DurableAgent, check_cron
 
 AGENTS = Path(__file__).with_name("cron_agents.py")
 EVERY_2S = "*/2 * * * * *"
 
 
-class Worker:
+class Worker(KodeWorker):
     """A ``kode worker`` subprocess running tests/durable/cron_agents.py."""
 
     def __init__(self, folder: Path, db: str, *extra: str) -> None:
-        self.err = folder / f"worker-{time.monotonic_ns()}.err"
-        with self.err.open("w") as err:  # the child keeps its own copy of the descriptor
-            self.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "kode",
-                    "worker",
-                    "-m",
-                    str(AGENTS),
-                    "--db",
-                    db,
-                    "--scheduler-poll",
-                    "0.5",
-                    *extra,
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                env={**os.environ, "KODE_CRON_DIR": str(folder)},
-                text=True,
-            )
-        self.pid = self.process.pid
-        deadline = time.monotonic() + 180  # importing and launching DBOS is load-bound
-        while "Ctrl-C stops" not in self.stderr():
-            assert self.process.poll() is None, self.stderr()[-3000:]
-            assert time.monotonic() < deadline, "the worker never launched:\n" + self.stderr()
-            time.sleep(0.05)
-
-    def stderr(self) -> str:
-        return self.err.read_text() if self.err.exists() else ""
-
-    def kill(self) -> None:
-        os.kill(self.pid, signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def stop(self) -> str:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        assert self.process.wait(timeout=60) == 0, self.stderr()[-3000:]
-        return self.stderr()
-
-
-def kode(*args: str, db: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kode", *args, "--db", db],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+        super().__init__(folder, AGENTS, db, *extra, env={"KODE_CRON_DIR": str(folder)})
 
 
 def fired(folder: Path) -> list[tuple[str, int]]:

@@ -7,10 +7,6 @@ written once; on SQLite and on PostgreSQL (where its server is installed), in re
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from datetime import datetime
@@ -21,6 +17,8 @@ import anyio
 import pytest
 
 pytest.importorskip("dbos")
+
+from kode_workers import KodeWorker, in_dbos, kode
 
 from kode import AgentTemplate
 from kode.agent.agent import AgentError
@@ -33,54 +31,16 @@ AGENTS = Path(__file__).with_name("session_agents.py")
 CHAT = "kode.agent.session-chat"
 
 
-class Worker:
+class Worker(KodeWorker):
     """A ``kode worker`` subprocess running tests/durable/session_agents.py."""
 
     def __init__(self, folder: Path, db: str, store: str, *extra: str, turn: float = 0) -> None:
-        self.err = folder / f"worker-{time.monotonic_ns()}.err"
-        with self.err.open("w") as err:
-            self.process = subprocess.Popen(
-                [
-                    *(sys.executable, "-m", "kode", "worker", "-m", str(AGENTS), "--db", db),
-                    *("--scheduler-poll", "0.5", "--recover-interval", "0.5", *extra),
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                env={
-                    **os.environ,
-                    "KODE_SESSION_DIR": str(folder),
-                    "KODE_SESSION_STORE": store,
-                    "KODE_SESSION_TURN": str(turn),
-                },
-                text=True,
-            )
-        deadline = time.monotonic() + 120
-        while "Ctrl-C stops" not in self.stderr():
-            assert self.process.poll() is None, self.stderr()[-3000:]
-            assert time.monotonic() < deadline, "the worker never launched: " + self.stderr()
-            time.sleep(0.05)
-
-    def stderr(self) -> str:
-        return self.err.read_text() if self.err.exists() else ""
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGKILL)
-        self.process.wait(timeout=30)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        assert self.process.wait(timeout=60) == 0, self.stderr()[-3000:]
-
-
-def kode(*args: str, db: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "kode", *args, "--db", db],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+        env = {
+            "KODE_SESSION_DIR": str(folder),
+            "KODE_SESSION_STORE": store,
+            "KODE_SESSION_TURN": str(turn),
+        }
+        super().__init__(folder, AGENTS, db, "--recover-interval", "0.5", *extra, env=env)
 
 
 def turns(folder: Path) -> list[tuple[str, str, int, float]]:
@@ -265,26 +225,6 @@ def test_a_run_killed_mid_turn_and_after_its_append_is_recovered_with_each_recor
 # --- refusals, in process ----------------------------------------------------------------
 
 
-def in_dbos(folder: Path, work: Callable[[], Awaitable[None]]) -> None:
-    from dbos import DBOS
-
-    async def main() -> None:
-        DBOS(
-            config={
-                "name": "kode-session-test",
-                "system_database_url": f"sqlite:///{folder / 'dbos.sqlite'}",
-                "log_level": "CRITICAL",
-            }
-        )
-        DBOS.launch()
-        try:
-            await work()
-        finally:
-            DBOS.destroy()
-
-    anyio.run(main)
-
-
 def test_runs_on_a_session_are_refused_with_what_to_do(tmp_path: Path) -> None:
     from dbos import DBOS
 
@@ -329,7 +269,7 @@ def test_runs_on_a_session_are_refused_with_what_to_do(tmp_path: Path) -> None:
             await kept.aclose()
         errors["records"] = str(len(log.entries))
 
-    in_dbos(tmp_path, work)
+    in_dbos(tmp_path, work, name="kode-session-test", log_level="CRITICAL")
     assert (
         "session 'notes-1' runs template 'session-notes', not 'session-other'"
         in (errors["template"])
@@ -370,7 +310,7 @@ def test_the_cron_tool_targets_the_session_of_the_run_calling_it(tmp_path: Path)
         await planner.run("And in a new conversation?")  # its session is not in the store yet
         found["refusal"] = script.requests[-1].messages[-1].content[0]
 
-    in_dbos(tmp_path, work)
+    in_dbos(tmp_path, work, name="kode-session-test", log_level="CRITICAL")
     schedule = found["schedule"]
     assert (schedule.agent, schedule.session, schedule.prompt) == (
         "kode.agent.session-planner",

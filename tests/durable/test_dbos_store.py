@@ -3,13 +3,13 @@ see it as a session whose id is the workflow's, written once even when the step 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import anyio
 import pytest
 
 pytest.importorskip("dbos")
+
+from kode_workers import in_dbos
 
 from kode import Agent, AgentTemplate, ToolRegistry, define_tool
 from kode.durable import DurableAgent
@@ -24,26 +24,6 @@ registry = ToolRegistry()
 def word_count(text: str) -> int:
     """Count the words of a text."""
     return len(text.split())
-
-
-def in_dbos(folder: Path, work: Callable[[], Awaitable[None]]) -> None:
-    from dbos import DBOS
-
-    async def main() -> None:
-        DBOS(
-            config={
-                "name": "kode-store-test",
-                "system_database_url": f"sqlite:///{folder / 'dbos.sqlite'}",
-                "log_level": "WARNING",
-            }
-        )
-        DBOS.launch()
-        try:
-            await work()
-        finally:
-            DBOS.destroy()
-
-    anyio.run(main)
 
 
 def test_a_finished_run_is_a_session_agent_resume_continues(tmp_path: Path) -> None:
@@ -76,7 +56,7 @@ def test_a_finished_run_is_a_session_agent_resume_continues(tmp_path: Path) -> N
             ]
             found["next"] = (await agent.send("And now?")).text
 
-    in_dbos(tmp_path, work)
+    in_dbos(tmp_path, work, name="kode-store-test")
 
     assert found["answer"] == "Three."
     assert found["steps"] == [
@@ -110,5 +90,5 @@ def test_a_session_an_earlier_attempt_wrote_is_not_written_again(tmp_path: Path)
         finally:
             await store.aclose()
 
-    in_dbos(tmp_path, work)
+    in_dbos(tmp_path, work, name="kode-store-test")
     assert counts == [1]
