@@ -15,6 +15,7 @@ from pydantic_core import to_jsonable_python
 from kode.models.base import ModelRetry
 from kode.models.messages import ToolResultContent, Usage
 from kode.tools.invocation import Display
+from kode.tools.tool import PreparedCall, Tool
 
 __all__ = [
     "AgentEvent",
@@ -95,7 +96,7 @@ class ToolStart:
         input: The validated arguments (turned into JSON data when `input` is first read).
     """
 
-    __slots__ = ("_arguments", "_input", "call_id", "name")
+    __slots__ = ("_arguments", "_input", "_raw", "_tool", "call_id", "name")
 
     type: Literal["tool_start"] = "tool_start"
 
@@ -104,8 +105,30 @@ class ToolStart:
         """The ``tool_use`` id."""
         self.name = name
         """The tool's name."""
-        self._arguments = input
+        self._arguments: Mapping[str, Any] | None = input
         self._input: dict[str, Any] | None = None
+        self._tool: Tool[..., Any] | None = None
+        self._raw: Mapping[str, Any] | str | None = None
+
+    @classmethod
+    def replayed(
+        cls, *, call_id: str, tool: Tool[..., Any], raw: Mapping[str, Any] | str | None
+    ) -> ToolStart:
+        """The start of a call of `tool` whose arguments are `tool.prepare(raw)`'s.
+
+        For a tool whose validation is pure (`Tool.pure_validation`): the arguments are made
+        again from `raw` (the model's input, which the history keeps anyway) when `input` is
+        first read, instead of being kept alive with the event. A turn of many calls then
+        holds no copy of each call's validated arguments.
+        """
+        start = cls.__new__(cls)
+        start.call_id = call_id
+        start.name = tool.name
+        start._arguments = None
+        start._input = None
+        start._tool = tool
+        start._raw = raw
+        return start
 
     @property
     def input(self) -> dict[str, Any]:
@@ -115,7 +138,17 @@ class ToolStart:
         are converted when first read, so a run whose events nobody reads pays nothing.
         """
         if self._input is None:
-            self._input = jsonable_arguments(self._arguments)
+            tool = self._tool
+            if tool is None:
+                self._input = jsonable_arguments(self._arguments or {})
+            else:  # validated again: the same arguments, as the tool's validation is pure
+                prepared = tool.prepare(self._raw)
+                if isinstance(prepared, PreparedCall):
+                    self._input = jsonable_arguments(prepared.arguments)
+                else:  # (not reached: the call's validation passed before it started)
+                    raw = self._raw
+                    self._input = jsonable_arguments(raw if isinstance(raw, Mapping) else {})
+                self._tool = self._raw = None
         return self._input
 
     def __eq__(self, other: object) -> bool:

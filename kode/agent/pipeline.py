@@ -14,6 +14,7 @@ import inspect
 import logging
 import time
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -39,7 +40,7 @@ from kode.agent.permissions import (
     check_permission,
     pattern_allowed,
 )
-from kode.agent.state import CallOutcome, ToolCallStatus
+from kode.agent.state import CallOutcome, ToolCallRecord, ToolCallStatus
 from kode.models.messages import ToolUseContent
 from kode.tools.blocking import BLOCKED_LOOP_KEY
 from kode.tools.context import ToolContext, ToolEvent
@@ -158,32 +159,7 @@ class _Call:
     def finish(self, result: ToolResult, status: ToolCallStatus) -> CallOutcome:
         result = truncate_result(result, self.agent.template.max_result_chars)
         self.result = result
-        block = result_block(self.call.id, result)
-        pending = result.pending
-        if pending:
-            status = "pending"
-        self.session.update_call(
-            self.call,
-            status,
-            result=None if pending else block,
-            error_type=result.error_type.value if result.error_type else None,
-            client=True if pending else None,
-            record=self.record,
-        )
-        end = _new(ToolEnd)
-        _init_end(
-            end,
-            call_id=self.call.id,
-            name=self.name,
-            duration=time.perf_counter() - self.started,
-            is_error=result.is_error,
-            result=block,
-            status=status,
-            display=result.display,
-        )
-        self.emit(end)
-        outcome = _new(CallOutcome)
-        _init_outcome(outcome, block=block, status=status, pending=pending)
+        outcome = _ended(self.run_, self.call, self.name, self.record, result, status, self.started)
         if self.results is not None:
             self.results[self.index] = outcome
         return outcome
@@ -232,14 +208,7 @@ class _Call:
             arguments = prepared.arguments
             takes_context = tool.context_param is not None
             # (a copy when the tool's context is about to join the arguments, in `execute`)
-            start = _new(ToolStart)
-            _init_start(
-                start,
-                call_id=call.id,
-                name=tool.name,
-                input=dict(arguments) if takes_context else arguments,
-            )
-            self.emit(start)
+            _started(self.run_, call.id, tool.name, dict(arguments) if takes_context else arguments)
             if answer is None:
                 # 5. context, for a tool that takes one (hooks made it already if there are any)
                 limit = agent.template.tool_timeout
@@ -249,27 +218,13 @@ class _Call:
                     self.context(tool) if takes_context else self.ctx,
                     default_timeout=limit,
                 )
-                if result.metadata and BLOCKED_LOOP_KEY in result.metadata:
-                    self.emit(
-                        ToolBlockedLoop(
-                            call_id=call.id,
-                            name=tool.name,
-                            seconds=result.metadata[BLOCKED_LOOP_KEY],
-                            timeout=tool.timeout if tool.timeout is not None else limit,
-                        )
-                    )
+                _blocked(self.run_, call, tool, result, limit)
             else:
                 result = answer
             # 7. post-hooks
             if post:
                 result = await self._post_hooks(tool, call, result, post)
-            if result.is_error:
-                status: ToolCallStatus = (
-                    "cancelled" if result.error_type is ToolErrorType.CANCELLED else "failed"
-                )
-            else:
-                status = "done"
-            return self.finish(result, status)
+            return self.finish(result, _status(result))
         except BaseException as exc:
             if self.results is None:
                 raise
@@ -572,39 +527,181 @@ class _Call:
         as much as validating the arguments.
         """
         if self.ctx is None:
-            agent = self.agent
-            self.ctx = ToolContext(
-                tool_call_id=self.call.id,
-                tool_name=tool.name,
-                agent_id=agent.agent_id,
-                session_id=agent.session_id,
-                deps=agent.deps,
-                event_sink=self._sink,
-                workspace=agent.workspace,
-                files=agent.files,
-                services=agent.services,
-            )
+            self.ctx = _context(self.run_, self.call, tool)
         return self.ctx
 
-    def _sink(self, event: ToolEvent) -> None:
-        if event.event == "progress" and isinstance(event.data, dict):
-            out: AgentEvent = ToolProgress(
-                call_id=event.tool_call_id,
-                name=event.tool_name,
-                message=str(event.data.get("message", "")),
-                fraction=event.data.get("fraction"),
+
+def _context(run: CallEnvironment, call: ToolUseContent, tool: Tool[..., Any]) -> ToolContext[Any]:
+    """A new context for `call` of `tool` in `run`."""
+    agent = run.agent
+    return ToolContext(
+        tool_call_id=call.id,
+        tool_name=tool.name,
+        agent_id=agent.agent_id,
+        session_id=agent.session_id,
+        deps=agent.deps,
+        event_sink=partial(_tool_event, run),
+        workspace=agent.workspace,
+        files=agent.files,
+        services=agent.services,
+    )
+
+
+def _tool_event(run: CallEnvironment, event: ToolEvent) -> None:
+    """Pass an event a tool sent through its context on as an agent event."""
+    if event.event == "progress" and isinstance(event.data, dict):
+        out: AgentEvent = ToolProgress(
+            call_id=event.tool_call_id,
+            name=event.tool_name,
+            message=str(event.data.get("message", "")),
+            fraction=event.data.get("fraction"),
+        )
+    else:
+        out = ToolCustom(
+            call_id=event.tool_call_id, name=event.tool_name, event=event.event, data=event.data
+        )
+    if run.on_loop():
+        run.emit(out)
+    else:  # a sync tool in a worker thread: hand the event to the loop
+        try:
+            anyio.from_thread.run_sync(run.emit, out)
+        except RuntimeError:  # not an anyio worker thread (a thread the tool started)
+            run.emit(out)
+
+
+def _started(run: CallEnvironment, call_id: str, name: str, arguments: dict[str, Any]) -> None:
+    """Emit the `ToolStart` of a call about to run with `arguments`."""
+    start = _new(ToolStart)
+    _init_start(start, call_id=call_id, name=name, input=arguments)
+    run.emit(start)
+
+
+def _blocked(
+    run: CallEnvironment,
+    call: ToolUseContent,
+    tool: Tool[..., Any],
+    result: ToolResult,
+    limit: float | None,
+) -> None:
+    """Say so when the tool that ran to `result` held the event loop (see kode.tools.blocking)."""
+    metadata = result.metadata
+    if metadata and BLOCKED_LOOP_KEY in metadata:
+        run.emit(
+            ToolBlockedLoop(
+                call_id=call.id,
+                name=tool.name,
+                seconds=metadata[BLOCKED_LOOP_KEY],
+                timeout=tool.timeout if tool.timeout is not None else limit,
             )
+        )
+
+
+def _status(result: ToolResult) -> ToolCallStatus:
+    """The final status of a call that ends with `result`."""
+    if result.is_error:
+        return "cancelled" if result.error_type is ToolErrorType.CANCELLED else "failed"
+    return "done"
+
+
+def _ended(
+    run: CallEnvironment,
+    call: ToolUseContent,
+    name: str,
+    record: ToolCallRecord,
+    result: ToolResult,
+    status: ToolCallStatus,
+    started: float,
+) -> CallOutcome:
+    """The outcome of a call that ended with `result` (truncated already).
+
+    Its ``tool_result`` block is made, its record updated and its `ToolEnd` emitted.
+    """
+    block = result_block(call.id, result)
+    pending = result.pending
+    if pending:
+        status = "pending"
+    error_type = result.error_type
+    run.agent.session.update_call(
+        call,
+        status,
+        result=None if pending else block,
+        error_type=None if error_type is None else error_type.value,
+        client=True if pending else None,
+        record=record,
+    )
+    end = _new(ToolEnd)
+    _init_end(
+        end,
+        call_id=call.id,
+        name=name,
+        duration=time.perf_counter() - started,
+        is_error=result.is_error,
+        result=block,
+        status=status,
+        display=result.display,
+    )
+    run.emit(end)
+    outcome = _new(CallOutcome)
+    _init_outcome(outcome, block=block, status=status, pending=pending)
+    return outcome
+
+
+async def _plain_call(
+    run: CallEnvironment,
+    call: ToolUseContent,
+    tool: Tool[..., Any],
+    results: list[CallOutcome | None],
+    index: int,
+) -> None:
+    """`_Call.run` into ``results[index]`` for a call that needs none of its optional steps.
+
+    That is a call of a known tool that the permission rules can only allow
+    (`can_only_allow`), in a run with no hooks, no store to write and no tracing
+    (`_plain_calls`): lookup, validation, execution and the ``tool_result``, the same events
+    and record as `_Call`, without its per-call object (most calls of most turns).
+    """
+    started = time.perf_counter()
+    try:
+        agent = run.agent
+        session = agent.session
+        record = session.records.for_call(call)
+        name = tool.name
+        prepared = tool.prepare(call.input)
+        template = agent.template
+        if isinstance(prepared, ToolResult):
+            result = truncate_result(prepared, template.max_result_chars)
+            results[index] = _ended(run, call, name, record, result, "failed", started)
+            return
+        session.update_call(call, "running", tool=tool, record=record)
+        arguments = prepared.arguments
+        limit = template.tool_timeout
+        if tool.pure_validation:  # its event makes the arguments again when read
+            run.emit(ToolStart.replayed(call_id=call.id, tool=tool, raw=call.input))
+        else:  # (a copy when the context is about to join the arguments, in `execute`)
+            _started(
+                run, call.id, name, arguments if tool.context_param is None else dict(arguments)
+            )
+        if tool.context_param is None:
+            result = await tool.execute(arguments, None, default_timeout=limit)
         else:
-            out = ToolCustom(
-                call_id=event.tool_call_id, name=event.tool_name, event=event.event, data=event.data
-            )
-        if self.run_.on_loop():
-            self.emit(out)
-        else:  # a sync tool in a worker thread: hand the event to the loop
-            try:
-                anyio.from_thread.run_sync(self.emit, out)
-            except RuntimeError:  # not an anyio worker thread (a thread the tool started)
-                self.emit(out)
+            result = await tool.execute(arguments, _context(run, call, tool), default_timeout=limit)
+        _blocked(run, call, tool, result, limit)
+        status = _status(result)
+        result = truncate_result(result, template.max_result_chars)
+        results[index] = _ended(run, call, name, record, result, status, started)
+    except BaseException as exc:
+        _caught(run, results, index, call, exc)
+
+
+def _plain_calls(run: CallEnvironment) -> bool:
+    """Whether `run`'s calls may take `_plain_call` (for tools `can_only_allow` lets through)."""
+    agent = run.agent
+    hooks = agent.hooks
+    return (
+        run.tracing is None
+        and agent.session.store is None
+        and not (hooks.pre_tool_use or hooks.post_tool_use or hooks.tools)
+    )
 
 
 def duplicate_result(run: CallEnvironment, call: ToolUseContent, original: str) -> CallOutcome:
@@ -725,6 +822,7 @@ def _failed(run: CallEnvironment, call: ToolUseContent, why: str) -> CallOutcome
 
 _TASK_NAME = f"{__name__}.{_run_into.__qualname__}"
 _CALL_TASK_NAME = f"{__name__}.{_Call.run.__qualname__}"
+_PLAIN_TASK_NAME = f"{__name__}.{_plain_call.__qualname__}"
 
 
 async def run_turn_calls(
@@ -736,10 +834,16 @@ async def run_turn_calls(
     they run one at a time in call order. At most ``max_concurrent_tools`` run at once.
     """
     agent = run.agent
+    plain = _plain_calls(run)
+    permission = agent.template.permission
     if len(calls) == 1:  # one call: no task group to make and start (half a turn's cost)
         if results[0] is None:
             call = calls[0]
-            await _run_into(results, 0, run, call, agent.lookup(call.name), commit=False)
+            tool = agent.lookup(call.name)
+            if plain and tool is not None and can_only_allow(permission, tool):
+                await _plain_call(run, call, tool, results, 0)
+            else:
+                await _run_into(results, 0, run, call, tool, commit=False)
         return
     limit = agent.template.max_concurrent_tools
     limiter = anyio.CapacityLimiter(limit) if len(calls) > limit else None
@@ -767,7 +871,8 @@ async def run_turn_calls(
     # A call with nothing to wait for runs as its pipeline's own coroutine, unless a span
     # must be around it or a store must be written after it (then `_run_into` does both).
     direct = limiter is None and run.tracing is None and agent.session.store is None
-    found: dict[str, tuple[Tool[..., Any] | None, bool]] = {}  # the turn's tools, by name
+    # the turn's tools by name, whether they mutate, and whether their calls are plain
+    found: dict[str, tuple[Tool[..., Any] | None, bool, bool]] = {}
     async with anyio.create_task_group() as tg:
         # anyio 4.14 and later start a coroutine made here without start_soon's checks of a
         # function that makes one
@@ -779,14 +884,22 @@ async def run_turn_calls(
             known = found.get(name)
             if known is None:
                 tool = agent.lookup(name)
-                known = found[name] = (tool, tool is not None and tool.kind.is_mutating)
-            tool, mutating = known
+                known = found[name] = (
+                    tool,
+                    tool is not None and tool.kind.is_mutating,
+                    plain and tool is not None and can_only_allow(permission, tool),
+                )
+            tool, mutating, plain_call = known
             if mutating:
                 done = anyio.Event()
                 tg.start_soon(one, index, call, tool, previous, done)
                 previous = done
             elif direct and create_task is not None:  # (named as anyio would name it)
-                create_task(_Call(run, call, tool, results, index).run(), name=_CALL_TASK_NAME)
+                if plain_call:
+                    assert tool is not None
+                    create_task(_plain_call(run, call, tool, results, index), name=_PLAIN_TASK_NAME)
+                else:
+                    create_task(_Call(run, call, tool, results, index).run(), name=_CALL_TASK_NAME)
             elif limiter is None:  # nothing to wait for: one coroutine less per call
                 # (named as anyio would name it, without working the name out every time)
                 if create_task is not None:

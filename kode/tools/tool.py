@@ -191,7 +191,24 @@ class Tool(Generic[P, R]):
         self._output_schema: dict[str, Any] | bool | None = output_schema
         self._ctx_positional = context_positional
         self._validator = validator
+        self._pure: bool | None = None  # (see pure_validation)
         self._watch_next = True  # time the steps of the next call (kode.tools.blocking)
+
+    @property
+    def pure_validation(self) -> bool:
+        """Whether validating the same input again gives equal arguments, and does nothing else.
+
+        True for a function tool whose parameters are data types (str, numbers, lists, dicts,
+        dates, enums, pydantic models and dataclasses of those...) with no validator
+        functions, default factories, model ``__init__``/``model_post_init`` or enum
+        ``_missing_`` of anyone's: then an agent need not keep a call's validated arguments
+        alive for its `ToolStart` event, which makes them again from the model's input when
+        read. False when in doubt (schema tools, custom types).
+        """
+        pure = self._pure
+        if pure is None:
+            pure = self._pure = getattr(self._validator, "pure", False) is True
+        return pure
 
     def describe(self, fn: DescribeFunc) -> DescribeFunc:
         """Use `fn` to describe this tool's calls to whoever approves them (a decorator).

@@ -362,6 +362,54 @@ def _repair(
     return fixed
 
 
+# The core schema types whose validation is a pure function of the input (no code of
+# anyone's runs), and the keys of a schema that hold values rather than schemas.
+_PURE_TYPES = frozenset(
+    {
+        "any", "none", "bool", "int", "float", "decimal", "complex", "str", "bytes",
+        "date", "time", "datetime", "timedelta", "literal", "enum", "uuid", "url",
+        "multi-host-url", "list", "tuple", "set", "frozenset", "dict", "nullable", "union",
+        "tagged-union", "default", "json", "json-or-python", "lax-or-strict", "chain",
+        "custom-error", "definitions", "definition-ref", "model", "model-fields",
+        "model-field", "dataclass", "dataclass-args", "dataclass-field", "typed-dict",
+        "typed-dict-field", "arguments", "arguments-v3",
+    }
+)  # fmt: skip
+_VALUE_KEYS = frozenset(
+    {"metadata", "serialization", "default", "expected", "cls", "members", "sub_type", "ref"}
+)
+
+
+def pure_schema(schema: Mapping[str, Any]) -> bool:
+    """Whether validating with the pydantic core `schema` runs no code but pydantic's.
+
+    Every schema in it must be of a data type (`_PURE_TYPES`: no ``function-*``, ``call``,
+    ``is-instance``, ``generator``...), with no ``default_factory``, no model or dataclass
+    ``post_init`` or custom ``__init__``, and no enum class with a ``_missing_`` of its own.
+    Unknown shapes count as impure. Without recursion, so any depth is walked.
+    """
+    stack: list[Any] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            kind = node.get("type")
+            if isinstance(kind, str):
+                if kind not in _PURE_TYPES:
+                    return False
+                if "default_factory" in node or node.get("post_init") or node.get("custom_init"):
+                    return False
+                if kind == "enum" and getattr(
+                    getattr(node.get("cls"), "_missing_", None), "__module__", "enum"
+                ) not in ("enum", None):  # an enum's own _missing_ hook runs on a miss
+                    return False
+            for key, value in node.items():
+                if key not in _VALUE_KEYS and isinstance(value, dict | list | tuple):
+                    stack.append(value)
+        elif isinstance(node, list | tuple):
+            stack.extend(item for item in node if isinstance(item, dict | list | tuple))
+    return True
+
+
 class ArgumentValidator:
     """Validates a model's arguments for one tool: built once at definition, called per call.
 
@@ -371,7 +419,15 @@ class ArgumentValidator:
     per-call Python wrapper.
     """
 
-    __slots__ = ("_field_to_param", "_model_of", "_params", "_tool_name", "_validate")
+    __slots__ = (
+        "_field_to_param",
+        "_model",
+        "_model_of",
+        "_params",
+        "_pure",
+        "_tool_name",
+        "_validate",
+    )
 
     def __init__(
         self,
@@ -384,11 +440,33 @@ class ArgumentValidator:
         self._tool_name = tool_name
         self._params = tuple(params)
         self._field_to_param = dict(field_to_param) if field_to_param else None
+        self._pure: bool | None = None
+        self._model: type[BaseModel] | None = None
         if isinstance(model, type):
             self._validate: Callable[[Any], BaseModel] = self._validator_of(model)
+            self._model = model
         else:  # the model is built on the first call (a built-in tool, defined at import)
             self._validate = self._first_validate
             self._model_of = model
+
+    @property
+    def pure(self) -> bool:
+        """Whether validating the same input again gives equal arguments, and nothing else.
+
+        So when the arguments' schema runs no code of anyone's (no validator functions, no
+        default factories, no ``__init__`` or ``model_post_init`` of a model or dataclass, no
+        enum ``_missing_`` of its own) and holds only data types (see `pure_schema`). Worked out
+        once.
+        """
+        pure = self._pure
+        if pure is None:
+            try:
+                model = self._model if self._model is not None else self._model_of()
+                pure = pure_schema(model.__pydantic_core_schema__)
+            except Exception:  # a model pydantic cannot build yet: not known to be pure
+                pure = False
+            self._pure = pure
+        return pure
 
     @staticmethod
     def _validator_of(model: type[BaseModel]) -> Callable[[Any], BaseModel]:
@@ -403,7 +481,8 @@ class ArgumentValidator:
 
     def _first_validate(self, raw: Any) -> BaseModel:
         # `_model_of` builds the model once however many threads ask at once.
-        validate = self._validate = self._validator_of(self._model_of())
+        model = self._model = self._model_of()
+        validate = self._validate = self._validator_of(model)
         return validate(raw)
 
     def __call__(self, raw: Any) -> dict[str, Any] | InvalidArguments:

@@ -345,7 +345,9 @@ async def test_a_parallel_call_without_a_store_is_one_task_running_its_pipeline(
     reg: ToolRegistry,
 ) -> None:
     """Each call of a parallel turn runs in a task of its own, its pipeline as the task's
-    coroutine (no wrapper around it); with a store, a wrapper writes the call's end."""
+    coroutine (no wrapper around it): the plain pipeline without hooks, a store or a
+    permission check, the whole one with hooks; with a store, a wrapper writes the call's
+    end."""
 
     @define_tool(registry=reg, kind="read")
     async def task_name() -> str:
@@ -356,6 +358,16 @@ async def test_a_parallel_call_without_a_store_is_one_task_running_its_pipeline(
     agent, _ = make_agent(reg, [turn, "ok"])
     await agent.send("go")
     names = [block.content[0].text for block in agent.messages[2].content]  # type: ignore[union-attr]
+    assert names == ["kode.agent.pipeline._plain_call"] * 2
+    hooked, _ = make_agent(
+        reg, [turn, "ok"], create={"hooks": AgentHooks(pre_tool_use=[lambda call, ctx: None])}
+    )
+    await hooked.send("go")
+    names = [block.content[0].text for block in hooked.messages[2].content]  # type: ignore[union-attr]
+    assert names == ["kode.agent.pipeline._Call.run"] * 2
+    checked, _ = make_agent(reg, [turn, "ok"], permission={"mode": "approval"})
+    await checked.send("go")  # (the permission step lets read calls run: not plain)
+    names = [block.content[0].text for block in checked.messages[2].content]  # type: ignore[union-attr]
     assert names == ["kode.agent.pipeline._Call.run"] * 2
     stored, _ = make_agent(reg, [turn, "ok"], create={"store": MemoryStore()})
     await stored.send("go")
