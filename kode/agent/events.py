@@ -112,7 +112,7 @@ class ToolStart:
 
     @classmethod
     def replayed(
-        cls, *, call_id: str, tool: Tool[..., Any], raw: Mapping[str, Any] | str | None
+        cls, call_id: str, tool: Tool[..., Any], raw: Mapping[str, Any] | str | None
     ) -> ToolStart:
         """The start of a call of `tool` whose arguments are `tool.prepare(raw)`'s.
 

@@ -676,7 +676,7 @@ async def _plain_call(
         arguments = prepared.arguments
         limit = template.tool_timeout
         if tool.pure_validation:  # its event makes the arguments again when read
-            run.emit(ToolStart.replayed(call_id=call.id, tool=tool, raw=call.input))
+            run.emit(ToolStart.replayed(call.id, tool, call.input))
         else:  # (a copy when the context is about to join the arguments, in `execute`)
             _started(
                 run, call.id, name, arguments if tool.context_param is None else dict(arguments)
@@ -685,9 +685,17 @@ async def _plain_call(
             result = await tool.execute(arguments, None, default_timeout=limit)
         else:
             result = await tool.execute(arguments, _context(run, call, tool), default_timeout=limit)
-        _blocked(run, call, tool, result, limit)
-        status = _status(result)
-        result = truncate_result(result, template.max_result_chars)
+        if result.metadata:
+            _blocked(run, call, tool, result, limit)
+        if result.is_error:
+            status = _status(result)
+            result = truncate_result(result, template.max_result_chars)
+        else:
+            status = "done"
+            content = result.content  # (most results: one text, short enough)
+            first = content[0] if len(content) == 1 else None
+            if type(first) is not TextBlock or len(first.text) > template.max_result_chars:
+                result = truncate_result(result, template.max_result_chars)
         results[index] = _ended(run, call, name, record, result, status, started)
     except BaseException as exc:
         _caught(run, results, index, call, exc)

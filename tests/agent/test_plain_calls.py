@@ -27,6 +27,7 @@ from kode.agent.hooks import AgentHooks
 from kode.models import tool_use
 from kode.registries import ToolRegistry
 from kode.tools.declared import declare_tool
+from kode.tools.results import ImageBlock, TextBlock, ToolResult, image_result
 from kode.tools.validation import pure_schema
 
 pytestmark = pytest.mark.anyio
@@ -84,6 +85,12 @@ class Whole(BaseModel):
     @classmethod
     def wrap(cls, data: Any) -> Any:
         return data
+
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
+    "0000000d49444154789c63f8ffff3f0005fe02fea7d6a4b60000000049454e44ae426082"
+)
 
 
 def _tool(fn: Any) -> Any:
@@ -260,13 +267,19 @@ async def test_the_plain_pipeline_ends_calls_as_the_whole_one(
     pipeline): the same events, records, results and history."""
 
     @define_tool(registry=reg, kind="read", timeout=0.2)
-    async def work(n: int, ctx: ToolContext) -> dict[str, Any]:
+    async def work(n: int, ctx: ToolContext) -> Any:
         """Work.
 
         Args:
             n: How much.
         """
         ctx.progress(f"working on {n}", 0.5)
+        if n == 7:  # an image alone, then with a caption
+            return image_result(PNG)
+        if n == 8:
+            return ToolResult(
+                content=(TextBlock(text="a caption"), ImageBlock(data=PNG, media_type="image/png"))
+            )
         if n < 0:
             raise ValueError("negative")
         if n > 100:
@@ -276,6 +289,8 @@ async def test_the_plain_pipeline_ends_calls_as_the_whole_one(
     calls = [
         tool_use("work", {"n": 1}, id="ok"),
         tool_use("work", {"n": 50}, id="long"),
+        tool_use("work", {"n": 7}, id="image"),
+        tool_use("work", {"n": 8}, id="captioned"),
         tool_use("work", {"n": "x"}, id="invalid"),
         tool_use("work", {"n": -1}, id="raises"),
         tool_use("work", {"n": 1000}, id="slow"),
@@ -311,6 +326,8 @@ async def test_the_plain_pipeline_ends_calls_as_the_whole_one(
     assert statuses == {
         "ok": "done",
         "long": "done",
+        "image": "done",
+        "captioned": "done",
         "invalid": "failed",
         "raises": "failed",
         "slow": "failed",
@@ -318,5 +335,7 @@ async def test_the_plain_pipeline_ends_calls_as_the_whole_one(
         "extra": "failed",
     }
     assert any(e[0] == "tool_progress" for e in runs[0][0])
-    long = next(r[3] for r in runs[0][1] if r[0] == "long")
-    assert "[output truncated" in long.text
+    results = {r[0]: r[3] for r in runs[0][1]}
+    assert "[output truncated" in results["long"].text
+    assert [b.type for b in results["image"].content] == ["image"]
+    assert [b.type for b in results["captioned"].content] == ["text", "image"]
