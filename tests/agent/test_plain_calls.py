@@ -78,6 +78,13 @@ class Hooked(BaseModel):
         pass
 
 
+class Built(BaseModel):
+    n: int
+
+    def __init__(self, **data: Any) -> None:
+        super().__init__(**data)
+
+
 class Whole(BaseModel):
     n: int
 
@@ -135,6 +142,7 @@ def test_data_types_validate_purely() -> None:
         Annotated[int, AfterValidator(lambda v: v)],
         Checked,
         Hooked,
+        Built,
         Whole,
         Lenient,
         Path,  # (pydantic validates paths with a function)
