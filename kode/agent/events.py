@@ -151,6 +151,10 @@ class ToolStart:
                 self._tool = self._raw = None
         return self._input
 
+    def __reduce__(self) -> tuple[Any, tuple[str, str, dict[str, Any]]]:
+        # pickled and copied with its arguments as JSON data (not the tool it would ask)
+        return (_tool_start, (self.call_id, self.name, self.input))
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ToolStart):
             return NotImplemented
@@ -160,6 +164,11 @@ class ToolStart:
 
     def __repr__(self) -> str:
         return f"ToolStart(call_id={self.call_id!r}, name={self.name!r}, input={self.input!r})"
+
+
+def _tool_start(call_id: str, name: str, input: dict[str, Any]) -> ToolStart:
+    """A `ToolStart` again, from what `ToolStart.__reduce__` kept."""
+    return ToolStart(call_id=call_id, name=name, input=input)
 
 
 @dataclass(kw_only=True, slots=True)

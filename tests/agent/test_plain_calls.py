@@ -9,7 +9,9 @@ validated arguments, and validates it again when `input` is read.
 
 from __future__ import annotations
 
+import copy
 import enum
+import pickle
 import uuid
 from dataclasses import dataclass
 from datetime import date
@@ -223,6 +225,10 @@ async def test_a_pure_tool_s_start_keeps_the_input_and_shows_the_validated_argum
         "express": False,
     }
     assert start._tool is None and start.input is start.input  # made once
+    again = ToolStart.replayed("b", place, {"customer": "bo", "items": []})
+    for copied in (pickle.loads(pickle.dumps(again)), copy.deepcopy(again), copy.copy(again)):
+        assert copied == again and copied._tool is None  # the JSON data, not the tool
+        assert copied.input == {"customer": "bo", "items": [], "express": False}
     assert [len(items) for items in seen] == [2]
     assert raw == {"customer": "ada", "items": [{"sku": "b", "quantity": "2"}]}
 
