@@ -29,38 +29,27 @@ __all__ = ["cancelled_result", "interrupted_result", "result_block", "results_me
 def result_block(call_id: str, result: ToolResult) -> ToolResultContent:
     """The ``tool_result`` block answering `call_id` with `result`."""
     is_error = result.is_error
-    content = result.content
     built = _BUILT and type(is_error) is bool and type(call_id) is str
-    if built and len(content) == 1 and type(content[0]) is TextBlock:  # most results
-        text = clean_text(content[0].text)
-        if type(text) is str:
-            fields = {
-                "type": "tool_result",
-                "tool_use_id": call_id,
-                "content": [_built(TextContent, {"type": "text", "text": text}, _TEXT)],
-                "is_error": is_error,
-            }
-            return _built(ToolResultContent, fields, _RESULT)
-    blocks: list[TextContent | ImageContent] = []
-    for block in content:
+    content: list[TextContent | ImageContent] = []
+    for block in result.content:
         if isinstance(block, TextBlock):
             text = clean_text(block.text)
-            blocks.append(
+            content.append(
                 _built(TextContent, {"type": "text", "text": text}, _TEXT)
                 if built and type(text) is str
                 else TextContent(text=text)
             )
         else:
-            blocks.append(ImageContent.model_validate(block.to_dict()))
+            content.append(ImageContent.model_validate(block.to_dict()))
     if built:
         fields = {
             "type": "tool_result",
             "tool_use_id": call_id,
-            "content": blocks,
+            "content": content,
             "is_error": is_error,
         }
         return _built(ToolResultContent, fields, _RESULT)
-    return ToolResultContent(tool_use_id=call_id, content=blocks, is_error=is_error)
+    return ToolResultContent(tool_use_id=call_id, content=content, is_error=is_error)
 
 
 def results_message(blocks: list[ContentBlock]) -> Message:

@@ -685,17 +685,9 @@ async def _plain_call(
             result = await tool.execute(arguments, None, default_timeout=limit)
         else:
             result = await tool.execute(arguments, _context(run, call, tool), default_timeout=limit)
-        if result.metadata:
-            _blocked(run, call, tool, result, limit)
-        if result.is_error:
-            status = _status(result)
-            result = truncate_result(result, template.max_result_chars)
-        else:
-            status = "done"
-            content = result.content  # (most results: one text, short enough)
-            first = content[0] if len(content) == 1 else None
-            if type(first) is not TextBlock or len(first.text) > template.max_result_chars:
-                result = truncate_result(result, template.max_result_chars)
+        _blocked(run, call, tool, result, limit)
+        status = _status(result)
+        result = truncate_result(result, template.max_result_chars)
         results[index] = _ended(run, call, name, record, result, status, started)
     except BaseException as exc:
         _caught(run, results, index, call, exc)

@@ -424,7 +424,6 @@ class ArgumentValidator:
         "_model",
         "_model_of",
         "_params",
-        "_pure",
         "_tool_name",
         "_validate",
     )
@@ -440,7 +439,6 @@ class ArgumentValidator:
         self._tool_name = tool_name
         self._params = tuple(params)
         self._field_to_param = dict(field_to_param) if field_to_param else None
-        self._pure: bool | None = None
         self._model: type[BaseModel] | None = None
         if isinstance(model, type):
             self._validate: Callable[[Any], BaseModel] = self._validator_of(model)
@@ -456,17 +454,13 @@ class ArgumentValidator:
         So when the arguments' schema runs no code of anyone's (no validator functions, no
         default factories, no ``__init__`` or ``model_post_init`` of a model or dataclass, no
         enum ``_missing_`` of its own) and holds only data types (see `pure_schema`). Worked out
-        once.
+        on each read: `Tool.pure_validation` keeps the answer.
         """
-        pure = self._pure
-        if pure is None:
-            try:
-                model = self._model if self._model is not None else self._model_of()
-                pure = pure_schema(model.__pydantic_core_schema__)
-            except Exception:  # a model pydantic cannot build yet: not known to be pure
-                pure = False
-            self._pure = pure
-        return pure
+        try:
+            model = self._model if self._model is not None else self._model_of()
+            return pure_schema(model.__pydantic_core_schema__)
+        except Exception:  # a model pydantic cannot build yet: not known to be pure
+            return False
 
     @staticmethod
     def _validator_of(model: type[BaseModel]) -> Callable[[Any], BaseModel]:
