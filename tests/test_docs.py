@@ -1,8 +1,16 @@
 """The documentation is executed: every Python example in docs/ and in kode's docstrings runs.
 
-Each page's ```python blocks run in order in one fresh module namespace (a later block may use
-what an earlier one defined), inside the `isolated_registry` fixture so no tool leaks. Top-level
-`await` works: such a block runs in an event loop. Two other fences:
+Each page that has Python examples says at its top, in one of three fixed sentences (`SCRIPT`,
+`NOTEBOOK` and `FILES` below), how its examples run, and they are run exactly that way:
+
+- a script page's ```python blocks, in order, are one file run by `python` in a fresh
+  process (each block at its own line of the page, so a traceback points at the page);
+- a notebook page's blocks are the cells of one notebook, run in order by a real Jupyter
+  kernel, where `await` works at the top level;
+- a page of files (the CLI's) has each block run alone as its own file; the commands that use
+  them are checked by tests/test_cli_docs.py.
+
+Two other fences:
 
 - ```python {.pytest}: a test module; it is written to a file and run by pytest.
 - ```python {.no-run}: shown, not run. Keep these rare.
@@ -247,12 +255,152 @@ def test_docs_have_examples() -> None:
     assert any(b.runs for p in DOC_PAGES for b in p.blocks), "no Python examples in docs/"
 
 
+SCRIPT = (
+    "**How to run the examples:** the examples on this page are one script: put them in one "
+    "file, in order, and run it with `python`."
+)
+NOTEBOOK = (
+    "**How to run the examples:** the examples on this page are the cells of one notebook, run "
+    "in order; some use `await` at the top level, which Jupyter and IPython allow (in a script, "
+    "put them in an `async def main()` and call `anyio.run(main)`)."
+)
+FILES = (
+    "**How to run the examples:** each example on this page is a file, saved under the name the "
+    "page gives it, and the commands shown run in the folder that holds them; the page's "
+    "transcripts are what they print (a test runs them)."
+)
+_MODE_PREFIX = "**How to run the examples:**"
+
+
+def page_mode(page: Page) -> str:
+    """'script' or 'notebook': what the page says at its top, before its first example."""
+    text = " ".join(" ".join(page.lines).split())
+    modes = (("script", SCRIPT), ("notebook", NOTEBOOK), ("files", FILES))
+    said = [mode for mode, sentence in modes if sentence in text]
+    assert text.count(_MODE_PREFIX) == 1 and len(said) == 1, (
+        f"{page.name}: a page with examples says once, at its top, how they run: "
+        f"one of\n{SCRIPT}\n{NOTEBOOK}\n{FILES}"
+    )
+    first = next(b for b in page.blocks if b.runs)
+    said_at = next(i for i, ln in enumerate(page.lines) if _MODE_PREFIX in ln)
+    assert said_at < first.start, (
+        f"{page.name}: say how the examples run before the first one (line {first.start})"
+    )
+    return said[0]
+
+
+def _example_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    env["KODE_HOME"] = str(home)  # nothing of the user's own kode settings or memory
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return env
+
+
+_SEPARATOR = "\x1e-- kode docs block {} --\x1e"
+
+
+def run_as_script(page: Page, workdir: Path) -> list[tuple[Block, str]]:
+    """Run the page's examples as one file with `python`; return each block with its stdout.
+
+    Each block's code sits at its own line of the page (a print that marks where its output
+    starts goes on the line of its opening fence), so a traceback names the page's lines.
+    """
+    runs = [b for b in page.blocks if b.runs]
+    lines: list[str] = []
+    for index, block in enumerate(runs):
+        lines.extend([""] * (block.start - 1 - len(lines)))
+        lines.append(f"print({_SEPARATOR.format(index)!r}, flush=True)")
+        lines.extend(block.code.rstrip("\n").split("\n"))
+    script = workdir / (page.path.name if page.path else "page")
+    script = script.with_suffix(".md.py")
+    script.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    home = workdir / "kode-home"
+    home.mkdir(exist_ok=True)
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=workdir,
+        env=_example_env(home),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    pieces = re.split(r"\x1e-- kode docs block (\d+) --\x1e\n", proc.stdout)
+    printed = {int(pieces[i]): pieces[i + 1] for i in range(1, len(pieces) - 1, 2)}
+    if proc.returncode != 0:
+        failed = runs[max(printed, default=0)]
+        raise AssertionError(
+            f"{page.name}: run as one script, the example at line {failed.start} failed "
+            f"(line numbers are the page's):\n{proc.stderr[-6000:]}\n\n{failed.code}\n"
+            f"It printed:\n{printed.get(runs.index(failed), '')}"
+        )
+    return [(block, printed.get(i, "")) for i, block in enumerate(runs)]
+
+
+def run_as_notebook(page: Page, workdir: Path) -> list[tuple[Block, str]]:
+    """Run the page's examples as the cells of one notebook in a real Jupyter kernel."""
+    nbformat = pytest.importorskip("nbformat", reason="notebook pages need the test extras")
+    nbclient = pytest.importorskip("nbclient", reason="notebook pages need the test extras")
+    runs = [b for b in page.blocks if b.runs]
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(b.code.rstrip("\n")) for b in runs]
+    home = workdir / "kode-home"
+    home.mkdir(exist_ok=True)
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=180,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(workdir)}},
+    )
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(_example_env(home))  # the kernel inherits this environment
+    try:
+        client.execute()
+    except nbclient.exceptions.CellExecutionError as exc:
+        index = next(
+            (
+                i
+                for i, c in enumerate(notebook.cells)
+                if any(o.get("output_type") == "error" for o in c.get("outputs", []))
+            ),
+            0,
+        )
+        raise AssertionError(
+            f"{page.name}: run as a notebook, the example at line {runs[index].start} "
+            f"failed:\n{re.sub(r'\x1b\\[[0-9;]*m', '', str(exc))}"
+        ) from None
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    printed = []
+    for block, cell in zip(runs, notebook.cells, strict=True):
+        out = "".join(
+            o["text"]
+            for o in cell.get("outputs", [])
+            if o.get("output_type") == "stream" and o.get("name") == "stdout"
+        )
+        printed.append((block, out))
+    return printed
+
+
 @pytest.mark.parametrize("page", [p for p in DOC_PAGES if any(b.runs for b in p.blocks)], ids=repr)
-def test_docs_page_examples(
-    page: Page, isolated_registry: kode.ToolRegistry, isolated_templates: object
-) -> None:
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # jupyter_client's own, at start-up
+def test_docs_page_examples(page: Page, tmp_path: Path) -> None:
     assert page.path is not None
-    printed = run_blocks(page, "docs_" + re.sub(r"\W", "_", page.path.stem))
+    mode = page_mode(page)
+    if mode == "script":
+        printed = run_as_script(page, tmp_path)
+    elif mode == "files":
+        # Each file on its own (the transcripts that use them are checked by tests/test_cli_docs.py).
+        printed = []
+        for i, block in enumerate(b for b in page.blocks if b.runs):
+            alone = Page(name=page.name, path=page.path, blocks=[block], lines=page.lines)
+            folder = tmp_path / str(i)
+            folder.mkdir()
+            printed += run_as_script(alone, folder)
+    else:
+        printed = run_as_notebook(page, tmp_path)
     check_outputs(page, printed)
 
 
