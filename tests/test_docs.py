@@ -296,6 +296,7 @@ def _example_env(home: Path) -> dict[str, str]:
     return env
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _SEPARATOR = "\x1e-- kode docs block {} --\x1e"
 
 
@@ -368,7 +369,7 @@ def run_as_notebook(page: Page, workdir: Path) -> list[tuple[Block, str]]:
         )
         raise AssertionError(
             f"{page.name}: run as a notebook, the example at line {runs[index].start} "
-            f"failed:\n{re.sub(r'\x1b\\[[0-9;]*m', '', str(exc))}"
+            f"failed:\n{_ANSI.sub('', str(exc))}"
         ) from None
     finally:
         os.environ.clear()
@@ -392,7 +393,7 @@ def test_docs_page_examples(page: Page, tmp_path: Path) -> None:
     if mode == "script":
         printed = run_as_script(page, tmp_path)
     elif mode == "files":
-        # Each file on its own (the transcripts that use them are checked by tests/test_cli_docs.py).
+        # Each file on its own (tests/test_cli_docs.py checks the transcripts that use them).
         printed = []
         for i, block in enumerate(b for b in page.blocks if b.runs):
             alone = Page(name=page.name, path=page.path, blocks=[block], lines=page.lines)
