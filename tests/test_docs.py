@@ -393,13 +393,17 @@ def test_docs_page_examples(page: Page, tmp_path: Path) -> None:
     if mode == "script":
         printed = run_as_script(page, tmp_path)
     elif mode == "files":
-        # Each file on its own (tests/test_cli_docs.py checks the transcripts that use them).
+        # Each file on its own, beside the page's other files (tests/test_cli_docs.py checks the
+        # transcripts of the commands that use them).
+        from test_cli_docs import FILES
+
+        for name, text in FILES.items():
+            (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / name).write_text(text, encoding="utf-8")
         printed = []
-        for i, block in enumerate(b for b in page.blocks if b.runs):
+        for block in (b for b in page.blocks if b.runs):
             alone = Page(name=page.name, path=page.path, blocks=[block], lines=page.lines)
-            folder = tmp_path / str(i)
-            folder.mkdir()
-            printed += run_as_script(alone, folder)
+            printed += run_as_script(alone, tmp_path)
     else:
         printed = run_as_notebook(page, tmp_path)
     check_outputs(page, printed)
