@@ -45,6 +45,7 @@ from kode.sessions.records import ApprovalDecided
 from kode.sessions.store import DEFAULT_LEASE_TTL, Store
 from kode.sessions.url import store_from
 from kode.tools.asking import ElicitationFunc
+from kode.tools.collector import collector_paused
 from kode.tools.context import ToolContext
 from kode.tools.errors import KodeError, ToolErrorType
 from kode.tools.results import ToolResult, error_result, to_result
@@ -903,5 +904,6 @@ class Agent:
             session_id=state.session_id,
             **create_options,
         )
-        agent.session.restore_agent_state(state)
+        with collector_paused():  # a long history: see kode.tools.collector
+            agent.session.restore_agent_state(state)
         return agent

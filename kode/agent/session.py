@@ -49,6 +49,7 @@ from kode.sessions.store import (
     check_startable,
     start_session,
 )
+from kode.tools.collector import collector_paused
 from kode.tools.errors import ToolErrorType
 from kode.tools.kinds import Kind
 from kode.tools.tool import Tool
@@ -475,8 +476,11 @@ class Session:
     async def load(self) -> None:
         """Rebuild the session from its store's records."""
         assert self.store is not None
-        log = await self.store.load(self.id)
-        self.restore(log.state())
+        # A long session is many objects that all stay alive: the collector's passes through
+        # them made loading superlinear (kode.tools.collector).
+        with collector_paused():
+            log = await self.store.load(self.id)
+            self.restore(log.state())
 
     def restore(self, state: SessionState) -> None:
         """Take the history from a folded `SessionState` (no records are made)."""

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from copy import deepcopy
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from kode.agent.template import AgentTemplate
 from kode.models.messages import Message, ToolResultContent, ToolUseContent, Usage
+from kode.tools.collector import collector_paused
 
 __all__ = [
     "AgentState",
@@ -184,3 +185,23 @@ class AgentState(BaseModel):
     template: AgentTemplate | None = None
     """The template itself (its hooks, which are code, are not saved), so that an agent made
     from a template that is not registered can be rebuilt; `None` in states saved before."""
+
+    @classmethod
+    def model_validate(cls, *args: Any, **kwargs: Any) -> Self:
+        """Validate a state from Python data (see `BaseModel.model_validate`).
+
+        The cyclic garbage collector is paused meanwhile: a long history is millions of
+        objects that all stay alive, and collections run through the allocation made the load
+        grow faster than the history.
+        """
+        with collector_paused():
+            return super().model_validate(*args, **kwargs)
+
+    @classmethod
+    def model_validate_json(cls, *args: Any, **kwargs: Any) -> Self:
+        """Validate a state from its JSON text (see `BaseModel.model_validate_json`).
+
+        The cyclic garbage collector is paused meanwhile, as for `model_validate`.
+        """
+        with collector_paused():
+            return super().model_validate_json(*args, **kwargs)
