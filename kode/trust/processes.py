@@ -4,7 +4,7 @@ This module owns how kode starts its helpers (the grep worker, ``rg``, the comma
 supervisor): the command line of an isolated Python worker (`python_command`), the environment
 (`helper_environment`), the working directory (`helper_directory`) and the start itself
 (`open_helper`), optionally inside an OS sandbox (a `Confinement`, which
-`kode.builtin.runtime._confine` makes from bubblewrap). Which programs may run is
+`kode.trust.confine` makes from bubblewrap). Which programs may run is
 `kode.trust.executables`'s.
 
 A Python worker runs as ``python -I -S -c CODE``: no ``PYTHON*`` variable, no user site, no
@@ -64,7 +64,7 @@ class HelperError(RuntimeError):
 
 
 class Confinement(Protocol):
-    """An OS sandbox for a helper that only reads (`kode.builtin.runtime._confine` makes one)."""
+    """An OS sandbox for a helper that only reads (`kode.trust.confine` makes one)."""
 
     def wrap(self, argv: Sequence[str], *, cwd: str = "/") -> tuple[list[str], tuple[int, ...]]:
         """`argv` run inside the sandbox from `cwd`, and descriptors the child must inherit.

@@ -63,7 +63,7 @@ SHELLING = """
 import sys, threading, time
 from pathlib import Path
 from kode.builtin.runtime._processes import ProcessManager
-from kode.builtin.runtime._sandbox import Sandbox, sandbox_support
+from kode.trust.sandbox import Sandbox, sandbox_support
 
 root, seconds, mode = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 support = sandbox_support()

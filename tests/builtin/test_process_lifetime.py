@@ -29,7 +29,7 @@ from kode.builtin.runtime import (
     sandbox_support,
     set_default_runtime_policy,
 )
-from kode.builtin.runtime._sandbox import Sandbox
+from kode.trust.sandbox import Sandbox
 from kode.tools.errors import ToolError
 from kode.tools.workspace import Workspace
 

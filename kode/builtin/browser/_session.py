@@ -25,10 +25,10 @@ import anyio
 from anyio.from_thread import BlockingPortal
 
 from kode.builtin.browser._config import BrowserConfig, find_browser
-from kode.trust.processes import helper_environment
 from kode.builtin.browser._proxy import REFUSED_HEADER, CheckingProxy, Refusal
 from kode.builtin.web._config import WebConfig
 from kode.tools.errors import ToolError, ToolErrorType
+from kode.trust.processes import helper_environment
 
 __all__ = ["BrowserSession", "Live"]
 
@@ -264,7 +264,7 @@ class BrowserSession:
                 timeout=self.config.timeout * 1000,
                 # A scrubbed environment (kode.trust.processes): a page that takes over the
                 # renderer finds no API key in the browser's environment.
-                env=helper_environment(allow=_BROWSER_ENVIRONMENT),
+                env={**helper_environment(allow=_BROWSER_ENVIRONMENT)},
             )
             closers.append(browser.close)
             context = await browser.new_context(

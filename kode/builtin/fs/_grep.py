@@ -13,7 +13,7 @@ kills: Python's `re` backtracks, and may take exponential time while holding the
 lock. Both run as kode's helpers (`kode.trust.processes`): from a directory of kode's own, with
 a scrubbed environment, the worker as an isolated interpreter that imports nothing from the
 workspace, and both inside the read-only OS sandbox where there is one
-(`kode.builtin.runtime._confine`). The worker answers in JSON, read as data: even a worker
+(`kode.trust.confine`). The worker answers in JSON, read as data: even a worker
 that was made to run foreign code could only lie about what it found.
 """
 
@@ -48,6 +48,7 @@ from kode.builtin.fs._safe_open import open_dir
 from kode.builtin.fs._workspace_files import BINARY_SNIFF_BYTES, is_binary
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.trust import executables
+from kode.trust.confine import helper_sandbox
 from kode.trust.processes import helper_environment, open_helper, python_command
 
 if TYPE_CHECKING:
@@ -89,8 +90,6 @@ def find_ripgrep(roots: Sequence[Path] = ()) -> str | None:
 
 def confinement(roots: Sequence[Path]) -> Confinement | None:
     """The read-only sandbox the search's helpers run in, or `None` where there is none."""
-    from kode.builtin.runtime._confine import helper_sandbox  # imports the runtime tools
-
     return helper_sandbox(roots)
 
 

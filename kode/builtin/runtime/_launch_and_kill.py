@@ -5,7 +5,7 @@ This module owns how a runtime command is launched (`launch`, `prepare`) and kil
 a child subreaper, and carries a tag variable in its environment; killing it means SIGTERM to every
 descendant of the supervisor and every tagged process, then, after a grace period, a freeze-and-kill
 (SIGSTOP until the set is closed, then SIGKILL). A sandboxed command
-(`kode.builtin.runtime._sandbox`) runs with its supervisor inside a PID namespace of its own, under
+(`kode.trust.sandbox`) runs with its supervisor inside a PID namespace of its own, under
 bubblewrap, as the namespace's first process (its init): killing it means SIGTERM to every process
 below the supervisor, then SIGKILL to the supervisor, which takes every process of the namespace
 with it (the kernel's guarantee, whatever they did). A sandboxed supervisor dies with the kode
@@ -40,8 +40,8 @@ from typing import Literal
 import anyio
 
 from kode.builtin.runtime import _supervisor
-from kode.builtin.runtime._sandbox import Sandbox, seccomp_fd
 from kode.trust import executables
+from kode.trust.sandbox import Sandbox, seccomp_fd
 
 __all__ = [
     "KILL_GRACE",

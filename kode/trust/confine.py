@@ -1,10 +1,10 @@
 """The OS sandbox of kode's read-only helpers (the grep worker, ``rg``): bubblewrap, read-only.
 
 This module owns `helper_sandbox`, the `kode.trust.processes.Confinement` a helper that only
-reads runs in: the sandbox of commands (`kode.builtin.runtime._sandbox`) in ``read-only`` mode
-— the whole file system read-only, the workspace too, a private ``/tmp``, the default hidden
-paths emptied, no network, no Unix socket, its own PID namespace — started from ``/`` unless
-told otherwise. It does not start anything (`kode.trust.processes.open_helper` does).
+reads runs in: the sandbox of commands (`kode.trust.sandbox`) in ``read-only`` mode — the whole
+file system read-only, the workspace too, a private ``/tmp``, the default hidden paths emptied,
+no network, no Unix socket, its own PID namespace — started from ``/`` unless told otherwise. It
+does not start anything (`kode.trust.processes.open_helper` does).
 """
 
 from __future__ import annotations
@@ -16,13 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kode.builtin.runtime._sandbox import (
-    DEFAULT_HIDDEN_PATHS,
-    Sandbox,
-    sandbox_support,
-    seccomp_fd,
-)
 from kode.trust.processes import python_paths
+from kode.trust.sandbox import DEFAULT_HIDDEN_PATHS, Sandbox, sandbox_support, seccomp_fd
 
 __all__ = ["HelperSandbox", "helper_sandbox"]
 
@@ -75,8 +70,11 @@ def helper_sandbox(roots: Sequence[Path], program: str = "bwrap") -> HelperSandb
     if not support.available or support.program is None:
         _announce(support.reason)
         return None
-    bound = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)]  # the sandbox binds them
-    for path in (os.path.realpath(p) for p in python_paths(roots)):
+    # The sandbox binds these where they are under a private directory: the interpreter's
+    # prefixes and kode's package (whose parent directories it makes, so kode's root is there).
+    *paths, _ = python_paths(roots)
+    bound = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)]
+    for path in (os.path.realpath(p) for p in paths):
         if any(_under(path, p) for p in bound):
             continue
         if any(_under(path, p) for p in _PRIVATE):

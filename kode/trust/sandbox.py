@@ -458,12 +458,15 @@ def _git_paths(root: str) -> list[str]:
 
 
 def _runtime_paths(private: Sequence[str]) -> list[str]:
-    """The Python that runs the supervisor, when it lives where the sandbox puts a tmpfs."""
+    """The Python that runs the supervisor, and kode's package, where the sandbox has a tmpfs.
+
+    kode's package holds the supervisor script and the grep worker's code.
+    """
     wanted = {
         sys.prefix,
         sys.base_prefix,
         os.path.dirname(os.path.realpath(sys.executable)),
-        str(Path(__file__).resolve().parent),
+        str(Path(__file__).resolve().parents[1]),  # kode's package: the supervisor, workers
     }
     found: list[str] = []
     for path in sorted(wanted):
