@@ -34,7 +34,6 @@ import sysconfig
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 
 __all__ = [
     "BROWSER_NAMES",
@@ -255,6 +254,8 @@ def _named(value: str, source: str) -> list[Candidate]:
 
 def _wheel_file(distribution: str, suffix: str) -> list[Candidate]:
     """A file of an installed distribution whose path ends with `suffix`, from its record."""
+    from importlib import metadata  # 50 ms of imports: only when a lookup is made
+
     try:
         dist = metadata.distribution(distribution)
     except metadata.PackageNotFoundError:
@@ -289,6 +290,8 @@ def ripgrep(roots: Sequence[str | os.PathLike[str]] = ()) -> Executable:
 
 
 def _installed(distribution: str) -> bool:
+    from importlib import metadata
+
     try:
         metadata.distribution(distribution)
     except metadata.PackageNotFoundError:

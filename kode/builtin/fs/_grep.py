@@ -30,9 +30,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
-import anyio
-from anyio.abc import ByteReceiveStream
-
 from kode.builtin.fs._globs import file_filter, walk
 from kode.builtin.fs._grep_files import line_digest, open_searchable, scan_lines
 from kode.builtin.fs._grep_types import (
@@ -47,12 +44,14 @@ from kode.builtin.fs._grep_types import (
 from kode.builtin.fs._safe_open import open_dir
 from kode.builtin.fs._workspace_files import BINARY_SNIFF_BYTES, is_binary
 from kode.tools.errors import ToolError, ToolErrorType
-from kode.trust import executables
-from kode.trust.confine import helper_sandbox
-from kode.trust.processes import helper_environment, open_helper, python_command
 
 if TYPE_CHECKING:
+    from anyio.abc import ByteReceiveStream
+
     from kode.trust.processes import Confinement
+
+# anyio and kode.trust's modules are imported where they are used: the worker process imports
+# this module for `python_grep` alone, and each import there is start-up time of every search.
 
 __all__ = [
     "MAX_CHECKED_LINES",
@@ -85,11 +84,15 @@ def find_ripgrep(roots: Sequence[Path] = ()) -> str | None:
         roots: The workspace's roots: an ``rg`` under them is refused (default: the working
             directory).
     """
+    from kode.trust import executables
+
     return executables.ripgrep(roots).path
 
 
 def confinement(roots: Sequence[Path]) -> Confinement | None:
     """The read-only sandbox the search's helpers run in, or `None` where there is none."""
+    from kode.trust.confine import helper_sandbox
+
     return helper_sandbox(roots)
 
 
@@ -271,17 +274,18 @@ def python_grep(query: GrepQuery, cancelled: Callable[[], bool]) -> GrepOutcome:
     return out.outcome("python")
 
 
-# Starts the worker without running kode/builtin/__init__.py and kode/builtin/fs/__init__.py,
-# which import (and register) the built-in tools: the worker needs the search, and those
-# imports were most of its start-up.
+# Starts the worker without running kode/builtin/__init__.py, kode/builtin/fs/__init__.py and
+# kode/tools/__init__.py, which import (and register) the built-in tools and pydantic: the worker
+# needs the search and the few plain modules it reads, and those imports were most of its start-up.
+_KODE = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 _WORKER = (
-    "import sys, types; import kode; "
-    "builtin = types.ModuleType('kode.builtin'); "
-    f"builtin.__path__ = [{os.path.dirname(os.path.dirname(__file__))!r}]; "
-    "files = types.ModuleType('kode.builtin.fs'); "
-    f"files.__path__ = [{os.path.dirname(__file__)!r}]; "
-    "sys.modules.update({'kode.builtin': builtin, 'kode.builtin.fs': files}); "
-    "from kode.builtin.fs._grep_worker import main; main()"
+    "import sys, types; import kode\n"
+    f"for name, path in (('kode.builtin', {os.path.join(_KODE, 'builtin')!r}), "
+    f"('kode.builtin.fs', {os.path.dirname(__file__)!r}), "
+    f"('kode.tools', {os.path.join(_KODE, 'tools')!r})):\n"
+    "    module = sys.modules[name] = types.ModuleType(name)\n"
+    "    module.__path__ = [path]\n"
+    "from kode.builtin.fs._grep_worker import main; main()\n"
 )
 
 
@@ -320,6 +324,10 @@ async def python_search(
     """
     # Outside a sandbox the worker watches this process's pid; inside one (a PID namespace of
     # its own) it cannot see it, and ends when its stdin closes (see _grep_worker).
+    import anyio
+
+    from kode.trust.processes import open_helper, python_command
+
     parent = () if confine is not None else (str(os.getpid()),)
     argv = python_command(_WORKER, *parent, roots=roots)
     reply = bytearray()
@@ -397,6 +405,10 @@ async def ripgrep(
 
     It runs as a helper (`kode.trust.processes`), in `confine`'s sandbox when one is given.
     """
+    import anyio
+
+    from kode.trust.processes import helper_environment, open_helper
+
     out = _Collector(query)
     errors = bytearray()
     # It starts in the base (globs such as src/**/*.ts match paths relative to it): rg reads
