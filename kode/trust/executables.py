@@ -192,8 +192,13 @@ def choose(
     name: str,
     candidates: Sequence[Candidate],
     roots: Sequence[str | os.PathLike[str]] = (),
+    *,
+    warn: bool = True,
 ) -> Executable:
-    """The first of `candidates` that `refusal` accepts, with the others refused; cached."""
+    """The first of `candidates` that `refusal` accepts, with the others refused; cached.
+
+    A new choice is logged, at warning level when a candidate was refused and `warn` is set.
+    """
     root_key = tuple(_root_forms(roots or (os.getcwd(),)))
     key = (name, tuple(candidates), root_key)
     with _lock:
@@ -225,7 +230,8 @@ def choose(
         fresh = key not in _cache
         _cache.setdefault(key, result)
     if fresh:
-        _log.log(logging.WARNING if refused else logging.INFO, "kode: %s", result.describe())
+        level = logging.WARNING if refused and warn else logging.INFO
+        _log.log(level, "kode: %s", result.describe())
     return result
 
 
@@ -349,4 +355,5 @@ def python(roots: Sequence[str | os.PathLike[str]] = ()) -> Executable:
     base = getattr(sys, "_base_executable", None)
     if isinstance(base, str) and base:
         candidates.append(Candidate(path=base, source="the interpreter this venv is made from"))
-    return choose("python", [c for c in candidates if c.path], roots)
+    # A venv's python refused for its base is how an in-project venv always looks: no warning.
+    return choose("python", [c for c in candidates if c.path], roots, warn=False)
