@@ -29,9 +29,9 @@ from kode.builtin.runtime import (
     sandbox_support,
     set_default_runtime_policy,
 )
-from kode.trust.sandbox import Sandbox
 from kode.tools.errors import ToolError
 from kode.tools.workspace import Workspace
+from kode.trust.sandbox import Sandbox
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="parent-death signals are Linux's"

@@ -100,5 +100,5 @@ async def test_open_helper_starts_in_kodes_directory_with_the_scrubbed_environme
     out = b"".join([chunk async for chunk in process.stdout])
     assert await process.wait() == 0
     cwd, env = json.loads(out)
-    assert cwd == os.path.realpath(helper_directory())
+    assert cwd == helper_directory()
     assert "OPENAI_API_KEY" not in env and env["PATH"] == SAFE_PATH
