@@ -12,10 +12,10 @@ working directory or script directory on ``sys.path``, and no ``site`` module, s
 file of any site-packages (a workspace ``.venv``'s included) and no ``sitecustomize`` or
 ``usercustomize`` is processed. Its ``sys.path`` is the standard library's, then kode's own
 install (`python_paths`): the directories this process imported its dependencies and kode
-from, without any under the workspace (except kode's own), its working directory or ``''``;
-the code checks, before importing anything, that each module it names (``kode``) is found
-where this process found it. A file the model writes into the workspace (``kode.py``,
-``sitecustomize.py``, a ``.pth``) is therefore never imported by a worker.
+from, without any under the workspace (but the environment kode runs from), its working
+directory or ``''``; before anything else it imports ``kode`` from kode's own directory alone
+and checks it is the package this process runs. A file the model writes into the workspace
+(``kode.py``, ``sitecustomize.py``, a ``.pth``) is therefore never imported by a worker.
 """
 
 from __future__ import annotations
@@ -116,18 +116,25 @@ def _under(path: str, base: str) -> bool:
     return path == base or path.startswith(base.rstrip("/") + "/")
 
 
+def _environment_dirs() -> list[str]:
+    """The environments kode runs from (``sys.prefix``, and the one it is a venv of)."""
+    return sorted({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)})
+
+
 def python_paths(roots: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
     """The directories of kode's own install: a worker's ``sys.path`` after the stdlib's.
 
     This process's ``sys.path`` entries that are absolute directories, in order, without
     the one Python put first (the script's directory, or the working directory for ``-m``
     and ``-c``: the application's, not kode's), the directory it started in, and any under
-    `roots` (the workspace); then the directory holding the ``kode`` package, always and
-    last (a module planted next to it cannot shadow a dependency; kode's own package is a
-    directory, found before a ``kode.py`` beside it).
+    `roots` (the workspace) but those of the environment kode runs from (an in-project
+    ``.venv`` is kode's install: its ``.pth`` files are not processed, ``-S``); then the
+    directory holding the ``kode`` package, always and last (a module planted next to it
+    cannot shadow a dependency).
     """
     bases = [os.path.realpath(r) for r in roots]
     bases += [os.path.abspath(r) for r in roots]
+    environments = _environment_dirs()
     found: list[str] = []
     first = 0 if sys.flags.isolated or getattr(sys.flags, "safe_path", False) else 1
     for entry in sys.path[first:]:
@@ -136,9 +143,10 @@ def python_paths(roots: Sequence[str | os.PathLike[str]] = ()) -> list[str]:
         real = os.path.realpath(entry)
         if real in (_KODE_ROOT, os.path.realpath(_STARTED_IN)) or not os.path.isdir(real):
             continue
-        if any(_under(entry, b) or _under(real, b) for b in bases if b != "/"):
-            continue
-        found.append(entry)
+        if any(_under(real, e) for e in environments):
+            found.append(entry)
+        elif not any(_under(entry, b) or _under(real, b) for b in bases if b != "/"):
+            found.append(entry)
     return [*found, _KODE_ROOT]
 
 
@@ -146,15 +154,21 @@ def python_command(
     code: str,
     *args: str,
     roots: Sequence[str | os.PathLike[str]] = (),
-    modules: Sequence[str] = ("kode",),
+    kode: bool = True,
 ) -> list[str]:
     """The command line running `code` in an isolated Python worker (see the module's notes).
+
+    Before `code` runs, the worker imports the ``kode`` package (its ``__init__`` imports
+    nothing) from kode's own directory alone, and checks it is the one this process runs: a
+    ``kode.py`` anywhere on its path cannot stand in for it. Only then are the other import
+    paths added; kode's modules are found through the package, not through ``sys.path``.
 
     Args:
         code: The worker's code (kode's own, never a model's).
         *args: Its ``sys.argv[1:]``.
         roots: The workspace's roots: no import path under them, but kode's own.
-        modules: Top-level modules whose location is checked before `code` runs.
+        kode: Import and check the ``kode`` package first (`False` for code that does not
+            use it).
 
     Raises:
         HelperError: no trusted interpreter was found.
@@ -165,20 +179,18 @@ def python_command(
             "kode found no trusted Python interpreter for its worker process: "
             + interpreter.describe()
         )
-    expected = {}
-    for name in modules:
-        module = sys.modules.get(name)
-        origin = getattr(module, "__file__", None)
-        if origin:
-            expected[name] = os.path.realpath(origin)
-    prelude = (
-        "import sys, os, importlib.util as u\n"
-        f"sys.path.extend({python_paths(roots)!r})\n"
-        f"for n, o in {expected!r}.items():\n"
-        "    s = u.find_spec(n)\n"
-        "    if s is None or not s.origin or os.path.realpath(s.origin) != o:\n"
-        "        sys.exit(f'kode: the worker found {n} at {s and s.origin}, not at {o}')\n"
-    )
+    *paths, root = python_paths(roots)
+    origin = os.path.realpath(os.path.join(root, "kode", "__init__.py"))
+    prelude = "import sys, os\n"
+    if kode:
+        prelude += (
+            f"sys.path.append({root!r})\n"
+            "import kode\n"
+            f"if os.path.realpath(kode.__file__ or '') != {origin!r}:\n"
+            f"    sys.exit('kode: the worker imported kode from ' + str(kode.__file__))\n"
+            f"sys.path.remove({root!r})\n"
+        )
+    prelude += f"sys.path.extend({[*paths, root]!r})\n"
     return [interpreter.path, "-I", "-S", "-c", prelude + code, *args]
 
 

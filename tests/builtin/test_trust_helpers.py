@@ -219,7 +219,7 @@ def test_the_grep_worker_runs_in_the_read_only_sandbox(project: Project) -> None
     async def run() -> str:
         confine = confinement((project.ws,))
         assert confine is not None
-        argv = python_command(code, roots=(project.ws,), modules=())
+        argv = python_command(code, roots=(project.ws,), kode=False)
         process = await open_helper(argv, confine=confine, stdin=None, stderr=None)
         assert process.stdout is not None
         output = b"".join([chunk async for chunk in process.stdout])

@@ -76,7 +76,7 @@ def test_the_worker_imports_nothing_from_the_workspace_or_pythonpath(
     assert done.stdout.strip() == kode.__file__
 
 
-def test_a_module_found_elsewhere_than_kodes_stops_the_worker(
+def test_a_kode_module_elsewhere_on_the_path_cannot_stand_in_for_kode(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shadow = tmp_path / "shadow"
@@ -84,9 +84,29 @@ def test_a_module_found_elsewhere_than_kodes_stops_the_worker(
     (shadow / "kode.py").write_text("raise SystemExit('shadow ran')\n")
     # A directory outside the workspace, before kode's own (a dependency's, say).
     monkeypatch.setattr(sys, "path", [sys.path[0], str(shadow), *sys.path[1:]])
-    done = _run(python_command("print('ran')", roots=[tmp_path / "ws"]), cwd=tmp_path)
-    assert done.returncode == 1 and "ran" not in done.stdout
-    assert f"the worker found kode at {shadow / 'kode.py'}" in done.stderr
+    code = "import kode\nprint(kode.__file__)\n"
+    done = _run(python_command(code, roots=[tmp_path / "ws"]), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == kode.__file__
+
+
+def test_an_in_project_venv_is_kodes_install_but_its_pth_files_are_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kode run from the project's own .venv: its site-packages stays, its .pth is not read."""
+    ws = tmp_path / "project"
+    site = ws / ".venv" / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (site / "helper_dep.py").write_text("VALUE = 42\n")
+    marker = tmp_path / "ran"
+    (site / "evil.pth").write_text(f"import os; open({str(marker)!r}, 'w').close()\n")
+    monkeypatch.setattr(sys, "prefix", str(ws / ".venv"))
+    monkeypatch.setattr(sys, "path", [sys.path[0], str(site), *sys.path[1:]])
+    assert str(site) in python_paths([ws])
+    code = "import helper_dep\nprint(helper_dep.VALUE)\n"
+    done = _run(python_command(code, roots=[ws]), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "42" and not marker.exists()
 
 
 @pytest.mark.anyio
@@ -95,7 +115,7 @@ async def test_open_helper_starts_in_kodes_directory_with_the_scrubbed_environme
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")
     code = "import os, json\nprint(json.dumps([os.getcwd(), dict(os.environ)]))\n"
-    process = await open_helper(python_command(code, modules=()), stdin=None, stderr=None)
+    process = await open_helper(python_command(code, kode=False), stdin=None, stderr=None)
     assert process.stdout is not None
     out = b"".join([chunk async for chunk in process.stdout])
     assert await process.wait() == 0
