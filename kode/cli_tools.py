@@ -344,12 +344,36 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _helpers() -> int:
+    """``kode tools check --helpers``: the executables kode would run, for this directory."""
+    from kode.builtin.runtime import sandbox_support
+    from kode.trust import executables
+
+    roots = (Path.cwd(),)  # the workspace of a `kode run` started here
+    for found in (
+        executables.ripgrep(roots),
+        executables.bubblewrap("bwrap", roots),
+        executables.browser((), roots),
+        executables.shell(roots),
+        executables.python(roots),
+    ):
+        print(found.describe())
+    support = sandbox_support()
+    if support.available:
+        print(f"sandbox: bubblewrap works here ({support.program})")
+    else:
+        print(f"sandbox: none: {support.reason}")
+    return 0
+
+
 def _cmd_check(args: argparse.Namespace) -> int:
     from kode import registry as reg
     from kode.registries.modules import import_tools_module
 
     if args.explain:
         return _explain(args)
+    if args.helpers:
+        return _helpers()
 
     if args.builtin:
         importlib.import_module("kode.builtin")
@@ -802,6 +826,12 @@ def register(commands: Any) -> None:
         "--mode", choices=["auto", "approval", "readonly"], help="with --explain: the mode"
     )
     p.add_argument("--template", help="with --explain: a template whose permission settings apply")
+    p.add_argument(
+        "--helpers",
+        action="store_true",
+        help="say which programs kode would run itself here (rg, bwrap, chromium, bash, "
+        "python), from where, and which it refused and why",
+    )
     common(p)
     p.set_defaults(handler=_guard(lambda a: _cmd_check(_merge(a))))
 

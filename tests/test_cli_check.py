@@ -85,3 +85,42 @@ def test_check_reports_every_module_that_cannot_be_imported_with_file_and_line(
         "epsilon: parameter 'y' has no description",
         "5 of 6 module(s) could not be imported; 2 problem(s) in the 2 tool(s) checked.",
     ]
+
+
+def test_check_helpers_names_the_programs_kode_would_run_and_what_it_refused(
+    tmp_path: Path,
+) -> None:
+    """A project whose activated ``.venv/bin`` (first on ``PATH``) has an ``rg`` the model wrote."""
+    import os
+
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    planted = bin_dir / "rg"
+    planted.write_text("#!/bin/sh\nexit 0\n")
+    planted.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("KODE_RG", None)
+    out = subprocess.run(
+        [sys.executable, "-m", "kode", "tools", "check", "--helpers"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines] == [
+        "rg",
+        "bwrap",
+        "chromium",
+        "bash",
+        "python",
+        "sandbox",
+    ]
+    assert (
+        f"refused {planted} (from PATH): it lives in the workspace ({tmp_path}), which the "
+        "model can write"
+    ) in lines[0]
+    assert not lines[0].startswith(f"rg: {tmp_path}")

@@ -25,7 +25,6 @@ from kode.builtin.runtime import (
     RuntimePolicy,
     _launch_and_kill,
     _processes,
-    _sandbox,
     _shell_dirs,
     _shell_parse,
     bash_run,
@@ -34,6 +33,7 @@ from kode.builtin.runtime import (
 )
 from kode.models import ScriptedModel
 from kode.tools.workspace import Workspace
+from kode.trust import sandbox as _sandbox
 
 pytestmark = pytest.mark.anyio
 

@@ -24,13 +24,15 @@ from kode.builtin.runtime._shell_dirs import shells_dir, sweep_stale_shell_dirs
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 # A kode process whose fs_grep search runs in the Python worker on a pattern that backtracks
-# for minutes, with a deadline far away; it prints the worker's pid once the worker runs.
+# for minutes, with a deadline far away; it prints the worker's pid once the worker runs (in the
+# read-only sandbox when the second argument says so: then the pid is bubblewrap's).
 GREPPING = """
 import os, sys, threading, time, anyio
 from pathlib import Path
-from kode.builtin.fs._grep import GrepQuery, python_search
+from kode.builtin.fs._grep import GrepQuery, confinement, python_search
 
 root = Path(sys.argv[1])
+confine = confinement((root,)) if sys.argv[2:] == ["sandbox"] else None
 (root / "a.txt").write_text("a" * 40 + "!\\n")
 
 def report():
@@ -52,7 +54,7 @@ query = GrepQuery(
     pattern="(a+)+$", ignore_case=False, base=root, file="a.txt", glob=None,
     prune=frozenset(), mode="content", context=0, limit=10,
 )
-anyio.run(lambda: python_search(query, deadline=600))
+anyio.run(lambda: python_search(query, deadline=600, roots=(root,), confine=confine))
 """
 
 # A kode process with a background shell (sandboxed or not), so its shells' directory exists;
@@ -63,7 +65,7 @@ SHELLING = """
 import sys, threading, time
 from pathlib import Path
 from kode.builtin.runtime._processes import ProcessManager
-from kode.builtin.runtime._sandbox import Sandbox, sandbox_support
+from kode.trust.sandbox import Sandbox, sandbox_support
 
 root, seconds, mode = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 support = sandbox_support()
@@ -146,16 +148,45 @@ def kill_hard(process: subprocess.Popen[str]) -> None:
         process.stdout.close()
 
 
-def test_the_grep_worker_dies_when_kode_is_killed(tmp_path: Path) -> None:
-    process, line = start(GREPPING, tmp_path)
+def _descendants(pid: int) -> set[int]:
+    """The live processes below `pid`, read from ``/proc``."""
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(entry)] = int(stat[stat.rfind(")") + 2 :].split()[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return {p for p in found if running(p)}
+
+
+@pytest.mark.parametrize("where", ["plain", "sandbox"])
+def test_the_grep_worker_dies_when_kode_is_killed(tmp_path: Path, where: str) -> None:
+    if where == "sandbox":
+        from kode.trust.sandbox import sandbox_support
+
+        if not sandbox_support().available:
+            pytest.skip("no bubblewrap sandbox here")
+    process, line = start(GREPPING, tmp_path, where)
     worker = int(line)
     try:
         assert until(lambda: running(worker), 5)
-        time.sleep(0.3)  # it is searching: the pattern backtracks for minutes
+        time.sleep(0.5)  # it is searching: the pattern backtracks for minutes
         assert running(worker)
+        # In the sandbox: bubblewrap, and the worker below it (its namespace's first process).
+        everything = {worker} | _descendants(worker)
+        assert len(everything) >= (2 if where == "sandbox" else 1), everything
     finally:
         kill_hard(process)
-    assert until(lambda: not running(worker), 5), "the grep worker outlived its kode process"
+    assert until(lambda: not any(running(p) for p in everything), 5), (
+        "the grep worker outlived its kode process"
+    )
 
 
 def test_the_grep_worker_started_after_its_parent_died_exits(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from kode import ToolContext
-from kode.builtin.fs._grep import python_search
+from kode.builtin.fs._grep import confinement, python_search
 from kode.builtin.fs._grep_types import GrepQuery
 from kode.builtin.runtime import (
     ProcessManager,
@@ -29,9 +29,9 @@ from kode.builtin.runtime import (
     sandbox_support,
     set_default_runtime_policy,
 )
-from kode.builtin.runtime._sandbox import Sandbox
 from kode.tools.errors import ToolError
 from kode.tools.workspace import Workspace
+from kode.trust.sandbox import Sandbox
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="parent-death signals are Linux's"
@@ -148,11 +148,18 @@ def test_a_background_shell_outlives_the_thread_that_started_it(tmp_path: Path) 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["trio"])  # asyncio starts it in the loop's thread
+@pytest.mark.parametrize("where", ["plain", "sandbox"])
 async def test_a_python_grep_search_outlives_the_worker_thread_that_started_it(
-    anyio_backend: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    anyio_backend: str, where: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """A pattern that backtracks for minutes runs until its deadline, past trio's (patched)
-    idle time, and is stopped by it: not killed when the thread that started it ended."""
+    idle time, and is stopped by it: not killed when the thread that started it ended (in
+    the read-only sandbox too: bubblewrap gets no parent-death signal)."""
+    confine = None
+    if where == "sandbox":
+        if not SUPPORT.available:
+            pytest.skip(f"no sandbox here: {SUPPORT.reason}")
+        confine = confinement((tmp_path,))
     _idle_trio_threads(GREP_IDLE, anyio_backend, monkeypatch)
     (tmp_path / "a.txt").write_text("a" * 40 + "!\n")
     query = GrepQuery(
@@ -167,4 +174,4 @@ async def test_a_python_grep_search_outlives_the_worker_thread_that_started_it(
         limit=10,
     )
     with pytest.raises(ToolError, match="did not finish within 5 s"):
-        await python_search(query, deadline=5)
+        await python_search(query, deadline=5, roots=(tmp_path,), confine=confine)

@@ -1,7 +1,8 @@
 """`BrowserConfig`, the settings of the ``browser`` tool, and `find_browser`, which picks Chromium.
 
 This module owns what an application sets for the browser (through ``ctx.services["browser"]``)
-and the lookup of the Chromium or Chrome executable Playwright drives. It imports neither
+and the lookup of the Chromium or Chrome executable Playwright drives (from trusted places only,
+through `kode.trust.executables`). It imports neither
 Playwright nor anything that starts a browser (see `kode.builtin.browser._session`); which URLs
 the browser may reach is `kode.builtin.web.WebConfig`'s, shared with ``web_fetch``.
 """
@@ -9,17 +10,14 @@ the browser may reach is `kode.builtin.web.WebConfig`'s, shared with ``web_fetch
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from kode.tools.errors import ToolError, ToolErrorType
+from kode.trust import executables
+from kode.trust.executables import BROWSER_NAMES
 
 __all__ = ["BROWSER_NAMES", "BrowserConfig", "find_browser"]
-
-BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome")
-"""The executables looked for on ``PATH``, in order, when neither `BrowserConfig.executable_path`
-nor ``KODE_BROWSER_PATH`` names one."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -79,16 +77,24 @@ class BrowserConfig:
 def find_browser(config: BrowserConfig) -> str:
     """The browser executable to launch: `config`'s, ``KODE_BROWSER_PATH``, or one on ``PATH``.
 
+    It is found from trusted places only (`kode.trust.executables`): one under the working
+    directory (the workspace a ``kode run`` started in; an activated in-project ``.venv/bin``),
+    or that another user could change, is refused, whether named by a setting or on ``PATH``.
+
     Raises:
-        ToolError: ``execution_failed`` when the named file is not an executable, or none is
-            found (the message names the Debian package and the variable).
+        ToolError: ``execution_failed`` when the named file is not an executable, when it or
+            every one found was refused (the message says why), or none is found (the
+            message names the Debian package and the variable).
     """
-    for named, where in (
-        (config.executable_path, "BrowserConfig.executable_path"),
-        (os.environ.get("KODE_BROWSER_PATH") or None, "KODE_BROWSER_PATH"),
-    ):
-        if named is None:
-            continue
+    settings = [
+        (named, where)
+        for named, where in (
+            (config.executable_path, "BrowserConfig.executable_path"),
+            (os.environ.get("KODE_BROWSER_PATH") or None, "KODE_BROWSER_PATH"),
+        )
+        if named is not None
+    ]
+    for named, where in settings[:1]:
         path = Path(named).expanduser()
         if not path.is_file() or not os.access(path, os.X_OK):
             raise ToolError(
@@ -97,11 +103,18 @@ def find_browser(config: BrowserConfig) -> str:
                 type=ToolErrorType.EXECUTION_FAILED,
                 details={"reason": "no_browser", where: named},
             )
-        return str(path)
-    for name in BROWSER_NAMES:
-        found = shutil.which(name)
-        if found:
-            return found
+    found = executables.browser([(str(Path(n).expanduser()), w) for n, w in settings[:1]])
+    if found.path is not None:
+        return found.path
+    if found.refused:
+        refused = "; ".join(f"{r.path} ({r.source}): {r.reason}" for r in found.refused)
+        raise ToolError(
+            f"browser refused to run {refused}. Install Chromium where only an administrator "
+            "can change it (apt-get install chromium on Debian and Ubuntu), or point "
+            "KODE_BROWSER_PATH at such a one.",
+            type=ToolErrorType.EXECUTION_FAILED,
+            details={"reason": "refused_browser", "refused": [r.path for r in found.refused]},
+        )
     raise ToolError(
         "browser needs Chromium or Chrome, and none was found (looked for KODE_BROWSER_PATH, "
         f"then {', '.join(BROWSER_NAMES)} on PATH): install it (apt-get install chromium on "

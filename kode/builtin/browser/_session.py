@@ -28,6 +28,7 @@ from kode.builtin.browser._config import BrowserConfig, find_browser
 from kode.builtin.browser._proxy import REFUSED_HEADER, CheckingProxy, Refusal
 from kode.builtin.web._config import WebConfig
 from kode.tools.errors import ToolError, ToolErrorType
+from kode.trust.processes import helper_environment
 
 __all__ = ["BrowserSession", "Live"]
 
@@ -46,6 +47,17 @@ _ARGS = (
     "--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     "--disable-features=AutofillServerCommunication,OptimizationHints,MediaRouter,Translate",
+)
+# What Chromium needs of kode's environment (its home, temporary and runtime directories, fonts).
+_BROWSER_ENVIRONMENT = (
+    "HOME",
+    "TMPDIR",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "FONTCONFIG_FILE",
+    "FONTCONFIG_PATH",
 )
 
 
@@ -250,6 +262,9 @@ class BrowserSession:
                 proxy={"server": f"http://127.0.0.1:{port}"},
                 args=list(_ARGS),
                 timeout=self.config.timeout * 1000,
+                # A scrubbed environment (kode.trust.processes): a page that takes over the
+                # renderer finds no API key in the browser's environment.
+                env={**helper_environment(allow=_BROWSER_ENVIRONMENT)},
             )
             closers.append(browser.close)
             context = await browser.new_context(

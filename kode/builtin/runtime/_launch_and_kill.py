@@ -5,7 +5,7 @@ This module owns how a runtime command is launched (`launch`, `prepare`) and kil
 a child subreaper, and carries a tag variable in its environment; killing it means SIGTERM to every
 descendant of the supervisor and every tagged process, then, after a grace period, a freeze-and-kill
 (SIGSTOP until the set is closed, then SIGKILL). A sandboxed command
-(`kode.builtin.runtime._sandbox`) runs with its supervisor inside a PID namespace of its own, under
+(`kode.trust.sandbox`) runs with its supervisor inside a PID namespace of its own, under
 bubblewrap, as the namespace's first process (its init): killing it means SIGTERM to every process
 below the supervisor, then SIGKILL to the supervisor, which takes every process of the namespace
 with it (the kernel's guarantee, whatever they did). A sandboxed supervisor dies with the kode
@@ -40,7 +40,8 @@ from typing import Literal
 import anyio
 
 from kode.builtin.runtime import _supervisor
-from kode.builtin.runtime._sandbox import Sandbox, seccomp_fd
+from kode.trust import executables
+from kode.trust.sandbox import Sandbox, seccomp_fd
 
 __all__ = [
     "KILL_GRACE",
@@ -63,7 +64,6 @@ TAG = "KODE_COMMAND_ID"
 TRACKING = sys.platform.startswith("linux") and os.path.isdir("/proc/self") and bool(sys.executable)
 """Whether commands run under a supervisor that tracks every process they start."""
 _POLL = 0.02
-_SHELL = "bash"
 _SUPERVISOR = str(Path(_supervisor.__file__).resolve())
 
 Signal = Literal["SIGTERM", "SIGKILL"]
@@ -138,13 +138,27 @@ class Launch:
                 os.close(fd)
 
 
+def _program(found: executables.Executable) -> str:
+    """The path of a program kode runs for every command (the shell, the supervisor's Python).
+
+    Both come from trusted places only (`kode.trust.executables`): a ``bash`` or ``python``
+    the model planted in a workspace directory on ``PATH`` (an activated ``.venv/bin``) would
+    otherwise run every command, the approved ones outside the sandbox.
+    """
+    if found.path is None:
+        raise OSError(f"kode found no trusted program to run commands with: {found.describe()}")
+    return found.path
+
+
 def launch(command: str, env: dict[str, str]) -> tuple[list[str], dict[str, str], str | None]:
     """The argv and environment that run `command`, and the tag (`None` when untracked)."""
+    shell = _program(executables.shell())
     if not TRACKING:
-        return [_SHELL, "-c", command], env, None
+        return [shell, "-c", command], env, None
     tag = secrets.token_hex(8)
     parent = f"{_supervisor.PARENT_OPTION}{os.getpid()}"
-    argv = [sys.executable, "-I", "-S", _SUPERVISOR, parent, _SHELL, "-c", command]
+    python = _program(executables.python())
+    argv = [python, "-I", "-S", _SUPERVISOR, parent, shell, "-c", command]
     return argv, {**env, TAG: tag}, tag
 
 
@@ -202,7 +216,8 @@ def prepare(
         return Launch(argv=argv, env=env, tag=tag)
     line = lifeline()
     watch = f"{_supervisor.LIFELINE_OPTION}{line}"
-    inner = [sys.executable, "-I", "-S", _SUPERVISOR, watch, _SHELL, "-c", command]
+    shell, python = _program(executables.shell()), _program(executables.python())
+    inner = [python, "-I", "-S", _SUPERVISOR, watch, shell, "-c", command]
     fd = seccomp_fd()
     try:
         argv = sandbox.argv(inner, cwd=cwd, seccomp=fd)

