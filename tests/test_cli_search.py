@@ -10,14 +10,19 @@ import sys
 import textwrap
 from pathlib import Path
 
+from kode.registries.search_dense import DENSE_ENV
 
-def kode(*args: str) -> subprocess.CompletedProcess[str]:
+
+def kode(*args: str, words_only: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", DENSE_ENV)}
+    if words_only:
+        env[DENSE_ENV] = "0"
     return subprocess.run(
         [sys.executable, "-m", "kode.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
-        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
+        env=env,
     )
 
 
@@ -34,7 +39,7 @@ def test_search_by_regex_as_json_and_clear_errors() -> None:
     out = kode("tools", "search", "--builtin", "--regex", "^todo_", "--json")
     assert out.returncode == 0, out.stderr
     assert sorted(hit["name"] for hit in json.loads(out.stdout)) == ["todo_read", "todo_write"]
-    nothing = kode("tools", "search", "--builtin", "zzyzx")
+    nothing = kode("tools", "search", "--builtin", "zzyzx", words_only=True)
     assert nothing.returncode == 1 and nothing.stdout.strip() == "No tool matched 'zzyzx'."
     empty = kode("tools", "search", "--builtin")
     assert empty.returncode != 0 and "give words to search for" in empty.stderr
