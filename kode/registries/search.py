@@ -40,6 +40,9 @@ BM25_SHARE = 0.6
 COVERAGE_POWER = 1.25
 """With meaning on: the share of the query's words a tool has is raised to this power (so a
 tool sharing one common word with the query gains little)."""
+AGREEMENT = 0.3
+"""With meaning on: the similarity from which shared words count in full; below it they count
+in proportion (``take`` in a medication reminder does not answer "take me to the stadium")."""
 DENSE_CANDIDATES = 20
 """With meaning on: how many of the most similar tools are ranked besides those sharing a word."""
 
@@ -400,8 +403,9 @@ class SearchIndex:
         By words (BM25) and, when `dense`, by meaning too: the tools sharing a word with the
         query and the `DENSE_CANDIDATES` closest in meaning are ranked by `BM25_SHARE` times
         the share of the query's information (its words' idf) they have, raised to
-        `COVERAGE_POWER`, plus the rest times their cosine similarity. With meaning on, a
-        search always answers with the closest tools, even for words no tool has.
+        `COVERAGE_POWER` and scaled down below a similarity of `AGREEMENT`, plus the rest
+        times their cosine similarity. With meaning on, a search always answers with the
+        closest tools, even for words no tool has.
         """
         scores, matched, covered = self._bm25(query, allowed)
         dense = self._dense
@@ -414,7 +418,10 @@ class SearchIndex:
             row = dense.row(key)
             found.setdefault(key, float(similarities[row]) if row is not None else 0.0)
         ranked = {
-            key: BM25_SHARE * covered.get(key, 0.0) ** COVERAGE_POWER + (1 - BM25_SHARE) * sim
+            key: BM25_SHARE
+            * covered.get(key, 0.0) ** COVERAGE_POWER
+            * min(1.0, max(0.0, sim / AGREEMENT))
+            + (1 - BM25_SHARE) * sim
             for key, sim in found.items()
         }
         best = heapq.nlargest(limit, ranked.items(), key=lambda item: (item[1], item[0]))
