@@ -407,41 +407,62 @@ class SearchIndex:
         times their cosine similarity. With meaning on, a search always answers with the
         closest tools, even for words no tool has.
         """
-        scores, matched, covered = self._bm25(query, allowed)
+        shown, weighted = self._query_words(query)
         dense = self._dense
         if dense is None or not self._docs or not query.strip() or not self._dense_usable():
+            scores = self._bm25(weighted, allowed)
             best = heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0]))
-            return [self._hit(key, score, matched[key]) for key, score in best]
+            return [self._hit(key, score, shown, weighted) for key, score in best]
+        return self._hybrid(query, shown, weighted, dense, allowed, limit)
+
+    def _hybrid(
+        self,
+        query: str,
+        shown: dict[str, str],
+        weighted: dict[str, tuple[float, str]],
+        dense: DenseIndex,
+        allowed: Collection[str] | None,
+        limit: int,
+    ) -> list[SearchHit]:
+        import numpy as np
+
         similarities = dense.similarities(query)
-        found = dict(dense.best(similarities, allowed, max(limit, DENSE_CANDIDATES)))
-        for key in scores:
-            row = dense.row(key)
-            found.setdefault(key, float(similarities[row]) if row is not None else 0.0)
-        ranked = {
-            key: BM25_SHARE
-            * covered.get(key, 0.0) ** COVERAGE_POWER
-            * min(1.0, max(0.0, sim / AGREEMENT))
-            + (1 - BM25_SHARE) * sim
-            for key, sim in found.items()
-        }
-        best = heapq.nlargest(limit, ranked.items(), key=lambda item: (item[1], item[0]))
+        covered = self._coverage(weighted, allowed)
+        keys = list(covered)  # every tool of this index has a row: both add and remove it
+        share = np.fromiter(covered.values(), dtype=np.float32, count=len(covered))
+        close = dense.best(similarities, allowed, max(limit, DENSE_CANDIDATES))
+        keys += [key for key, _ in close if key not in covered]
+        share = np.concatenate([share, np.zeros(len(keys) - len(share), dtype=np.float32)])
+        sims = similarities[dense.rows(keys)]
+        agree = np.clip(sims / AGREEMENT, 0.0, 1.0)
+        ranked = BM25_SHARE * share**COVERAGE_POWER * agree + (1 - BM25_SHARE) * sims
+        count = min(limit, len(keys))
+        if count <= 0:
+            return []
+        top = np.argpartition(-ranked, count - 1)[:count]
+        order = sorted(top.tolist(), key=lambda i: (-float(ranked[i]), keys[i]))
         return [
-            self._hit(key, score, matched.get(key, []), similarity=found[key])
-            for key, score in best
+            self._hit(keys[i], float(ranked[i]), shown, weighted, similarity=float(sims[i]))
+            for i in order
         ]
 
     def _hit(
         self,
         key: str,
         score: float,
-        matched: list[tuple[str, tuple[str, ...]]],
+        shown: dict[str, str],
+        weighted: dict[str, tuple[float, str]],
         *,
         similarity: float | None = None,
     ) -> SearchHit:
-        why = [f"{w} in {', '.join(f)}" for w, f in matched]
+        doc = self._docs[key]
+        why = [
+            f"{shown[word]} in {', '.join(doc.terms[word][1])}"
+            for word, (weight, _) in weighted.items()
+            if weight and word in doc.terms
+        ]
         if similarity is not None:
             why.append(f"meaning {similarity:.2f}")
-        doc = self._docs[key]
         return SearchHit(
             key=key,
             name=doc.name,
@@ -450,38 +471,26 @@ class SearchIndex:
             why="; ".join(why),
         )
 
-    def _bm25(
-        self, query: str, allowed: Collection[str] | None
-    ) -> tuple[dict[str, float], dict[str, list[tuple[str, tuple[str, ...]]]], dict[str, float]]:
-        """Scores of the tools sharing a word with `query`.
-
-        Their BM25 scores, the words each shared, and the share of the query's information
-        (its words' idf; a word no tool has counts as the rarest) each has.
-        """
-        scores: dict[str, float] = {}
-        matched: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
-        covered: dict[str, float] = {}
+    @staticmethod
+    def _query_words(query: str) -> tuple[dict[str, str], dict[str, tuple[float, str]]]:
+        """The query's stems as asked, and every word looked for: (weight, the stem it is for)."""
         shown = {_stem(word): word for word in reversed(_words(query))}  # stem → as asked
-        if not shown or not self._docs:
-            return scores, matched, covered
         weighted: dict[str, tuple[float, str]] = {stem: (1.0, stem) for stem in shown}
         for stem in list(shown):
             for synonym, spelled in _STEMMED_SYNONYMS.get(stem, ()):
                 if synonym not in weighted:
                     weighted[synonym] = (SYNONYM_WEIGHT, stem)
                     shown[synonym] = f"{spelled} (for {shown[stem]})"
+        return shown, weighted
+
+    def _bm25(
+        self, weighted: dict[str, tuple[float, str]], allowed: Collection[str] | None
+    ) -> dict[str, float]:
+        """BM25 scores of the tools sharing a word with the query."""
+        scores: dict[str, float] = {}
         count = len(self._docs)
         average = self._total / count if count else 1.0
-        rarest = math.log(1 + (count + 0.5) / 0.5)  # a word no tool has
-        info = {
-            stem: math.log(1 + (count - n + 0.5) / (n + 0.5)) if n else rarest
-            for stem in shown
-            if stem in weighted and weighted[stem][1] == stem
-            for n in (len(self._postings.get(stem, ())),)
-        }
-        total_info = sum(info.values()) or 1.0
-        best_cover: dict[tuple[str, str], float] = {}
-        for word, (query_weight, origin) in weighted.items():
+        for word, (query_weight, _) in weighted.items():
             posting = self._postings.get(word)
             if not posting or not query_weight:
                 continue
@@ -492,12 +501,34 @@ class SearchIndex:
                 doc = self._docs[key]
                 norm = tf * (K1 + 1) / (tf + K1 * (1 - B + B * doc.length / average))
                 scores[key] = scores.get(key, 0.0) + query_weight * idf * norm
-                matched.setdefault(key, []).append((shown[word], doc.terms[word][1]))
-                at = (key, origin)
-                best_cover[at] = max(best_cover.get(at, 0.0), query_weight)
-        for (key, origin), weight in best_cover.items():
-            covered[key] = covered.get(key, 0.0) + weight * info.get(origin, 0.0) / total_info
-        return scores, matched, covered
+        return scores
+
+    def _coverage(
+        self, weighted: dict[str, tuple[float, str]], allowed: Collection[str] | None
+    ) -> dict[str, float]:
+        """The share of the query's information (its words' idf) each tool sharing one has.
+
+        A word no tool has counts as the rarest; a synonym covers its word at its weight.
+        """
+        count = len(self._docs)
+        rarest = math.log(1 + (count + 0.5) / 0.5)
+        info: dict[str, float] = {}
+        for stem, (_, origin) in weighted.items():
+            if stem == origin:
+                n = len(self._postings.get(stem, ()))
+                info[stem] = math.log(1 + (count - n + 0.5) / (n + 0.5)) if n else rarest
+        total = sum(info.values()) or 1.0
+        covered: dict[str, float] = {}
+        for origin, part in info.items():
+            best: dict[str, float] = {}
+            for word, (weight, of) in weighted.items():
+                posting = self._postings.get(word) if of == origin and weight else None
+                for key in posting or ():
+                    if weight > best.get(key, 0.0) and (allowed is None or key in allowed):
+                        best[key] = weight
+            for key, weight in best.items():
+                covered[key] = covered.get(key, 0.0) + weight * part / total
+        return covered
 
     def search_regex(
         self, pattern: str, *, allowed: Collection[str] | None = None, limit: int = 5

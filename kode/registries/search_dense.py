@@ -239,15 +239,25 @@ class DenseIndex:
 
     def similarities(self, query: str) -> NDArray[np.float32]:
         """The cosine similarity of every row to `query` (index it with `row`)."""
+        import numpy as np
+
         self._fill()
         vector = self._embedder.embed([" ".join(query.split())])[0]
         assert self._matrix is not None
-        found: NDArray[np.float32] = self._matrix[: len(self._keys)] @ vector
+        # vecdot runs one dot product a row in the calling thread; `matrix @ vector` goes to
+        # BLAS, whose threads wake up for it: 30 ms instead of 0.5 ms when the cores are busy.
+        found: NDArray[np.float32] = np.vecdot(self._matrix[: len(self._keys)], vector)
         return found
 
     def row(self, key: str) -> int | None:
         """The row of `key` in what `similarities` returns (`None`: not indexed)."""
         return self._row.get(key)
+
+    def rows(self, keys: Sequence[str]) -> NDArray[np.intp]:
+        """The rows of `keys`, every one indexed, in what `similarities` returns."""
+        import numpy as np
+
+        return np.fromiter(map(self._row.__getitem__, keys), dtype=np.intp, count=len(keys))
 
     def best(
         self, similarities: NDArray[np.float32], allowed: Collection[str] | None, count: int
