@@ -35,6 +35,20 @@ def test_search_by_words_says_why_each_tool_matched() -> None:
     assert lines[1].strip().startswith("matched ") and "kill (for stop) in name" in lines[1]
 
 
+def test_search_by_meaning_finds_what_shares_no_word_and_says_so() -> None:
+    query = ("halt", "the", "job", "running", "behind", "the", "scenes", "--json")
+    out = kode("tools", "search", "--builtin", *query)
+    assert out.returncode == 0, out.stderr
+    hits = json.loads(out.stdout)
+    assert "bash_kill" in [hit["name"] for hit in hits]
+    assert all(re.search(r"meaning -?[01]\.\d\d$", hit["why"]) for hit in hits)
+    words = kode("tools", "search", "--builtin", *query, words_only=True)
+    assert words.returncode == 0, words.stderr
+    hits = json.loads(words.stdout)
+    assert "bash_kill" not in [hit["name"] for hit in hits]  # it shares "running" alone
+    assert all("meaning" not in hit["why"] for hit in hits)
+
+
 def test_search_by_regex_as_json_and_clear_errors() -> None:
     out = kode("tools", "search", "--builtin", "--regex", "^todo_", "--json")
     assert out.returncode == 0, out.stderr
