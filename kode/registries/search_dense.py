@@ -48,7 +48,7 @@ def dense_available() -> bool:
 class Embedder:
     """The loaded model, shared by every index of the process, and its cache of word vectors.
 
-    The model is loaded by the first `embed` (about 0.3 s and 40 MB), never at import or
+    The model is loaded by the first `embed` (about 0.3 s of CPU and 100 MB), never at import or
     registration. Thread-safe.
     """
 
