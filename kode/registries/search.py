@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kode.registries.meta import ToolMeta
-from kode.registries.search_dense import DenseIndex, dense_available, embedder
+from kode.registries.search_dense import DenseIndex, dense_available
 from kode.tools.tool import Tool
 
 __all__ = ["SearchHit", "SearchIndex", "document_of", "one_line", "tokenize"]
@@ -329,20 +329,17 @@ class SearchIndex:
     @property
     def dense(self) -> bool:
         """Whether searches also rank by meaning (see `kode.registries.search_dense`)."""
-        return self._dense is not None and self._dense_usable()
+        return self._dense is not None and self._dense.usable
 
     @property
     def ready(self) -> bool:
         """Whether a search would run at once: no model to load, no tool to embed first."""
-        return self._dense is None or self._dense.ready or not self._dense_usable()
+        return self._dense is None or self._dense.ready or not self._dense.usable
 
     def prepare(self) -> None:
         """Load the model of meaning if this index uses it (the first time: about 0.3 s)."""
         if self._dense is not None:
-            embedder().load()
-
-    def _dense_usable(self) -> bool:
-        return embedder().usable
+            self._dense.load()
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -409,7 +406,7 @@ class SearchIndex:
         """
         shown, weighted = self._query_words(query)
         dense = self._dense
-        if dense is None or not self._docs or not query.strip() or not self._dense_usable():
+        if dense is None or not self._docs or not query.strip() or not dense.load():
             scores = self._bm25(weighted, allowed)
             best = heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0]))
             return [self._hit(key, score, shown, weighted) for key, score in best]

@@ -207,6 +207,15 @@ class DenseIndex:
         """Whether a search would not load the model nor embed tools first."""
         return not self._pending and self._embedder.loaded
 
+    @property
+    def usable(self) -> bool:
+        """False once its model failed to load (searches then go on by words alone)."""
+        return self._embedder.usable
+
+    def load(self) -> bool:
+        """Load the model if it is not yet; whether it is loaded."""
+        return self._embedder.load()
+
     def add(self, key: str, text: str) -> None:
         """Note the text of `key` (embedded by the next search, unless it is unchanged)."""
         text = " ".join(text.split())

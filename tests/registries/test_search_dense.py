@@ -175,6 +175,31 @@ print([(h.name, h.why) for h in reg.search("send a text")])
     assert found.startswith("[('send_sms', ") and "meaning" not in found
 
 
+def test_a_model_that_does_not_load_leaves_words_alone(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise FileNotFoundError("Weights file 'l2_supercat_256.safetensors' not found")
+
+    monkeypatch.setattr(search_dense, "_EMBEDDER", Embedder())
+    monkeypatch.setattr(wordllama.WordLlama, "load", broken)
+    index = index_of(catalogue(), dense=True)
+    hits = index.search("send a text message")
+    assert hits[0].name == "send_sms" and "meaning" not in hits[0].why
+    assert not index.dense and index.ready and not dense_available()
+    assert "tool search by meaning is off: wordllama did not load" in caplog.text
+
+
+def test_the_word_cache_starts_again_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = ["send a text message", "weather forecast for tomorrow", "book a table for two"]
+    expected = search_dense.embedder().embed(texts)
+    monkeypatch.setattr(search_dense, "WORD_CACHE_LIMIT", 6)
+    fresh = Embedder()
+    got = fresh.embed(texts[:1]), fresh.embed(texts[1:])  # 4 words, then 7 new: past 6
+    assert set(fresh._row) == set(" ".join(texts[1:]).split())  # the second batch's words
+    assert abs(got[0] - expected[:1]).max() < 1e-6 and abs(got[1] - expected[1:]).max() < 1e-6
+
+
 def test_the_switch_is_read_when_an_index_is_made(monkeypatch: pytest.MonkeyPatch) -> None:
     assert dense_available() and SearchIndex().dense
     monkeypatch.setenv(DENSE_ENV, "off")
