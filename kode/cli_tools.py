@@ -778,7 +778,9 @@ def register(commands: Any) -> None:
     p.set_defaults(handler=_guard(lambda a: _cmd_list(_merge(a))))
 
     p = sub.add_parser(
-        "search", help="find tools by words (BM25) or --regex, as an agent's tool_search does"
+        "search",
+        help="find tools by words and meaning (KODE_TOOL_SEARCH_DENSE=0: words alone) or "
+        "--regex, as an agent's tool_search does",
     )
     p.add_argument("query", nargs="*", help="words saying what the tool should do")
     p.add_argument("--regex", help="a regular expression over names and descriptions instead")

@@ -38,6 +38,7 @@ NOT_RUN = {
     "kode worker -m agents.py --db postgresql://": "needs a PostgreSQL server at db.internal",
     "kode mcp serve app_tools.py": "serves until it is stopped (tests/mcp run kode mcp serve)",
     "kode schedules ": "needs a DBOS system database a worker made (tests/durable/test_cron.py)",
+    "kode tools check --helpers": "prints this machine's paths (tests/test_cli_check.py runs it)",
 }
 """Commands shown but not run, by their beginning, with why."""
 

@@ -10,14 +10,19 @@ import sys
 import textwrap
 from pathlib import Path
 
+from kode.registries.search_dense import DENSE_ENV
 
-def kode(*args: str) -> subprocess.CompletedProcess[str]:
+
+def kode(*args: str, words_only: bool = False) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", DENSE_ENV)}
+    if words_only:
+        env[DENSE_ENV] = "0"
     return subprocess.run(
         [sys.executable, "-m", "kode.cli", *args],
         capture_output=True,
         text=True,
         timeout=120,
-        env={k: v for k, v in os.environ.items() if k != "COLUMNS"},
+        env=env,
     )
 
 
@@ -30,11 +35,25 @@ def test_search_by_words_says_why_each_tool_matched() -> None:
     assert lines[1].strip().startswith("matched ") and "kill (for stop) in name" in lines[1]
 
 
+def test_search_by_meaning_finds_what_shares_no_word_and_says_so() -> None:
+    query = ("halt", "the", "job", "running", "behind", "the", "scenes", "--json")
+    out = kode("tools", "search", "--builtin", *query)
+    assert out.returncode == 0, out.stderr
+    hits = json.loads(out.stdout)
+    assert "bash_kill" in [hit["name"] for hit in hits]
+    assert all(re.search(r"meaning -?[01]\.\d\d$", hit["why"]) for hit in hits)
+    words = kode("tools", "search", "--builtin", *query, words_only=True)
+    assert words.returncode == 0, words.stderr
+    hits = json.loads(words.stdout)
+    assert "bash_kill" not in [hit["name"] for hit in hits]  # it shares "running" alone
+    assert all("meaning" not in hit["why"] for hit in hits)
+
+
 def test_search_by_regex_as_json_and_clear_errors() -> None:
     out = kode("tools", "search", "--builtin", "--regex", "^todo_", "--json")
     assert out.returncode == 0, out.stderr
     assert sorted(hit["name"] for hit in json.loads(out.stdout)) == ["todo_read", "todo_write"]
-    nothing = kode("tools", "search", "--builtin", "zzyzx")
+    nothing = kode("tools", "search", "--builtin", "zzyzx", words_only=True)
     assert nothing.returncode == 1 and nothing.stdout.strip() == "No tool matched 'zzyzx'."
     empty = kode("tools", "search", "--builtin")
     assert empty.returncode != 0 and "give words to search for" in empty.stderr

@@ -636,6 +636,16 @@ class ToolRegistry:
             for lazy in pending:
                 _ = lazy.tool  # imports the tool's module, outside the lock
 
+    def search_ready(self) -> bool:
+        """Whether a word search would answer at once.
+
+        False while it would first have to import lazily registered tools, load the model of
+        meaning or embed tools registered since the last search (async callers then search in
+        a worker thread).
+        """
+        with self._lock:
+            return self._search is not None and not self._unindexed and self._search.ready
+
     def search(
         self,
         query: str = "",
@@ -644,7 +654,7 @@ class ToolRegistry:
         allowed: Collection[str] | None = None,
         limit: int = 5,
     ) -> list[SearchHit]:
-        """Find tools by words (BM25) or, with `regex`, by a regular expression.
+        """Find tools by words and meaning (see `SearchIndex.search`) or by a regular expression.
 
         Args:
             query: Words, as a user or a model would ask (``"open a github issue"``).
@@ -657,6 +667,8 @@ class ToolRegistry:
             re.error: `regex` is not a valid regular expression.
         """
         index = self.search_index()  # imports lazily registered tools: not under the lock
+        if not regex:
+            index.prepare()  # loads the model of meaning (once), not under the lock either
         with self._lock:
             if regex:
                 return index.search_regex(regex, allowed=allowed, limit=limit)

@@ -1,12 +1,14 @@
-"""Finding tools by words (BM25) or by a regular expression, over a registry's tools.
+"""Finding tools by words and meaning, or by a regular expression, over a registry's tools.
 
 This module owns `SearchIndex`: one document per tool, made of its name (split at ``_``, ``-``,
 ``.`` and case changes), its description, its parameters' names and descriptions, its groups
 and its MCP server, with the name weighted most. Words are lower-cased, stripped of common
 endings (``issues`` and ``issue`` are one word) and of words that say nothing about a tool
 (``a``, ``the``, ``please``), and a query word also looks for a few near synonyms (``remove``
-finds ``delete``). A registry makes its index on the first search and keeps it up to date as
-tools are registered and removed (`ToolRegistry.search_index`); a query never rebuilds it.
+finds ``delete``). They are ranked with BM25, and, when the ``search`` extra is installed, with
+each tool's similarity in meaning to the query (`kode.registries.search_dense`). A registry
+makes its index on the first search and keeps it up to date as tools are registered and
+removed (`ToolRegistry.search_index`); a query never rebuilds it.
 
 It does not decide which tools an agent may see: a search is given the keys it may return.
 """
@@ -21,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kode.registries.meta import ToolMeta
+from kode.registries.search_dense import DenseIndex, dense_available
 from kode.tools.tool import Tool
 
 __all__ = ["SearchHit", "SearchIndex", "document_of", "one_line", "tokenize"]
@@ -31,6 +34,17 @@ FIELD_WEIGHTS = {"name": 3.0, "group": 1.5, "description": 1.0, "parameter": 0.6
 """How much a word counts in each field of a tool's document."""
 SYNONYM_WEIGHT = 0.5
 """How much a synonym of a query word counts against the word itself."""
+BM25_SHARE = 0.6
+"""With meaning on: the weight of the words a tool shares with the query (tuned, see
+``bench/README.md``); the rest is the weight of its similarity in meaning."""
+COVERAGE_POWER = 1.25
+"""With meaning on: the share of the query's words a tool has is raised to this power (so a
+tool sharing one common word with the query gains little)."""
+AGREEMENT = 0.3
+"""With meaning on: the similarity from which shared words count in full; below it they count
+in proportion (``take`` in a medication reminder does not answer "take me to the stadium")."""
+DENSE_CANDIDATES = 20
+"""With meaning on: how many of the most similar tools are ranked besides those sharing a word."""
 
 _STOP = frozenset(
     """a an the to of for in on at by and or with from into onto as is are be been was were it
@@ -250,6 +264,15 @@ def document_of(
     return fields
 
 
+def dense_text(name: str, tool: Tool[..., Any] | None) -> str:
+    """What a tool's vector is made of: name, first paragraph of description, parameter names."""
+    if tool is None:
+        return " ".join(_words(name))
+    first = tool.description.strip().split("\n\n", 1)[0]
+    params = " ".join(param for param, _ in _parameters(tool.input_schema))
+    return f"{' '.join(_words(name))}. {first} {params}"
+
+
 @dataclass(kw_only=True, frozen=True, slots=True)
 class SearchHit:
     """One tool a search found."""
@@ -261,7 +284,8 @@ class SearchHit:
     description: str
     """The first sentence of its description."""
     score: float
-    """How well it matched (higher is better; BM25, or 1.0 for a regex match)."""
+    """How well it matched (higher is better): BM25 by words alone, 0..1 with meaning, 1.0
+    for a regex match."""
     why: str
     """Which words (or which text, for a regex) matched in which fields."""
 
@@ -276,7 +300,11 @@ class _Doc:
 
 
 class SearchIndex:
-    """BM25 over tool documents, updated one tool at a time.
+    """BM25 over tool documents, and their vectors of meaning, updated one tool at a time.
+
+    Args:
+        dense: Rank by meaning too (`None`: when wordllama is installed and
+            ``KODE_TOOL_SEARCH_DENSE`` does not say ``0``; `False`: words alone).
 
     Example:
         ```python
@@ -291,10 +319,27 @@ class SearchIndex:
         ```
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, dense: bool | None = None) -> None:
         self._docs: dict[str, _Doc] = {}
         self._postings: dict[str, dict[str, float]] = {}
         self._total = 0.0
+        use = dense_available() if dense is None else dense
+        self._dense: DenseIndex | None = DenseIndex() if use else None
+
+    @property
+    def dense(self) -> bool:
+        """Whether searches also rank by meaning (see `kode.registries.search_dense`)."""
+        return self._dense is not None and self._dense.usable
+
+    @property
+    def ready(self) -> bool:
+        """Whether a search would run at once: no model to load, no tool to embed first."""
+        return self._dense is None or self._dense.ready or not self._dense.usable
+
+    def prepare(self) -> None:
+        """Load the model of meaning if this index uses it (the first time: about 0.3 s)."""
+        if self._dense is not None:
+            self._dense.load()
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -329,12 +374,16 @@ class SearchIndex:
         self._total += length
         for word, (count, _) in terms.items():
             self._postings.setdefault(word, {})[key] = count
+        if self._dense is not None:
+            self._dense.add(key, dense_text(shown, tool))
 
     def remove(self, key: str) -> None:
         """Forget a tool (nothing happens if it is not indexed)."""
         doc = self._docs.pop(key, None)
         if doc is None:
             return
+        if self._dense is not None:
+            self._dense.remove(key)
         self._total -= doc.length
         for word in doc.terms:
             posting = self._postings.get(word)
@@ -346,23 +395,101 @@ class SearchIndex:
     def search(
         self, query: str, *, allowed: Collection[str] | None = None, limit: int = 5
     ) -> list[SearchHit]:
-        """The `limit` best tools for the words of `query`, among `allowed` keys (`None`: all)."""
-        shown = {_stem(word): word for word in reversed(_words(query))}  # stem → as asked
-        if not shown or not self._docs:
+        """The `limit` best tools for `query`, among `allowed` keys (`None`: all).
+
+        By words (BM25) and, when `dense`, by meaning too: the tools sharing a word with the
+        query and the `DENSE_CANDIDATES` closest in meaning are ranked by `BM25_SHARE` times
+        the share of the query's information (its words' idf) they have, raised to
+        `COVERAGE_POWER` and scaled down below a similarity of `AGREEMENT`, plus the rest
+        times their cosine similarity. With meaning on, a search always answers with the
+        closest tools, even for words no tool has.
+        """
+        shown, weighted = self._query_words(query)
+        dense = self._dense
+        if dense is None or not self._docs or not query.strip() or not dense.load():
+            scores = self._bm25(weighted, allowed)
+            best = heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0]))
+            return [self._hit(key, score, shown, weighted) for key, score in best]
+        return self._hybrid(query, shown, weighted, dense, allowed, limit)
+
+    def _hybrid(
+        self,
+        query: str,
+        shown: dict[str, str],
+        weighted: dict[str, tuple[float, str]],
+        dense: DenseIndex,
+        allowed: Collection[str] | None,
+        limit: int,
+    ) -> list[SearchHit]:
+        import numpy as np
+
+        similarities = dense.similarities(query)
+        covered = self._coverage(weighted, allowed)
+        keys = list(covered)  # every tool of this index has a row: both add and remove it
+        share = np.fromiter(covered.values(), dtype=np.float32, count=len(covered))
+        close = dense.best(similarities, allowed, max(limit, DENSE_CANDIDATES))
+        keys += [key for key, _ in close if key not in covered]
+        share = np.concatenate([share, np.zeros(len(keys) - len(share), dtype=np.float32)])
+        sims = similarities[dense.rows(keys)]
+        agree = np.clip(sims / AGREEMENT, 0.0, 1.0)
+        ranked = BM25_SHARE * share**COVERAGE_POWER * agree + (1 - BM25_SHARE) * sims
+        count = min(limit, len(keys))
+        if count <= 0:
             return []
-        weighted: dict[str, float] = dict.fromkeys(shown, 1.0)
+        top = np.argpartition(-ranked, count - 1)[:count]
+        order = sorted(top.tolist(), key=lambda i: (-float(ranked[i]), keys[i]))
+        return [
+            self._hit(keys[i], float(ranked[i]), shown, weighted, similarity=float(sims[i]))
+            for i in order
+        ]
+
+    def _hit(
+        self,
+        key: str,
+        score: float,
+        shown: dict[str, str],
+        weighted: dict[str, tuple[float, str]],
+        *,
+        similarity: float | None = None,
+    ) -> SearchHit:
+        doc = self._docs[key]
+        why = [
+            f"{shown[word]} in {', '.join(doc.terms[word][1])}"
+            for word, (weight, _) in weighted.items()
+            if weight and word in doc.terms
+        ]
+        if similarity is not None:
+            why.append(f"meaning {similarity:.2f}")
+        return SearchHit(
+            key=key,
+            name=doc.name,
+            description=doc.summary,
+            score=round(score, 4),
+            why="; ".join(why),
+        )
+
+    @staticmethod
+    def _query_words(query: str) -> tuple[dict[str, str], dict[str, tuple[float, str]]]:
+        """The query's stems as asked, and every word looked for: (weight, the stem it is for)."""
+        shown = {_stem(word): word for word in reversed(_words(query))}  # stem → as asked
+        weighted: dict[str, tuple[float, str]] = {stem: (1.0, stem) for stem in shown}
         for stem in list(shown):
             for synonym, spelled in _STEMMED_SYNONYMS.get(stem, ()):
                 if synonym not in weighted:
-                    weighted[synonym] = SYNONYM_WEIGHT
+                    weighted[synonym] = (SYNONYM_WEIGHT, stem)
                     shown[synonym] = f"{spelled} (for {shown[stem]})"
+        return shown, weighted
+
+    def _bm25(
+        self, weighted: dict[str, tuple[float, str]], allowed: Collection[str] | None
+    ) -> dict[str, float]:
+        """BM25 scores of the tools sharing a word with the query."""
+        scores: dict[str, float] = {}
         count = len(self._docs)
         average = self._total / count if count else 1.0
-        scores: dict[str, float] = {}
-        matched: dict[str, list[tuple[str, tuple[str, ...]]]] = {}
-        for word, query_weight in weighted.items():
+        for word, (query_weight, _) in weighted.items():
             posting = self._postings.get(word)
-            if not posting:
+            if not posting or not query_weight:
                 continue
             idf = math.log(1 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
             for key, tf in posting.items():
@@ -371,18 +498,34 @@ class SearchIndex:
                 doc = self._docs[key]
                 norm = tf * (K1 + 1) / (tf + K1 * (1 - B + B * doc.length / average))
                 scores[key] = scores.get(key, 0.0) + query_weight * idf * norm
-                matched.setdefault(key, []).append((shown[word], doc.terms[word][1]))
-        best = heapq.nlargest(limit, scores.items(), key=lambda item: (item[1], item[0]))
-        return [
-            SearchHit(
-                key=key,
-                name=self._docs[key].name,
-                description=self._docs[key].summary,
-                score=round(score, 4),
-                why="; ".join(f"{w} in {', '.join(f)}" for w, f in matched[key]),
-            )
-            for key, score in best
-        ]
+        return scores
+
+    def _coverage(
+        self, weighted: dict[str, tuple[float, str]], allowed: Collection[str] | None
+    ) -> dict[str, float]:
+        """The share of the query's information (its words' idf) each tool sharing one has.
+
+        A word no tool has counts as the rarest; a synonym covers its word at its weight.
+        """
+        count = len(self._docs)
+        rarest = math.log(1 + (count + 0.5) / 0.5)
+        info: dict[str, float] = {}
+        for stem, (_, origin) in weighted.items():
+            if stem == origin:
+                n = len(self._postings.get(stem, ()))
+                info[stem] = math.log(1 + (count - n + 0.5) / (n + 0.5)) if n else rarest
+        total = sum(info.values()) or 1.0
+        covered: dict[str, float] = {}
+        for origin, part in info.items():
+            best: dict[str, float] = {}
+            for word, (weight, of) in weighted.items():
+                posting = self._postings.get(word) if of == origin and weight else None
+                for key in posting or ():
+                    if weight > best.get(key, 0.0) and (allowed is None or key in allowed):
+                        best[key] = weight
+            for key, weight in best.items():
+                covered[key] = covered.get(key, 0.0) + weight * part / total
+        return covered
 
     def search_regex(
         self, pattern: str, *, allowed: Collection[str] | None = None, limit: int = 5

@@ -17,11 +17,13 @@ session keeps its loaded tools without storing anything more.
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
+import anyio.to_thread
 from pydantic import Field
 
 from kode.registries.entries import normalize_name
@@ -81,6 +83,11 @@ class ToolSearch:
             self._own = own
         return self._own
 
+    def ready(self) -> bool:
+        """Whether a word search would answer at once (no import, model load or embedding)."""
+        own = self._own
+        return self.registry.search_ready() and (own is None or own.ready)
+
     def search(
         self, query: str = "", *, regex: str | None = None, limit: int = 5
     ) -> list[SearchHit]:
@@ -93,6 +100,8 @@ class ToolSearch:
         hits = self.registry.search(query, regex=regex, allowed=allowed, limit=limit)
         own = self._index_of_others()
         if len(own):
+            if not regex:
+                own.prepare()
             more = own.search_regex(regex, limit=limit) if regex else own.search(query, limit=limit)
             hits = sorted([*hits, *more], key=lambda h: -h.score)[:limit]
         return [h for h in hits if self.deferred.get(h.key) is not None]
@@ -172,7 +181,7 @@ TOOL_SEARCH: ServiceKey[ToolSearch] = ServiceKey(
 """The agent's `ToolSearch`, in ``ctx.services`` of its calls."""
 
 
-def _tool_search(
+async def _tool_search(
     ctx: ToolContext,
     query: Annotated[str, Field(description="Words saying what the tool should do.")] = "",
     regex: Annotated[
@@ -199,8 +208,11 @@ def _tool_search(
             "tool names and descriptions)",
             type=ToolErrorType.INVALID_TOOL_PARAMS,
         )
+    find = functools.partial(search.search, query, regex=regex or None, limit=limit)
     try:
-        hits = search.search(query, regex=regex or None, limit=limit)
+        # The first search loads the model of meaning and embeds the tools (up to a second):
+        # never in the event loop. Later ones take well under a millisecond: inline.
+        hits = find() if regex or search.ready() else await anyio.to_thread.run_sync(find)
     except re.error as exc:
         raise ToolError(
             f"regex {regex!r} is not a valid regular expression: {exc}",
@@ -215,7 +227,7 @@ def _tool_search(
     return "\n".join(lines)
 
 
-TOOL_SEARCH_TOOL: Tool[..., str] = define_tool(
-    name=TOOL_SEARCH_NAME, kind="search", registry=None, run_in_thread=False
+TOOL_SEARCH_TOOL: Tool[..., Coroutine[Any, Any, str]] = define_tool(
+    name=TOOL_SEARCH_NAME, kind="search", registry=None
 )(_tool_search)
 """The ``tool_search`` tool an agent with deferred tools gets (not in any registry)."""

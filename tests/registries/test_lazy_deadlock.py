@@ -127,8 +127,8 @@ def test_registering_lazily_after_a_search_imports_nothing_until_the_next_search
     reg.register_lazy("late", "somewhere.cards:late", kind="other", importer=importer)
     assert imported == []  # registering ran under the lock: it must not import
     hits = reg.search("send a postcard")
-    assert [h.name for h in hits] == ["late"]
+    assert hits[0].name == "late"  # with meaning on, the closest others follow
     assert hits[0].description == "Send a postcard."
     assert imported == ["somewhere.cards"]
     reg.unregister("late")
-    assert reg.search("postcard") == []
+    assert "late" not in [h.name for h in reg.search("postcard")]
