@@ -10,7 +10,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kode.agent import Agent, AgentError, AgentReply, AgentTemplate, TemplateError
+    from kode.agent import (
+        Agent,
+        AgentError,
+        AgentReply,
+        AgentTemplate,
+        RunLimitError,
+        RunLimits,
+        TemplateError,
+    )
     from kode.agent.rules import RuleError
     from kode.mcp.errors import MCPConnectionError
     from kode.models import Message, Model, ModelError
@@ -95,6 +103,8 @@ _SOURCES: dict[str, str] = {
     "StoreError": "kode.sessions.errors",
     "StoreURLError": "kode.sessions.errors",
     "TemplateError": "kode.agent",
+    "RunLimitError": "kode.agent",
+    "RunLimits": "kode.agent",
     "TextBlock": "kode.tools",
     "Tool": "kode.tools",
     "ToolContext": "kode.tools",
@@ -142,6 +152,8 @@ __all__ = [
     "PluginApi",
     "PolicyError",
     "RuleError",
+    "RunLimitError",
+    "RunLimits",
     "SchemaVersionError",
     "ScriptError",
     "SessionError",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kode.agent.agent import Agent, AgentError
+from kode.agent.errors import RunLimitError
 from kode.agent.events import (
     AgentEvent,
     ApprovalRequired,
@@ -20,6 +21,7 @@ from kode.agent.events import (
     TurnEnd,
 )
 from kode.agent.hooks import AgentHooks, Allow, Deny, Respond, RewriteInput
+from kode.agent.limits import RunLimits, TokenPrices
 from kode.agent.permissions import (
     ApprovalDecision,
     ApprovalRequest,
@@ -60,19 +62,22 @@ __all__ = [
     "Done",
     "ErrorEvent",
     "ModelRetry",
-    "PermissionConfig",
     "PartialOutput",
+    "PermissionConfig",
     "PermissionMode",
     "PermissionRule",
     "PolicyConfig",
     "Respond",
     "RewriteInput",
     "RuleError",
+    "RunLimitError",
+    "RunLimits",
     "SessionAccess",
     "TemplateError",
     "TemplateRegistry",
     "TextDelta",
     "ThinkingDelta",
+    "TokenPrices",
     "ToolBlockedLoop",
     "ToolCallRecord",
     "ToolCustom",

@@ -319,6 +319,8 @@ class AgentRun:
                 "output_mode='native' with a model that supports it"
             )
         used = Usage()
+        limits = template.limits
+        ran = 0  # tool calls this run ran (for limits.tool_calls)
         turn = 0
         response: ModelResponse | None = None
         recorded = False  # whether `response`'s message is in the history
@@ -337,6 +339,10 @@ class AgentRun:
                     recorded = False
                     calls = ()
                     outcomes = []
+                    if turn > 1 and limits.counts_tokens and (hit := limits.spent(used)):
+                        session.set_status("failed")
+                        await self.commit()
+                        return ErrorEvent(message=str(hit), error=hit)
                     try:
                         response = await self._model_turn(settings, output)
                     except ModelError as exc:
@@ -389,6 +395,15 @@ class AgentRun:
                         outcomes[index] = self._settle(calls[index], verdict.message, error=True)
                     for index, original in duplicates.items():
                         outcomes[index] = duplicate_result(self, calls[index], original)
+                    to_run = outcomes.count(None)
+                    if (hit := limits.calls_over(ran, to_run)) is not None:
+                        self._not_run(calls, outcomes, str(hit))
+                        session.add_message(results_message(self._answer(calls, outcomes)))
+                        calls = ()
+                        session.set_status("failed")
+                        await self.commit()
+                        return ErrorEvent(message=str(hit), error=hit)
+                    ran += to_run
                     await self._run_calls(calls, outcomes)
                     if self._fatal is not None:  # a tool's KeyboardInterrupt or SystemExit
                         raise self._fatal
@@ -557,6 +572,32 @@ class AgentRun:
             )
         )
         return CallOutcome(block=block, status=status)
+
+    def _not_run(
+        self, calls: Sequence[ToolUseContent], outcomes: list[CallOutcome | None], why: str
+    ) -> None:
+        """Answer the calls a run limit keeps from running (cancelled, saying why)."""
+        text = f"Not run: {why}."
+        for index, call in enumerate(calls):
+            if outcomes[index] is not None:
+                continue
+            block = ToolResultContent(
+                tool_use_id=call.id, content=[TextContent(text=text)], is_error=True
+            )
+            self.agent.session.update_call(
+                call, "cancelled", result=block, error_type=ToolErrorType.CANCELLED.value
+            )
+            self.emit(
+                ToolEnd(
+                    call_id=call.id,
+                    name=call.name.strip(),
+                    duration=0.0,
+                    is_error=True,
+                    result=block,
+                    status="cancelled",
+                )
+            )
+            outcomes[index] = CallOutcome(block=block, status="cancelled")
 
     def _output_answers(
         self, calls: Sequence[ToolUseContent], verdict: OutputValue | InvalidOutput

@@ -8,6 +8,7 @@ Hierarchy (docs/errors.md has it too; tests/test_errors.py checks both against t
 
     KodeError
     ├── AgentError               an agent cannot be made or cannot go on (kode.agent)
+    │   └── RunLimitError        a run reached a limit of its template's (tool calls, tokens, cost)
     ├── DepsSpecError            a module:factory deps spec gives no deps (also a ValueError)
     ├── DiscoveryError           a discovery command failed or printed no declarations
     ├── MCPConnectionError       an MCP server could not be started or reached (kode.mcp)
