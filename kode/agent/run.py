@@ -21,6 +21,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from kode.agent.blocks import cancelled_result, results_message
+from kode.agent.errors import AgentError
 from kode.agent.events import (
     ApprovalRequired,
     Done,
@@ -321,6 +322,7 @@ class AgentRun:
         used = Usage()
         limits = template.limits
         ran = 0  # tool calls this run ran (for limits.tool_calls)
+        retried: dict[str, int] = {}  # ToolRetry answers this run, by tool (for its retries)
         turn = 0
         response: ModelResponse | None = None
         recorded = False  # whether `response`'s message is in the history
@@ -422,8 +424,13 @@ class AgentRun:
                             turns=turn,
                             pending_calls=tuple(c.id for c in pending),
                         )
+                    asked = self._retries_over(calls, outcomes, retried)
                     session.add_message(results_message(self._answer(calls, outcomes)))
                     calls = ()
+                    if asked is not None:
+                        session.set_status("failed")
+                        await self.commit()
+                        return ErrorEvent(message=str(asked), error=asked)
                     await self.commit()
             except BaseException as exc:
                 # `interrupt`, a cancellation from outside (a timeout around send(), a stream
@@ -572,6 +579,34 @@ class AgentRun:
             )
         )
         return CallOutcome(block=block, status=status)
+
+    def _retries_over(
+        self,
+        calls: Sequence[ToolUseContent],
+        outcomes: Sequence[CallOutcome | None],
+        retried: dict[str, int],
+    ) -> AgentError | None:
+        """Count the turn's `ToolRetry` answers; the error when a tool asked past its budget."""
+        over: AgentError | None = None
+        records = self.agent.session.records
+        for call, outcome in zip(calls, outcomes, strict=True):
+            if outcome is None or not outcome.block.is_error:
+                continue
+            record = records.get(call.id)
+            if record is None or record.error_type != ToolErrorType.RETRY:
+                continue
+            name = call.name.strip()
+            count = retried[name] = retried.get(name, 0) + 1
+            tool = self.agent.lookup(name)
+            budget = tool.retries if tool is not None else 0
+            if count > budget and over is None:
+                said = " ".join(b.text for b in outcome.block.content if isinstance(b, TextContent))
+                over = AgentError(
+                    f"tool {name!r} asked for a retry {count} times in this run, more than its "
+                    f"retries={budget} allow (its last message: {said!r}); give it more with "
+                    "define_tool(retries=...), or send again to go on"
+                )
+        return over
 
     def _not_run(
         self, calls: Sequence[ToolUseContent], outcomes: list[CallOutcome | None], why: str

@@ -271,11 +271,21 @@ def _define(
     registry: ToolSink | DefaultRegistry | None,
     replace: bool,
     idempotent: bool = False,
+    retries: int = 1,
     defer_loading: bool = False,
     **options: Any,
 ) -> Tool[P, R]:
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ToolDefinitionError(
+            getattr(fn, "__qualname__", repr(fn)),
+            [
+                f"retries={retries!r} is not a count: give how many times one run may retry "
+                "the tool (an int from 0; 1 by default)"
+            ],
+        )
     made = build_tool(fn, **options)
     made.idempotent = idempotent
+    made.retries = retries
     made.defer_loading = defer_loading
     if registry is DEFAULT_REGISTRY:
         registry = default_registry()
@@ -309,6 +319,7 @@ def define_tool(
     aliases: Iterable[str] = (),
     param_aliases: Mapping[str, str] | None = None,
     idempotent: bool = False,
+    retries: int = 1,
     defer_loading: bool = False,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
@@ -332,6 +343,7 @@ def define_tool(
     aliases: Iterable[str] = (),
     param_aliases: Mapping[str, str] | None = None,
     idempotent: bool = False,
+    retries: int = 1,
     defer_loading: bool = False,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a typed, documented function into a `Tool` and register it.
@@ -373,6 +385,8 @@ def define_tool(
             call that was running again only if its tool is idempotent or only reads (kinds
             read, search, think); any other such call is answered with an error saying it
             may have partly run.
+        retries: How many times one run of an agent lets the tool ask for a retry by raising
+            `ToolRetry` (1 by default); one more ends the run with an `AgentError`.
         defer_loading: Send the definition to the model only once the agent's
             ``tool_search`` has found the tool (for agents with many tools; see the "Many
             tools" page). The tool is allowed all along.
@@ -408,6 +422,7 @@ def define_tool(
         aliases=aliases,
         param_aliases=param_aliases,
         idempotent=idempotent,
+        retries=retries,
         defer_loading=defer_loading,
     )
     if fn is not None:

@@ -106,6 +106,10 @@ class Tool(Generic[P, R]):
     """Whether running a call twice does what running it once does (``define_tool(idempotent=
     True)``): a session resumed after a restart may run such a call again. Set it on the tool
     after definition for tools made otherwise."""
+    retries: int = 1
+    """How many times one run of an agent lets the tool ask for a retry (`ToolRetry`) before
+    the run ends (``define_tool(retries=...)``). Set it on the tool after definition for tools
+    made otherwise."""
     defer_loading: bool = False
     """Whether an agent sends the definition only once ``tool_search`` has found the tool
     (``define_tool(defer_loading=True)``); the tool is allowed all along. Set it on the tool
