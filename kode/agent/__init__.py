@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from kode.agent.agent import Agent, AgentError
+from kode.agent.context import ContextPolicy
 from kode.agent.errors import RunLimitError
 from kode.agent.events import (
     AgentEvent,
@@ -58,6 +59,7 @@ __all__ = [
     "ApprovalRequest",
     "ApprovalRequired",
     "Approver",
+    "ContextPolicy",
     "Deny",
     "Done",
     "ErrorEvent",

@@ -21,6 +21,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from kode.agent.blocks import cancelled_result, results_message
+from kode.agent.context import ContextView
 from kode.agent.errors import AgentError
 from kode.agent.events import (
     ApprovalRequired,
@@ -102,6 +103,7 @@ class AgentRun:
         self._fatal: BaseException | None = None  # a tool's KeyboardInterrupt or SystemExit
         self.poll_interval = 0.2
         """Seconds between reads of the store for decisions made in other processes."""
+        self._context: ContextView | None = None  # made by the first request, if a policy asks
         tracing = agent.tracing
         self.tracing = tracing if tracing is not None and tracing.active() else None
         """Its spans and metrics; `None` when the agent is not traced, or nothing would record
@@ -469,7 +471,7 @@ class AgentRun:
         agent = self.agent
         request = ModelRequest(
             system=agent.template.system_prompt,
-            messages=HistoryView(agent.session.messages),
+            messages=self._history(),
             tools=agent.request_tools() if output is None else output.tools(agent.request_tools()),
             settings=settings,
             output=None if output is None else output.format,
@@ -579,6 +581,16 @@ class AgentRun:
             )
         )
         return CallOutcome(block=block, status=status)
+
+    def _history(self) -> Sequence[Message]:
+        """The history the next request sends: whole, or under the template's context policy."""
+        agent = self.agent
+        policy = agent.template.context
+        if policy is None:
+            return HistoryView(agent.session.messages)
+        if self._context is None:
+            self._context = ContextView(policy)
+        return self._context.messages(agent.session.messages)
 
     def _retries_over(
         self,

@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from kode.agent.context import ContextPolicy
 from kode.agent.hooks import AgentHooks
 from kode.agent.limits import RunLimits
 from kode.agent.output import OutputSpec
@@ -139,6 +140,9 @@ class AgentTemplate(BaseModel):
     kode always streams."""
     max_turns: int = Field(default=25, ge=1)
     """The most model responses one run may take."""
+    context: ContextPolicy | None = None
+    """Which tool results each request sends whole (`ContextPolicy`); `None`: all of them.
+    The stored history keeps everything either way."""
     limits: RunLimits = Field(default_factory=RunLimits)
     """Limits on one run besides `max_turns`: tool calls, tokens and a cost budget (none by
     default); reaching one ends the run with a `RunLimitError`."""
