@@ -168,6 +168,9 @@ class Tool(Generic[P, R]):
         functools.update_wrapper(self, fn)
         self.fn = fn
         """The original function (or bound method)."""
+        self.runs: Callable[..., Any] = fn
+        """What a call runs: `fn`, or `fn` with retries of transient failures
+        (``define_tool(transient=...)``)."""
         self.name = name
         self.description = description
         self.kind = kind
@@ -530,7 +533,7 @@ class Tool(Generic[P, R]):
                 args = (ctx,)
             else:
                 kwargs[self.context_param] = ctx
-        fn: Callable[..., Any] = self.fn
+        fn: Callable[..., Any] = self.runs
         # What the function returned becomes a result inside the time limit; plain data (a
         # dict of strings and numbers, ...) in place, anything else (an iterator, which may
         # never end, an object whose serialisation runs code, a huge value) in a worker
