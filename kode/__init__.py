@@ -10,7 +10,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from kode.agent import Agent, AgentError, AgentReply, AgentTemplate, TemplateError
+    from kode.agent import (
+        Agent,
+        AgentError,
+        AgentReply,
+        AgentTemplate,
+        RunLimitError,
+        RunLimits,
+        TemplateError,
+    )
     from kode.agent.rules import RuleError
     from kode.mcp.errors import MCPConnectionError
     from kode.models import Message, Model, ModelError
@@ -53,6 +61,7 @@ if TYPE_CHECKING:
         ToolEvent,
         ToolNotFoundError,
         ToolResult,
+        ToolRetry,
         define_tool,
         error_result,
         image_result,
@@ -95,11 +104,14 @@ _SOURCES: dict[str, str] = {
     "StoreError": "kode.sessions.errors",
     "StoreURLError": "kode.sessions.errors",
     "TemplateError": "kode.agent",
+    "RunLimitError": "kode.agent",
+    "RunLimits": "kode.agent",
     "TextBlock": "kode.tools",
     "Tool": "kode.tools",
     "ToolContext": "kode.tools",
     "ToolDefinitionError": "kode.tools",
     "ToolError": "kode.tools",
+    "ToolRetry": "kode.tools",
     "ToolErrorType": "kode.tools",
     "ToolEvent": "kode.tools",
     "ToolFactoryContext": "kode.registries",
@@ -142,6 +154,8 @@ __all__ = [
     "PluginApi",
     "PolicyError",
     "RuleError",
+    "RunLimitError",
+    "RunLimits",
     "SchemaVersionError",
     "ScriptError",
     "SessionError",
@@ -164,6 +178,7 @@ __all__ = [
     "ToolPolicy",
     "ToolRegistry",
     "ToolResult",
+    "ToolRetry",
     "ToolSource",
     "Workspace",
     "__version__",

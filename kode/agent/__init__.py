@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from kode.agent.agent import Agent, AgentError
+from kode.agent.context import ContextPolicy
+from kode.agent.errors import RunLimitError
 from kode.agent.events import (
     AgentEvent,
     ApprovalRequired,
@@ -20,6 +22,7 @@ from kode.agent.events import (
     TurnEnd,
 )
 from kode.agent.hooks import AgentHooks, Allow, Deny, Respond, RewriteInput
+from kode.agent.limits import RunLimits, TokenPrices
 from kode.agent.permissions import (
     ApprovalDecision,
     ApprovalRequest,
@@ -56,23 +59,27 @@ __all__ = [
     "ApprovalRequest",
     "ApprovalRequired",
     "Approver",
+    "ContextPolicy",
     "Deny",
     "Done",
     "ErrorEvent",
     "ModelRetry",
-    "PermissionConfig",
     "PartialOutput",
+    "PermissionConfig",
     "PermissionMode",
     "PermissionRule",
     "PolicyConfig",
     "Respond",
     "RewriteInput",
     "RuleError",
+    "RunLimitError",
+    "RunLimits",
     "SessionAccess",
     "TemplateError",
     "TemplateRegistry",
     "TextDelta",
     "ThinkingDelta",
+    "TokenPrices",
     "ToolBlockedLoop",
     "ToolCallRecord",
     "ToolCustom",

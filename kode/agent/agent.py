@@ -22,6 +22,7 @@ from kode.agent.client_calls import ClientCalls
 from kode.agent.deps import deps_problems
 from kode.agent.directory import SessionTools
 from kode.agent.display import agent_markdown, agent_repr
+from kode.agent.errors import AgentError, RunLimitError
 from kode.agent.events import AgentEvent, Done, ErrorEvent
 from kode.agent.hooks import AgentHooks
 from kode.agent.permissions import ApprovalDecision, ApprovalRequest, ApproverFunc
@@ -47,7 +48,7 @@ from kode.sessions.url import store_from
 from kode.tools.asking import ElicitationFunc
 from kode.tools.collector import collector_paused
 from kode.tools.context import ToolContext
-from kode.tools.errors import KodeError, ToolErrorType
+from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult, error_result, to_result
 from kode.tools.services import CALLER, SESSIONS, SUBAGENTS, TODOS
 from kode.tools.sync import run_sync
@@ -61,10 +62,6 @@ SUBAGENT_DENY = ["task_run", "sessions_spawn", "sessions_send"]
 """What a sub-agent may not use unless ``subagent_policy`` says otherwise: starting agents."""
 
 __all__ = ["Agent", "AgentError", "AgentReply"]
-
-
-class AgentError(KodeError):
-    """An agent cannot be created or cannot continue (bad template tools, a failed model)."""
 
 
 class Agent:
@@ -765,6 +762,8 @@ class Agent:
         run = AgentRun(self, collect, interactive=on_event is not None)
         done = await self.execute(run, prompt)
         if isinstance(done, ErrorEvent):
+            if isinstance(done.error, RunLimitError):
+                raise done.error
             raise AgentError(done.message) from done.error
         return AgentReply(
             text=done.text,

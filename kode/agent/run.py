@@ -21,6 +21,8 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from kode.agent.blocks import cancelled_result, results_message
+from kode.agent.context import ContextView
+from kode.agent.errors import AgentError
 from kode.agent.events import (
     ApprovalRequired,
     Done,
@@ -101,6 +103,7 @@ class AgentRun:
         self._fatal: BaseException | None = None  # a tool's KeyboardInterrupt or SystemExit
         self.poll_interval = 0.2
         """Seconds between reads of the store for decisions made in other processes."""
+        self._context: ContextView | None = None  # made by the first request, if a policy asks
         tracing = agent.tracing
         self.tracing = tracing if tracing is not None and tracing.active() else None
         """Its spans and metrics; `None` when the agent is not traced, or nothing would record
@@ -319,6 +322,9 @@ class AgentRun:
                 "output_mode='native' with a model that supports it"
             )
         used = Usage()
+        limits = template.limits
+        ran = 0  # tool calls this run ran (for limits.tool_calls)
+        retried: dict[str, int] = {}  # ToolRetry answers this run, by tool (for its retries)
         turn = 0
         response: ModelResponse | None = None
         recorded = False  # whether `response`'s message is in the history
@@ -337,6 +343,10 @@ class AgentRun:
                     recorded = False
                     calls = ()
                     outcomes = []
+                    if turn > 1 and limits.counts_tokens and (hit := limits.spent(used)):
+                        session.set_status("failed")
+                        await self.commit()
+                        return ErrorEvent(message=str(hit), error=hit)
                     try:
                         response = await self._model_turn(settings, output)
                     except ModelError as exc:
@@ -389,6 +399,15 @@ class AgentRun:
                         outcomes[index] = self._settle(calls[index], verdict.message, error=True)
                     for index, original in duplicates.items():
                         outcomes[index] = duplicate_result(self, calls[index], original)
+                    to_run = outcomes.count(None)
+                    if (hit := limits.calls_over(ran, to_run)) is not None:
+                        self._not_run(calls, outcomes, str(hit))
+                        session.add_message(results_message(self._answer(calls, outcomes)))
+                        calls = ()
+                        session.set_status("failed")
+                        await self.commit()
+                        return ErrorEvent(message=str(hit), error=hit)
+                    ran += to_run
                     await self._run_calls(calls, outcomes)
                     if self._fatal is not None:  # a tool's KeyboardInterrupt or SystemExit
                         raise self._fatal
@@ -407,8 +426,13 @@ class AgentRun:
                             turns=turn,
                             pending_calls=tuple(c.id for c in pending),
                         )
+                    asked = self._retries_over(calls, outcomes, retried)
                     session.add_message(results_message(self._answer(calls, outcomes)))
                     calls = ()
+                    if asked is not None:
+                        session.set_status("failed")
+                        await self.commit()
+                        return ErrorEvent(message=str(asked), error=asked)
                     await self.commit()
             except BaseException as exc:
                 # `interrupt`, a cancellation from outside (a timeout around send(), a stream
@@ -447,7 +471,7 @@ class AgentRun:
         agent = self.agent
         request = ModelRequest(
             system=agent.template.system_prompt,
-            messages=HistoryView(agent.session.messages),
+            messages=self._history(),
             tools=agent.request_tools() if output is None else output.tools(agent.request_tools()),
             settings=settings,
             output=None if output is None else output.format,
@@ -557,6 +581,70 @@ class AgentRun:
             )
         )
         return CallOutcome(block=block, status=status)
+
+    def _history(self) -> Sequence[Message]:
+        """The history the next request sends: whole, or under the template's context policy."""
+        agent = self.agent
+        policy = agent.template.context
+        if policy is None:
+            return HistoryView(agent.session.messages)
+        if self._context is None:
+            self._context = ContextView(policy)
+        return self._context.messages(agent.session.messages)
+
+    def _retries_over(
+        self,
+        calls: Sequence[ToolUseContent],
+        outcomes: Sequence[CallOutcome | None],
+        retried: dict[str, int],
+    ) -> AgentError | None:
+        """Count the turn's `ToolRetry` answers; the error when a tool asked past its budget."""
+        over: AgentError | None = None
+        records = self.agent.session.records
+        for call, outcome in zip(calls, outcomes, strict=True):
+            if outcome is None or not outcome.block.is_error:
+                continue
+            record = records.get(call.id)
+            if record is None or record.error_type != ToolErrorType.RETRY:
+                continue
+            name = call.name.strip()
+            count = retried[name] = retried.get(name, 0) + 1
+            tool = self.agent.lookup(name)
+            budget = tool.retries if tool is not None else 0
+            if count > budget and over is None:
+                said = " ".join(b.text for b in outcome.block.content if isinstance(b, TextContent))
+                over = AgentError(
+                    f"tool {name!r} asked for a retry {count} times in this run, more than its "
+                    f"retries={budget} allow (its last message: {said!r}); give it more with "
+                    "define_tool(retries=...), or send again to go on"
+                )
+        return over
+
+    def _not_run(
+        self, calls: Sequence[ToolUseContent], outcomes: list[CallOutcome | None], why: str
+    ) -> None:
+        """Answer the calls a run limit keeps from running (cancelled, saying why)."""
+        text = f"Not run: {why}."
+        for index, call in enumerate(calls):
+            if outcomes[index] is not None:
+                continue
+            block = ToolResultContent(
+                tool_use_id=call.id, content=[TextContent(text=text)], is_error=True
+            )
+            self.agent.session.update_call(
+                call, "cancelled", result=block, error_type=ToolErrorType.CANCELLED.value
+            )
+            self.emit(
+                ToolEnd(
+                    call_id=call.id,
+                    name=call.name.strip(),
+                    duration=0.0,
+                    is_error=True,
+                    result=block,
+                    status="cancelled",
+                )
+            )
+            outcomes[index] = CallOutcome(block=block, status="cancelled")
 
     def _output_answers(
         self, calls: Sequence[ToolUseContent], verdict: OutputValue | InvalidOutput

@@ -17,7 +17,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from kode.agent.context import ContextPolicy
 from kode.agent.hooks import AgentHooks
+from kode.agent.limits import RunLimits
 from kode.agent.output import OutputSpec
 from kode.agent.permissions import PermissionConfig
 from kode.models.base import ModelSettings
@@ -138,6 +140,12 @@ class AgentTemplate(BaseModel):
     kode always streams."""
     max_turns: int = Field(default=25, ge=1)
     """The most model responses one run may take."""
+    context: ContextPolicy | None = None
+    """Which tool results each request sends whole (`ContextPolicy`); `None`: all of them.
+    The stored history keeps everything either way."""
+    limits: RunLimits = Field(default_factory=RunLimits)
+    """Limits on one run besides `max_turns`: tool calls, tokens and a cost budget (none by
+    default); reaching one ends the run with a `RunLimitError`."""
     tool_timeout: float | None = Field(default=None, gt=0)
     """Seconds a call may take when its tool has no `timeout` of its own."""
     max_concurrent_tools: int = Field(default=8, ge=1)

@@ -10,6 +10,7 @@ from kode.tools.errors import (
     ToolError,
     ToolErrorType,
     ToolNotFoundError,
+    ToolRetry,
 )
 from kode.tools.invocation import CallDetails, Display
 from kode.tools.kinds import Kind
@@ -43,6 +44,7 @@ __all__ = [
     "ToolEvent",
     "ToolNotFoundError",
     "ToolResult",
+    "ToolRetry",
     "define_tool",
     "error_result",
     "image_result",

@@ -24,6 +24,7 @@ from kode.tools.errors import ToolDefinitionError
 from kode.tools.kinds import Kind
 from kode.tools.schema import DocstringStyle, inspect_function
 from kode.tools.tool import JsonSchemaGenerator, Tool
+from kode.tools.transient import retrying
 from kode.tools.validation import ArgumentValidator
 
 if TYPE_CHECKING:
@@ -271,17 +272,71 @@ def _define(
     registry: ToolSink | DefaultRegistry | None,
     replace: bool,
     idempotent: bool = False,
+    retries: int = 1,
+    transient: Iterable[type[BaseException]] = (),
+    transient_retries: int = 2,
     defer_loading: bool = False,
     **options: Any,
 ) -> Tool[P, R]:
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+        raise ToolDefinitionError(
+            getattr(fn, "__qualname__", repr(fn)),
+            [
+                f"retries={retries!r} is not a count: give how many times one run may retry "
+                "the tool (an int from 0; 1 by default)"
+            ],
+        )
+    errors = _transient_errors(fn, transient, transient_retries, idempotent, options)
     made = build_tool(fn, **options)
     made.idempotent = idempotent
+    made.retries = retries
+    if errors:
+        made.runs = retrying(
+            made.fn,
+            name=made.name,
+            is_async=made.is_async,
+            errors=errors,
+            retries=transient_retries,
+        )
     made.defer_loading = defer_loading
     if registry is DEFAULT_REGISTRY:
         registry = default_registry()
     if registry is not None:
         registry.register(made, replace=replace)
     return made
+
+
+def _transient_errors(
+    fn: Callable[..., Any],
+    transient: Iterable[type[BaseException]],
+    retries: int,
+    idempotent: bool,
+    options: dict[str, Any],
+) -> tuple[type[BaseException], ...]:
+    """The exceptions `transient` names, checked; the problems are a `ToolDefinitionError`."""
+    errors = tuple(transient)
+    if not errors:
+        return ()
+    problems = []
+    bad = [e for e in errors if not (isinstance(e, type) and issubclass(e, Exception))]
+    if bad:
+        problems.append(f"transient={bad!r} are not exception classes")
+    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 1:
+        problems.append(f"transient_retries={retries!r} is not a count from 1")
+    if not idempotent:
+        problems.append(
+            "transient= retries a call that failed, which may have acted: only an idempotent "
+            "tool may have it (set idempotent=True if running a call twice does what running "
+            "it once does)"
+        )
+    if not options.get("run_in_thread", True) and not inspect.iscoroutinefunction(fn):
+        problems.append(
+            "transient= waits between attempts: a sync tool with it must run in a worker "
+            "thread (run_in_thread=True)"
+        )
+    if problems:
+        raise ToolDefinitionError(getattr(fn, "__qualname__", repr(fn)), problems)
+    return errors
 
 
 @overload
@@ -309,6 +364,9 @@ def define_tool(
     aliases: Iterable[str] = (),
     param_aliases: Mapping[str, str] | None = None,
     idempotent: bool = False,
+    retries: int = 1,
+    transient: Iterable[type[BaseException]] = (),
+    transient_retries: int = 2,
     defer_loading: bool = False,
 ) -> Callable[[Callable[P, R]], Tool[P, R]]: ...
 
@@ -332,6 +390,9 @@ def define_tool(
     aliases: Iterable[str] = (),
     param_aliases: Mapping[str, str] | None = None,
     idempotent: bool = False,
+    retries: int = 1,
+    transient: Iterable[type[BaseException]] = (),
+    transient_retries: int = 2,
     defer_loading: bool = False,
 ) -> Tool[P, R] | Callable[[Callable[P, R]], Tool[P, R]]:
     """Turn a typed, documented function into a `Tool` and register it.
@@ -373,6 +434,14 @@ def define_tool(
             call that was running again only if its tool is idempotent or only reads (kinds
             read, search, think); any other such call is answered with an error saying it
             may have partly run.
+        retries: How many times one run of an agent lets the tool ask for a retry by raising
+            `ToolRetry` (1 by default); one more ends the run with an `AgentError`.
+        transient: Exceptions that mean "try again later" (``(ConnectionError,
+            TimeoutError)``, an HTTP client's transport errors): a call that raises one runs
+            again after a wait (0.25 s, doubling, at most 4 s), up to `transient_retries`
+            more times. Only for idempotent tools (a failed call may have acted), and a sync
+            one must run in a worker thread; the tool's `timeout` covers every attempt.
+        transient_retries: How many more times a transiently failing call runs (2).
         defer_loading: Send the definition to the model only once the agent's
             ``tool_search`` has found the tool (for agents with many tools; see the "Many
             tools" page). The tool is allowed all along.
@@ -408,6 +477,9 @@ def define_tool(
         aliases=aliases,
         param_aliases=param_aliases,
         idempotent=idempotent,
+        retries=retries,
+        transient=transient,
+        transient_retries=transient_retries,
         defer_loading=defer_loading,
     )
     if fn is not None:

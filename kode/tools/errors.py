@@ -8,6 +8,7 @@ Hierarchy (docs/errors.md has it too; tests/test_errors.py checks both against t
 
     KodeError
     ├── AgentError               an agent cannot be made or cannot go on (kode.agent)
+    │   └── RunLimitError        a run reached a limit of its template's (tool calls, tokens, cost)
     ├── DepsSpecError            a module:factory deps spec gives no deps (also a ValueError)
     ├── DiscoveryError           a discovery command failed or printed no declarations
     ├── MCPConnectionError       an MCP server could not be started or reached (kode.mcp)
@@ -26,6 +27,7 @@ Hierarchy (docs/errors.md has it too; tests/test_errors.py checks both against t
     ├── TemplateError            an agent template is malformed or unknown (also a ValueError)
     ├── ToolDefinitionError      a function cannot be a tool (raised at decoration time)
     ├── ToolError                raised by a tool on purpose; becomes an error result
+    │   └── ToolRetry            asks the model to call the tool again (a retry budget applies)
     └── ToolNotFoundError        a registry has no tool by that name (also a KeyError)
 """
 
@@ -38,6 +40,7 @@ __all__ = [
     "ToolDefinitionError",
     "ToolError",
     "ToolErrorType",
+    "ToolRetry",
     "ToolNotFoundError",
 ]
 
@@ -71,6 +74,8 @@ class ToolErrorType(StrEnum):
     """The tool returned a value that cannot be shown to a model."""
     TOOL_ERROR = "tool_error"
     """The tool raised `ToolError` without naming a more specific type."""
+    RETRY = "retry"
+    """The tool raised `ToolRetry`: the model should call it again, as its message says."""
 
 
 class KodeError(Exception):
@@ -139,3 +144,41 @@ class ToolError(KodeError):
         """The machine-readable kind of error."""
         self.details = details
         """Structured data kept on the result's `details` (never shown to the model)."""
+
+
+class ToolRetry(ToolError):
+    """Raise inside a tool to ask the model to call it again, with what to change.
+
+    The call ends with an error result of type ``retry`` carrying `message`, as `ToolError`
+    does; an agent also counts it against the tool's retry budget
+    (``define_tool(retries=...)``, 1 by default): a tool that asks for more retries than that
+    in one run ends the run with an `AgentError` (its call is answered, so the session goes on
+    at the next ``send``).
+
+    Example:
+        ```python
+        from datetime import date
+
+        from kode import ToolRetry, define_tool
+
+
+        @define_tool(retries=2)
+        def book_room(day: str) -> str:
+            '''Book the meeting room for a day.
+
+    Args:
+                day: The day, as YYYY-MM-DD.
+            '''
+            try:
+                booked = date.fromisoformat(day)
+            except ValueError:
+                raise ToolRetry(f"{day!r} is not a date: write it as YYYY-MM-DD.") from None
+            return f"Booked for {booked:%A %d %B}."
+
+
+        print(book_room.run_sync({"day": "next tuesday"}).text)
+        ```
+    """
+
+    def __init__(self, message: str, *, details: object = None) -> None:
+        super().__init__(message, type=ToolErrorType.RETRY, details=details)

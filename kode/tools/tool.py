@@ -106,6 +106,10 @@ class Tool(Generic[P, R]):
     """Whether running a call twice does what running it once does (``define_tool(idempotent=
     True)``): a session resumed after a restart may run such a call again. Set it on the tool
     after definition for tools made otherwise."""
+    retries: int = 1
+    """How many times one run of an agent lets the tool ask for a retry (`ToolRetry`) before
+    the run ends (``define_tool(retries=...)``). Set it on the tool after definition for tools
+    made otherwise."""
     defer_loading: bool = False
     """Whether an agent sends the definition only once ``tool_search`` has found the tool
     (``define_tool(defer_loading=True)``); the tool is allowed all along. Set it on the tool
@@ -164,6 +168,9 @@ class Tool(Generic[P, R]):
         functools.update_wrapper(self, fn)
         self.fn = fn
         """The original function (or bound method)."""
+        self.runs: Callable[..., Any] = fn
+        """What a call runs: `fn`, or `fn` with retries of transient failures
+        (``define_tool(transient=...)``)."""
         self.name = name
         self.description = description
         self.kind = kind
@@ -526,7 +533,7 @@ class Tool(Generic[P, R]):
                 args = (ctx,)
             else:
                 kwargs[self.context_param] = ctx
-        fn: Callable[..., Any] = self.fn
+        fn: Callable[..., Any] = self.runs
         # What the function returned becomes a result inside the time limit; plain data (a
         # dict of strings and numbers, ...) in place, anything else (an iterator, which may
         # never end, an object whose serialisation runs code, a huge value) in a worker
