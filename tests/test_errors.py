@@ -26,6 +26,7 @@ INTERNAL = {
     "CommandError": "the kode command prints it and exits with code 2",
     "EncodingError": "web_fetch turns it into an error result",
     "GlobError": "the file search tools turn it into invalid arguments",
+    "HelperError": "the tool that starts the helper (fs_grep) ends with an error result saying it",
     "HunkError": "apply_patch turns it into an error result naming the hunk and nearby lines",
     "LogFileError": "the kode command prints it and exits with code 2",
     "PatchError": "apply_patch turns it into invalid arguments saying what a patch looks like",
