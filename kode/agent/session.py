@@ -285,6 +285,8 @@ class Session:
                     call_id=call.id,
                     name=record.name,
                     status=status,
+                    # what runs, when a person changed the model's input at approval
+                    input=None if record.requested_input is None else record.input,
                     result=result if status in TERMINAL_STATUSES else None,
                     error_type=error_type,
                     client=client,
@@ -335,8 +337,14 @@ class Session:
         scope: str = "tool",
         pattern: str = "",
         input: dict[str, Any] | None = None,
+        runs_with: dict[str, Any] | None = None,
     ) -> None:
-        """Someone decided a call waiting for approval (`recorded`: the store has it already)."""
+        """Someone decided a call waiting for approval (`recorded`: the store has it already).
+
+        `input` is the decision's input, as the decider gave it; `runs_with` the same once
+        validated: the call's record then keeps it as what runs, and the model's own input as
+        `ToolCallRecord.requested_input`.
+        """
         self.decisions.pop(call.id, None)
         if not recorded and decision in ("allow", "deny", "allow_always"):
             self._write(
@@ -350,6 +358,11 @@ class Session:
                 )
             )
         if decision != "deny":
+            if runs_with is not None:
+                record = self.records.for_call(call)
+                if record.requested_input is None:
+                    record.requested_input = record.input
+                record.input = runs_with
             self.update_call(call, "approved")
 
     def allow_always(
@@ -491,11 +504,14 @@ class Session:
         for call in state.calls.values():
             use = uses.get(call.id)
             status: ToolCallStatus = call.status
+            asked = use.input if use is not None else None
+            edited = call.input is not None and asked is not None and call.input != asked
             records.append(
                 ToolCallRecord(
                     id=call.id,
                     name=use.name if use is not None else call.name,
-                    input=call.input if call.input is not None else (use.input if use else {}),
+                    input=call.input if call.input is not None else (asked or {}),
+                    requested_input=asked if edited else None,
                     status=status,
                     result=call.result,
                     error_type=call.error_type,

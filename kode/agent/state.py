@@ -64,7 +64,8 @@ class ToolCallRecord:
     name: str
     """The tool's name as the model wrote it."""
     input: dict[str, Any] | str
-    """The arguments as the model sent them."""
+    """The arguments the call runs (or ran) with: the model's, unless a person changed them
+    when approving it (then `requested_input` holds the model's)."""
     status: ToolCallStatus = "pending"
     """Where the call is."""
     result: ToolResultContent | None = None
@@ -77,6 +78,9 @@ class ToolCallRecord:
     """When its result was ready."""
     client: bool = False
     """Whether the caller executes it (a client tool)."""
+    requested_input: dict[str, Any] | str | None = None
+    """The arguments the model asked for, when a person changed them at approval
+    (``ApprovalDecision(input=...)``); `None` when the call runs with the model's own."""
 
     def copy(self) -> ToolCallRecord:
         """A deep copy: its input and result are copied too."""
@@ -91,6 +95,7 @@ class ToolCallRecord:
             started_at=self.started_at,
             ended_at=self.ended_at,
             client=self.client,
+            requested_input=deepcopy(self.requested_input),
         )
 
 
