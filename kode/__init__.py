@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from kode.registries.discovery import DiscoveryError
     from kode.sessions.errors import (
         SchemaVersionError,
+        SessionConflictError,
         SessionError,
         SessionExistsError,
         SessionLeaseError,
@@ -87,6 +88,7 @@ _SOURCES: dict[str, str] = {
     "RuleError": "kode.agent.rules",
     "SchemaVersionError": "kode.sessions.errors",
     "ScriptError": "kode.models.script_file",
+    "SessionConflictError": "kode.sessions.errors",
     "SessionError": "kode.sessions.errors",
     "SessionExistsError": "kode.sessions.errors",
     "SessionLeaseError": "kode.sessions.errors",
@@ -144,6 +146,7 @@ __all__ = [
     "RuleError",
     "SchemaVersionError",
     "ScriptError",
+    "SessionConflictError",
     "SessionError",
     "SessionExistsError",
     "SessionLeaseError",

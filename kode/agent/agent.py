@@ -41,6 +41,7 @@ from kode.registries.registry import ToolRegistry, normalize_name
 from kode.registries.registry import registry as global_registry
 from kode.registries.resolve import Resolution
 from kode.registries.tool_search import TOOL_SEARCH, TOOL_SEARCH_TOOL, ToolSearch
+from kode.sessions.errors import SessionConflictError
 from kode.sessions.records import ApprovalDecided
 from kode.sessions.store import DEFAULT_LEASE_TTL, Store
 from kode.sessions.url import store_from
@@ -55,6 +56,8 @@ from kode.tools.workspace import FilePool, Workspace
 from kode.tracing import InstrumentSetting, trace_headers, tracing_for
 
 _log = logging.getLogger("kode.agent")
+
+_DECIDE_ATTEMPTS = 20  # reads of a session whose running process keeps appending
 
 SUBAGENT_DENY = ["task_run", "sessions_spawn", "sessions_send"]
 """What a sub-agent may not use unless ``subagent_policy`` says otherwise: starting agents."""
@@ -534,15 +537,6 @@ class Agent:
         pattern: str = "",
         input: dict[str, Any] | None = None,
     ) -> None:
-        state = (await kept.load(session_id)).state()
-        waiting = state.approvals.get(call_id)
-        if waiting is None or waiting.decision is not None:
-            open_ = [k for k, v in state.approvals.items() if v.decision is None]
-            why = "was decided already" if waiting is not None else "is not waiting for approval"
-            raise AgentError(
-                f"call {call_id!r} of session {session_id!r} {why}; waiting: "
-                f"{', '.join(open_) or 'none'}"
-            )
         decided = ApprovalDecided(
             call_id=call_id,
             decision=decision,
@@ -552,7 +546,31 @@ class Agent:
             input=input,
             trace=trace_headers() or None,
         )
-        await kept.append(session_id, [decided])
+        # Check and append are one conditional write (compare-and-set on the last record):
+        # of two deciders that read the same log, exactly one appends; the other reads again
+        # and finds the call decided. Records the running process appends meanwhile make a
+        # decider read again too, a bounded number of times.
+        for _ in range(_DECIDE_ATTEMPTS):
+            state = (await kept.load(session_id)).state()
+            waiting = state.approvals.get(call_id)
+            if waiting is None or waiting.decision is not None:
+                open_ = [k for k, v in state.approvals.items() if v.decision is None]
+                why = (
+                    "was decided already" if waiting is not None else "is not waiting for approval"
+                )
+                raise AgentError(
+                    f"call {call_id!r} of session {session_id!r} {why}; waiting: "
+                    f"{', '.join(open_) or 'none'}"
+                )
+            try:
+                await kept.append(session_id, [decided], if_last_seq=state.last_seq)
+            except SessionConflictError:
+                continue
+            return
+        raise AgentError(
+            f"session {session_id!r} changed {_DECIDE_ATTEMPTS} times while call {call_id!r} "
+            "was being decided; decide it again"
+        )
 
     async def aclose(self) -> None:
         """Release what the agent's tools hold, and the session's lease.

@@ -20,7 +20,12 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
-from kode.sessions.errors import SessionExistsError, SessionLeaseError, SessionRecordError
+from kode.sessions.errors import (
+    SessionConflictError,
+    SessionExistsError,
+    SessionLeaseError,
+    SessionRecordError,
+)
 from kode.sessions.records import SessionEntry, SessionRecord, SessionStatus, record_adapter
 from kode.sessions.store import MAX_PAGE_SIZE, NewSession
 
@@ -257,4 +262,21 @@ def lost_error(session_id: str, mine: str, holder: str | None) -> SessionLeaseEr
     return SessionLeaseError(
         f"the lease of session {session_id!r} by {mine!r} was lost ({now_held}); stop "
         "writing to the session and acquire its lease again"
+    )
+
+
+def check_last_seq(value: object) -> int | None:
+    """An append's ``if_last_seq``: `None` or a sequence number of 0 or more."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"if_last_seq must be a sequence number of 0 or more, got {value!r}")
+    return value
+
+
+def conflict_error(session_id: str, expected: int, found: int) -> SessionConflictError:
+    """The error for an append made against a log that has changed since."""
+    return SessionConflictError(
+        f"session {session_id!r} has {found} records, not {expected} as the append expected: "
+        "it changed since it was read; read it again and decide on what it holds now"
     )

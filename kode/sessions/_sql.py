@@ -20,12 +20,14 @@ import anyio.to_thread
 
 from kode.sessions._common import (
     check_id,
+    check_last_seq,
     check_limit,
     check_load,
     check_new,
     check_status,
     check_text,
     check_ttl,
+    conflict_error,
     decode_cursor,
     dump_records,
     encode_cursor,
@@ -217,12 +219,18 @@ class SQLStore:
         ]
 
     async def append(
-        self, session_id: str, records: Sequence[SessionRecord], *, lease: Lease | None = None
+        self,
+        session_id: str,
+        records: Sequence[SessionRecord],
+        *,
+        lease: Lease | None = None,
+        if_last_seq: int | None = None,
     ) -> int:
         """Append records in one transaction; see `Store.append`."""
         check_id(session_id)
         rows = dump_records(records)
-        return await self._run(self._append, session_id, rows, lease)
+        expected = check_last_seq(if_last_seq)
+        return await self._run(self._append, session_id, rows, lease, expected)
 
     def _append(
         self,
@@ -230,12 +238,15 @@ class SQLStore:
         session_id: str,
         rows: list[tuple[str, str, str | None]],
         lease: Lease | None,
+        expected: int | None = None,
     ) -> int:
         def body() -> int:
             if not rows:
                 header = self._header_of(cur, session_id)
                 if lease is not None and header.lease_owner != lease.owner:
                     raise lost_error(session_id, lease.owner, header.lease_owner)
+                if expected is not None and header.last_seq != expected:
+                    raise conflict_error(session_id, expected, header.last_seq)
                 return header.last_seq
             now = now_us()
             statuses = [s for _, _, s in rows if s is not None]
@@ -247,15 +258,22 @@ class SQLStore:
             if lease is not None:
                 sql += " AND lease_owner = ?"
                 params.append(lease.owner)
+            if expected is not None:  # compare-and-set: the check is this very update
+                sql += " AND last_seq = ?"
+                params.append(expected)
             found = self._one(cur, sql + " RETURNING last_seq", params)
             if found is None:
                 holder = self._one(
-                    cur, "SELECT lease_owner FROM kode_sessions WHERE id = ?", (session_id,)
+                    cur,
+                    "SELECT lease_owner, last_seq FROM kode_sessions WHERE id = ?",
+                    (session_id,),
                 )
                 if holder is None:
                     raise SessionNotFoundError(f"no session {session_id!r} in this store")
-                assert lease is not None
-                raise lost_error(session_id, lease.owner, holder[0])
+                if lease is not None and holder[0] != lease.owner:
+                    raise lost_error(session_id, lease.owner, holder[0])
+                assert expected is not None
+                raise conflict_error(session_id, expected, int(holder[1]))
             last = int(found[0])
             self._insert_records(cur, session_id, last - len(rows) + 1, now, rows)
             return last

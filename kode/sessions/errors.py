@@ -7,6 +7,7 @@ Hierarchy::
         ├── SessionNotFoundError   no session by that id (also a KeyError)
         ├── SessionExistsError     a session by that id exists already
         ├── SessionLeaseError      another owner holds the session's lease, or ours was lost
+        ├── SessionConflictError   the session changed since it was read (append(if_last_seq=))
         ├── SessionRecordError     a record cannot follow the records before it
         ├── SchemaVersionError     the database's schema is newer than this kode knows
         ├── StoreURLError          a store URL kode cannot open (also a ValueError)
@@ -19,6 +20,7 @@ from kode.tools.errors import KodeError
 
 __all__ = [
     "SchemaVersionError",
+    "SessionConflictError",
     "SessionError",
     "SessionExistsError",
     "SessionLeaseError",
@@ -47,6 +49,10 @@ class SessionExistsError(SessionError):
 
 class SessionLeaseError(SessionError):
     """Another owner holds the session's lease, or the caller's lease expired and was taken."""
+
+
+class SessionConflictError(SessionError):
+    """The session has records past the one an append was made against (`if_last_seq`)."""
 
 
 class SessionRecordError(SessionError):

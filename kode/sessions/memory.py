@@ -21,12 +21,14 @@ import anyio.lowlevel
 
 from kode.sessions._common import (
     check_id,
+    check_last_seq,
     check_limit,
     check_load,
     check_new,
     check_status,
     check_text,
     check_ttl,
+    conflict_error,
     decode_cursor,
     dump_records,
     encode_cursor,
@@ -198,14 +200,22 @@ class MemoryStore:
             return made
 
     async def append(
-        self, session_id: str, records: Sequence[SessionRecord], *, lease: Lease | None = None
+        self,
+        session_id: str,
+        records: Sequence[SessionRecord],
+        *,
+        lease: Lease | None = None,
+        if_last_seq: int | None = None,
     ) -> int:
         """Append records, all or none; see `Store.append`."""
         rows = dump_records(records)
+        expected = check_last_seq(if_last_seq)
         with self._lock:
             session = self._get(session_id)
             if lease is not None and session.lease_owner != lease.owner:
                 raise lost_error(session_id, lease.owner, session.lease_owner)
+            if expected is not None and len(session.records) != expected:
+                raise conflict_error(session_id, expected, len(session.records))
             return self._add(session, rows, now_us())
 
     async def _start_session(

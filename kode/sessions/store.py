@@ -182,7 +182,12 @@ class Store(Protocol):
         ...
 
     async def append(
-        self, session_id: str, records: Sequence[SessionRecord], *, lease: Lease | None = None
+        self,
+        session_id: str,
+        records: Sequence[SessionRecord],
+        *,
+        lease: Lease | None = None,
+        if_last_seq: int | None = None,
     ) -> int:
         """Append records in one transaction; return the sequence number of the last.
 
@@ -190,9 +195,15 @@ class Store(Protocol):
         process whose lease was taken over cannot write). Without, anyone may append (an
         approval decision from another process).
 
+        With `if_last_seq`, the append happens only if the session's last record is still
+        that one: the check and the write are one conditional write, so of two writers that
+        read the same log and append against it, exactly one succeeds (compare-and-set).
+
         Raises:
             SessionNotFoundError: no such session.
             SessionLeaseError: `lease` is no longer the session's.
+            SessionConflictError: `if_last_seq` is given and the session has other records
+                after it (or fewer).
             SessionRecordError: a record cannot be written as JSON (the message says which).
         """
         ...

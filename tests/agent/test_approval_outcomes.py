@@ -387,7 +387,9 @@ async def test_a_decision_through_the_store_carries_its_scope_and_input(
     await agent.aclose()
     assert asked == 1
     (text, is_error), *_ = texts(sent_results(model, 1))
-    assert text.endswith('{"command": "git status -b"} instead of the input you sent.\nran git status -b')
+    assert text.endswith(
+        '{"command": "git status -b"} instead of the input you sent.\nran git status -b'
+    )
     assert not is_error
     assert texts(sent_results(model)) == [("ran git status --short", False)]
     assert "shell:git status" in agent.always_allowed
