@@ -9,12 +9,15 @@ restores it. Its history is a `Session` (`kode.agent.session`), which alone chan
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import logging
 import os
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
+
+import anyio
 
 from kode.agent.blocks import result_block
 from kode.agent.caller import AgentCaller
@@ -492,6 +495,38 @@ class Agent:
             raise
         return agent
 
+    @classmethod
+    def resume_sync(
+        cls,
+        session_id: str,
+        *,
+        store: Store | str,
+        model: Model | str,
+        template: AgentTemplate | None = None,
+        **create_options: Any,
+    ) -> Agent:
+        """`resume` from sync code: scripts, and notebooks with a running event loop.
+
+        Continue with `send_sync`, which gives the lease up when its run ends; `close_sync`
+        gives it up without a run (so does the interpreter's exit).
+
+        Raises:
+            SessionNotFoundError: as `resume`.
+            SessionLeaseError: as `resume`.
+            TemplateError: as `resume`.
+        """
+        resumed: Agent = run_sync(
+            functools.partial(
+                cls.resume,
+                session_id,
+                store=store,
+                model=model,
+                template=template,
+                **create_options,
+            )
+        )
+        return resumed
+
     @staticmethod
     async def decide_in_store(
         store: Store | str,
@@ -793,8 +828,35 @@ class Agent:
         )
 
     def send_sync(self, prompt: str | None = None) -> AgentReply:
-        """`send` from sync code: scripts, and notebooks with a running event loop."""
-        return run_sync(self.send, prompt)
+        """`send` from sync code: scripts, and notebooks with a running event loop.
+
+        With a store, the run gives up the session's lease when it ends (its records are all
+        written by then), so another process can resume the session at once; the next
+        `send_sync` takes the lease again (reading the session again if another process ran
+        it meanwhile).
+
+        Raises:
+            AgentError: as `send`.
+            SessionLeaseError: another process holds the session's lease.
+        """
+        return run_sync(self._send_and_release, prompt)
+
+    async def _send_and_release(self, prompt: str | None) -> AgentReply:
+        try:
+            reply = await self.send(prompt)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self.session.release_lease()
+                except Exception as exc:  # the run's own error is the one to raise
+                    _log.error("giving up the session's lease failed", exc_info=exc)
+            raise
+        await self.session.release_lease()
+        return reply
+
+    def close_sync(self) -> None:
+        """`aclose` from sync code: release what the agent's tools hold, and the lease."""
+        run_sync(self.aclose)
 
     def stream(self, prompt: str | None = None) -> AgentStream:
         """Run the agent on `prompt`; iterate the result for the events as they happen.

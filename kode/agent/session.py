@@ -22,11 +22,12 @@ from typing import Any, overload
 
 import anyio
 
+from kode.agent import leases
 from kode.agent.blocks import interrupted_result
 from kode.agent.client_calls import ClientCalls
 from kode.agent.state import AgentState, AgentStatus, CallRecords, ToolCallRecord, ToolCallStatus
 from kode.models.messages import ContentBlock, Message, ToolResultContent, ToolUseContent, Usage
-from kode.sessions.errors import SessionExistsError, SessionLeaseError
+from kode.sessions.errors import SessionConflictError, SessionExistsError, SessionLeaseError
 from kode.sessions.records import (
     TERMINAL_STATUSES,
     ApprovalDecided,
@@ -443,6 +444,7 @@ class Session:
             return
         if resume:
             self.lease = await store.acquire(self.id, ttl=self.lease_ttl)
+            leases.hold(self)
             self._opened = True
         else:  # created (or taken up while empty) with its lease: one transaction
             await self._start(store, [])
@@ -464,7 +466,11 @@ class Session:
             ValueError: the store has a session with records under this id.
         """
         store = self.store
-        if store is None or self._opened:
+        if store is None:
+            return
+        if self._opened:
+            if self.lease is None:  # given up when the last run ended (`release_lease`)
+                await self._retake(store)
             return
         try:
             await check_startable(store, self.id)
@@ -483,7 +489,58 @@ class Session:
             )
         except SessionExistsError as exc:
             raise ValueError(f"{exc}; {_RESUME_IT}") from None
+        leases.hold(self)
         self._opened = True
+
+    async def _retake(self, store: Store) -> None:
+        """Take the lease again for a session this agent ran before it gave the lease up.
+
+        A session another process wrote to meanwhile is read again (it resumed the session
+        and ran it), unless records made here wait to be written: those could not follow.
+
+        Raises:
+            SessionLeaseError: another process holds the session's lease.
+            SessionConflictError: another process wrote to the session, and records made
+                here since are not written yet.
+        """
+        lease = await store.acquire(self.id, ttl=self.lease_ttl)
+        try:
+            header = await store.get(self.id)
+            if header.last_seq != self.last_seq:
+                if self.uncommitted:
+                    raise SessionConflictError(
+                        f"session {self.id!r} has {header.last_seq} records, not "
+                        f"{self.last_seq}: another process wrote to it while this agent held "
+                        f"no lease, and {self.uncommitted} records made here since cannot "
+                        "follow them; resume the session again (Agent.resume)"
+                    )
+                await self.load()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await store.release(lease)
+            raise
+        self.lease = lease
+        leases.hold(self)
+
+    async def release_lease(self) -> None:
+        """Write what is left and give up the lease; the next run takes it again.
+
+        What a run in sync code does when it ends (`Agent.send_sync`): another process can
+        then resume the session at once. Nothing happens without a store or a lease.
+        """
+        store, lease = self.store, self.lease
+        if store is None or lease is None:
+            return
+        try:
+            if self.uncommitted and self._broken is None:
+                await self.commit()
+        finally:
+            self.lease = None
+            leases.drop(self)
+            try:
+                await store.release(lease)
+            except SessionLeaseError:  # taken over meanwhile: nothing to give up
+                pass
 
     async def load(self) -> None:
         """Rebuild the session from its store's records."""
@@ -720,10 +777,13 @@ class Session:
         if store is None:
             return
         try:
-            if self.lease is not None and self.uncommitted and self._broken is None:
+            if self.uncommitted and self._broken is None and self._opened:
+                if self.lease is None:  # given up after a run in sync code: take it again
+                    await self._retake(store)
                 await self.commit()
         finally:
             lease, self.lease = self.lease, None
+            leases.drop(self)
             self._opened = False
             try:
                 if lease is not None:

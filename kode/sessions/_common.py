@@ -90,9 +90,60 @@ def new_session_id() -> str:
     return f"session_{uuid.uuid4().hex}"
 
 
+_HOST: list[str] = []  # _this_host(), once known
+
+
+def _this_host() -> str:
+    """This machine's name, with its PID namespace on Linux (a container's pids are its own).
+
+    Two hosts with one name, or two containers with one host name, are told apart by the
+    namespace: a lease of a process in another namespace is never taken as a dead one's.
+    """
+    if _HOST:
+        return _HOST[0]
+    name = socket.gethostname().replace(":", "_")
+    try:
+        name += f"~{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:  # not Linux, or no /proc: the name alone
+        pass
+    _HOST.append(name)
+    return name
+
+
 def new_owner() -> str:
     """A lease owner id unique to this process and call: host, pid and a random part."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    return f"{_this_host()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _process_gone(pid: int) -> bool:
+    """Whether no process `pid` runs on this host (a zombie, killed and not reaped, is gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OSError):  # it exists (another user's), or cannot be asked
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[-1].split()
+    except OSError:
+        return False
+    return bool(fields) and fields[0] == b"Z"
+
+
+def owner_gone(owner: str) -> bool:
+    """Whether `owner` names a process of this host (as `new_owner` makes them) that has ended.
+
+    Its lease can then be taken at once instead of after its ``ttl``: nobody can renew it.
+    Owners made elsewhere (another host, another PID namespace, a name the application
+    chose) are never gone: their leases run out as usual. A pid reused by a new process
+    counts as alive (the lease then runs out as usual: the safe side).
+    """
+    parts = owner.split(":")
+    if len(parts) != 3 or parts[0] != _this_host() or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    return pid != os.getpid() and pid > 0 and _process_gone(pid)
 
 
 def check_status(value: object) -> SessionStatus:

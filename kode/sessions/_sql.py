@@ -38,6 +38,7 @@ from kode.sessions._common import (
     new_owner,
     new_session_id,
     now_us,
+    owner_gone,
     to_seconds,
 )
 from kode.sessions._schema import DialectName
@@ -372,7 +373,15 @@ class SQLStore:
                     f"session {session_id!r} already has {held[0]} records in the store"
                 )
             if held[1] is not None and held[2] is not None and int(held[2]) > now:
-                raise held_error(session_id, held[1], int(held[2]), now)
+                if not owner_gone(held[1]):
+                    raise held_error(session_id, held[1], int(held[2]), now)
+                cur.execute(  # an ended process's lease: taken from it, then taken up again
+                    self._sql(
+                        "UPDATE kode_sessions SET lease_owner = NULL, lease_expires = NULL "
+                        "WHERE id = ? AND lease_owner = ?"
+                    ),
+                    (session_id, held[1]),
+                )
         raise StoreError(f"the lease of session {session_id!r} changed hands too often to take")
 
     def _insert_records(
@@ -612,7 +621,18 @@ class SQLStore:
             if held is None:
                 raise SessionNotFoundError(f"no session {session_id!r} in this store")
             if held[0] is not None and held[1] is not None and int(held[1]) > now:
-                raise held_error(session_id, held[0], int(held[1]), now)
+                if not owner_gone(held[0]):
+                    raise held_error(session_id, held[0], int(held[1]), now)
+                # Its owner was a process of this host that has ended: nobody can renew the
+                # lease, so it is taken now, from that owner only (one conditional write).
+                row = self._one(
+                    cur,
+                    "UPDATE kode_sessions SET lease_owner = ?, lease_expires = ? WHERE id = ? "
+                    "AND lease_owner = ? RETURNING lease_expires",
+                    (owner, expires, session_id, held[0]),
+                )
+                if row is not None:
+                    return Lease(session_id=session_id, owner=owner, expires_at=to_seconds(expires))
         raise StoreError(f"the lease of session {session_id!r} changed hands too often to take")
 
     async def renew(self, lease: Lease, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:

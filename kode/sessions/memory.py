@@ -39,6 +39,7 @@ from kode.sessions._common import (
     new_owner,
     new_session_id,
     now_us,
+    owner_gone,
     to_seconds,
 )
 from kode.sessions.errors import SessionExistsError, SessionNotFoundError, StoreError
@@ -257,6 +258,7 @@ class MemoryStore:
                 session.lease_owner not in (None, owner)
                 and session.lease_expires is not None
                 and session.lease_expires > now
+                and not owner_gone(session.lease_owner)
             ):
                 assert session.lease_owner is not None
                 raise held_error(session_id, session.lease_owner, session.lease_expires, now)
@@ -437,6 +439,7 @@ class MemoryStore:
                 session.lease_owner not in (None, who)
                 and session.lease_expires is not None
                 and session.lease_expires > now
+                and not owner_gone(session.lease_owner)  # an ended process of this host
             ):
                 assert session.lease_owner is not None
                 raise held_error(session_id, session.lease_owner, session.lease_expires, now)

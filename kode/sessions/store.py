@@ -386,7 +386,7 @@ async def check_startable(store: Store, session_id: str) -> None:
         SessionExistsError: the session has records (resume it instead).
         SessionLeaseError: someone holds its lease.
     """
-    from kode.sessions._common import held_error, now_us
+    from kode.sessions._common import held_error, now_us, owner_gone
     from kode.sessions.errors import SessionNotFoundError
 
     try:
@@ -400,5 +400,5 @@ async def check_startable(store: Store, session_id: str) -> None:
     now = now_us()
     if header.lease_owner is not None and header.lease_expires is not None:
         expires = round(header.lease_expires * 1_000_000)
-        if expires > now:
+        if expires > now and not owner_gone(header.lease_owner):
             raise held_error(session_id, header.lease_owner, expires, now)
