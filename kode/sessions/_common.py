@@ -15,6 +15,7 @@ import re
 import socket
 import time
 import uuid
+import zlib
 from collections.abc import Collection, Sequence
 from typing import Any, get_args
 
@@ -255,6 +256,33 @@ def load_metadata(text: str) -> dict[str, Any]:
         return {}
     loaded: dict[str, Any] = json.loads(text)
     return loaded
+
+
+def checksum(seq: int, at_us: int, kind: str, data: str) -> int:
+    """The CRC-32 a SQL store keeps with a record: of its place, time, type and JSON text.
+
+    It finds a record changed or damaged after it was written (a flipped byte, an edit of
+    the file), not one a person who can write the database forges: they can write the
+    checksum too.
+    """
+    return zlib.crc32(
+        data.encode("utf-8", "surrogatepass"), zlib.crc32(f"{seq}:{at_us}:{kind}:".encode())
+    )
+
+
+def check_checksum(
+    session_id: str, seq: int, at_us: int, kind: str, data: str, stored: int | None
+) -> None:
+    """Raise `SessionRecordError` when a record does not match its stored checksum.
+
+    A record without one (written before checksums were kept) is not checked.
+    """
+    if stored is not None and checksum(seq, at_us, kind, data) != stored:
+        raise SessionRecordError(
+            f"record {seq} ({kind}) of session {session_id!r} does not match its checksum: "
+            "it was changed or damaged after it was written. Restore the database from a "
+            f"backup, or fork the session at record {seq - 1} to continue from before it"
+        )
 
 
 def load_entry(seq: int, at_us: int, data: str) -> SessionEntry:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from kode.sessions._common import (
+    check_checksum,
     check_id,
     check_last_seq,
     check_limit,
@@ -27,6 +28,7 @@ from kode.sessions._common import (
     check_status,
     check_text,
     check_ttl,
+    checksum,
     conflict_error,
     decode_cursor,
     dump_records,
@@ -394,9 +396,13 @@ class SQLStore:
     ) -> None:
         cur.executemany(
             self._sql(
-                "INSERT INTO kode_records (session_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)"
+                "INSERT INTO kode_records (session_id, seq, at, type, data, checksum) "
+                "VALUES (?, ?, ?, ?, ?, ?)"
             ),
-            [(session_id, first + i, now, k, d) for i, (k, d, _) in enumerate(rows)],
+            [
+                (session_id, first + i, now, k, d, checksum(first + i, now, k, d))
+                for i, (k, d, _) in enumerate(rows)
+            ],
         )
 
     async def load(
@@ -411,7 +417,11 @@ class SQLStore:
         check_id(session_id)
         checked = check_load(after, limit, types)
         header, rows = await self._run(self._load, session_id, *checked)
-        return SessionLog(header=header, entries=[load_entry(*row) for row in rows])
+        entries = []
+        for seq, at, kind, data, stored in rows:
+            check_checksum(session_id, seq, at, kind, data, stored)
+            entries.append(load_entry(seq, at, data))
+        return SessionLog(header=header, entries=entries)
 
     def _load(
         self,
@@ -420,10 +430,13 @@ class SQLStore:
         after: int,
         limit: int | None,
         types: list[str] | None,
-    ) -> tuple[SessionHeader, list[tuple[int, int, str]]]:
-        def body() -> tuple[SessionHeader, list[tuple[int, int, str]]]:
+    ) -> tuple[SessionHeader, list[tuple[int, int, str, str, int | None]]]:
+        def body() -> tuple[SessionHeader, list[tuple[int, int, str, str, int | None]]]:
             header = self._header_of(cur, session_id)
-            sql = "SELECT seq, at, data FROM kode_records WHERE session_id = ? AND seq > ?"
+            sql = (
+                "SELECT seq, at, type, data, checksum FROM kode_records "
+                "WHERE session_id = ? AND seq > ?"
+            )
             params: list[Any] = [session_id, after]
             if types is not None:
                 sql += f" AND type IN ({', '.join('?' * len(types))})"
@@ -433,7 +446,10 @@ class SQLStore:
                 sql += " LIMIT ?"
                 params.append(limit)
             cur.execute(self._sql(sql), tuple(params))
-            return header, [(int(s), int(a), d) for s, a, d in cur.fetchall()]
+            return header, [
+                (int(s), int(a), k, d, None if c is None else int(c))
+                for s, a, k, d, c in cur.fetchall()
+            ]
 
         return self._transaction(cur, body, write=False)
 
@@ -559,8 +575,8 @@ class SQLStore:
                 raise SessionExistsError(f"sessions exist already: {new_id!r}") from None
             cur.execute(
                 self._sql(
-                    "INSERT INTO kode_records (session_id, seq, at, type, data) "
-                    "SELECT ?, seq, at, type, data FROM kode_records "
+                    "INSERT INTO kode_records (session_id, seq, at, type, data, checksum) "
+                    "SELECT ?, seq, at, type, data, checksum FROM kode_records "
                     "WHERE session_id = ? AND seq <= ?"
                 ),
                 (new_id, source_id, point),

@@ -8,7 +8,7 @@ Hierarchy::
         ├── SessionExistsError     a session by that id exists already
         ├── SessionLeaseError      another owner holds the session's lease, or ours was lost
         ├── SessionConflictError   the session changed since it was read (append(if_last_seq=))
-        ├── SessionRecordError     a record cannot follow the records before it
+        ├── SessionRecordError     a record cannot follow the records before it, or is damaged
         ├── SchemaVersionError     the database's schema is newer than this kode knows
         ├── StoreURLError          a store URL kode cannot open (also a ValueError)
         └── StoreError             the database itself failed (locked, unreachable, ...)
@@ -56,7 +56,11 @@ class SessionConflictError(SessionError):
 
 
 class SessionRecordError(SessionError):
-    """A record cannot follow the ones before it (a done call running again, ...)."""
+    """A record cannot follow the ones before it, or is damaged.
+
+    A done call running again, a record JSON cannot hold, or one that does not match the
+    checksum a SQL store wrote with it (changed or damaged since).
+    """
 
 
 class SchemaVersionError(SessionError):

@@ -226,6 +226,8 @@ class Store(Protocol):
 
         Raises:
             SessionNotFoundError: no such session.
+            SessionRecordError: a record read does not match the checksum written with it
+                (SQL stores: it was changed or damaged since), or cannot be read.
         """
         ...
 
