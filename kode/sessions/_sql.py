@@ -57,6 +57,8 @@ from kode.sessions.store import (
 
 T = TypeVar("T")
 
+_ROWS_PER_INSERT = 1000  # PostgreSQL takes at most 65,535 parameters per statement
+
 _COLUMNS = (
     "id, template, label, status, created_at, last_active, last_seq, parent_id, "
     "forked_from, forked_at, metadata, lease_owner, lease_expires"
@@ -394,16 +396,24 @@ class SQLStore:
         now: int,
         rows: list[tuple[str, str, str | None]],
     ) -> None:
-        cur.executemany(
-            self._sql(
-                "INSERT INTO kode_records (session_id, seq, at, type, data, checksum) "
-                "VALUES (?, ?, ?, ?, ?, ?)"
-            ),
-            [
-                (session_id, first + i, now, k, d, checksum(first + i, now, k, d))
-                for i, (k, d, _) in enumerate(rows)
-            ],
-        )
+        values = [
+            (session_id, first + i, now, k, d, checksum(first + i, now, k, d))
+            for i, (k, d, _) in enumerate(rows)
+        ]
+        insert = "INSERT INTO kode_records (session_id, seq, at, type, data, checksum) VALUES "
+        if self.dialect == "sqlite":
+            cur.executemany(insert + "(?, ?, ?, ?, ?, ?)", values)
+            return
+        # PostgreSQL: whole statements, never a pipeline (psycopg's executemany): between two
+        # statements the server waits idle in the transaction, where its
+        # idle_in_transaction_session_timeout ends a transaction whose process stopped; inside
+        # a pipeline it would wait for the rest with no timeout.
+        for start in range(0, len(values), _ROWS_PER_INSERT):
+            chunk = values[start : start + _ROWS_PER_INSERT]
+            cur.execute(
+                insert + ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(chunk)),
+                [v for row in chunk for v in row],
+            )
 
     async def load(
         self,
