@@ -13,7 +13,7 @@ from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer
 
 from kode.agent.template import AgentTemplate
 from kode.models.messages import Message, ToolResultContent, ToolUseContent, Usage
@@ -189,3 +189,13 @@ class AgentState(BaseModel):
     template: AgentTemplate | None = None
     """The template itself (its hooks, which are code, are not saved), so that an agent made
     from a template that is not registered can be rebuilt; `None` in states saved before."""
+
+    @field_serializer("tool_calls", mode="wrap")
+    def _calls(self, calls: list[ToolCallRecord], handler: SerializerFunctionWrapHandler) -> Any:
+        # A call that ran with the model's own input has no requested_input: leaving the key
+        # out keeps the JSON of such a state as it was before the field existed.
+        out = handler(calls)
+        for call in out:
+            if isinstance(call, dict) and call.get("requested_input", 0) is None:
+                del call["requested_input"]
+        return out
