@@ -466,8 +466,9 @@ class Agent:
         Raises:
             SessionNotFoundError: the store has no such session.
             SessionLeaseError: another process holds the session (it is running it, or
-                stopped less than its lease's ``ttl`` ago); the message says who, and until
-                when.
+                stopped less than its lease's ``ttl`` ago on another host: a lease whose
+                owner was a process of this host that has ended is taken at once); the
+                message says who, and until when.
             TemplateError: no template is given and none is registered under the session's
                 template id.
         """
