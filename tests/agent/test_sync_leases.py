@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -112,3 +113,25 @@ def test_only_ended_processes_of_this_host_count_as_gone() -> None:
     ended.wait()
     assert owner_gone(f"{host}:{ended.pid}:abc")
     assert not owner_gone(f"otherhost:{ended.pid}:abc")
+
+
+def test_the_next_sync_run_reads_what_another_agent_ran_meanwhile(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'sessions.db'}"
+    seen: list[int] = []
+
+    def model(request: Any) -> str:
+        seen.append(len(request.messages))
+        return f"answer {len(seen)}"
+
+    first = Agent.create(TEMPLATE, model=FunctionModel(model), store=url, session_id="s1")
+    assert first.send_sync("one").text == "answer 1"
+    # Another agent (another process, in practice) takes the session over between the runs.
+    other = Agent.resume_sync("s1", store=url, model=FunctionModel(model), template=TEMPLATE)
+    assert other.send_sync("two").text == "answer 2"
+    other.close_sync()
+    # The first agent's next run takes the lease again and continues from what is stored.
+    assert first.send_sync("three").text == "answer 3"
+    assert seen == [1, 3, 5]
+    assert [m.text for m in first.messages if m.role == "user"] == ["one", "two", "three"]
+    first.close_sync()
+    assert header(url)[0] is None
