@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from kode.registries.discovery import DiscoveryError
     from kode.sessions.errors import (
         SchemaVersionError,
+        SessionConflictError,
         SessionError,
         SessionExistsError,
         SessionLeaseError,
@@ -96,6 +97,7 @@ _SOURCES: dict[str, str] = {
     "RuleError": "kode.agent.rules",
     "SchemaVersionError": "kode.sessions.errors",
     "ScriptError": "kode.models.script_file",
+    "SessionConflictError": "kode.sessions.errors",
     "SessionError": "kode.sessions.errors",
     "SessionExistsError": "kode.sessions.errors",
     "SessionLeaseError": "kode.sessions.errors",
@@ -158,6 +160,7 @@ __all__ = [
     "RunLimits",
     "SchemaVersionError",
     "ScriptError",
+    "SessionConflictError",
     "SessionError",
     "SessionExistsError",
     "SessionLeaseError",

@@ -9,12 +9,15 @@ restores it. Its history is a `Session` (`kode.agent.session`), which alone chan
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import logging
 import os
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
+
+import anyio
 
 from kode.agent.blocks import result_block
 from kode.agent.caller import AgentCaller
@@ -42,6 +45,7 @@ from kode.registries.registry import ToolRegistry, normalize_name
 from kode.registries.registry import registry as global_registry
 from kode.registries.resolve import Resolution
 from kode.registries.tool_search import TOOL_SEARCH, TOOL_SEARCH_TOOL, ToolSearch
+from kode.sessions.errors import SessionConflictError
 from kode.sessions.records import ApprovalDecided
 from kode.sessions.store import DEFAULT_LEASE_TTL, Store
 from kode.sessions.url import store_from
@@ -57,6 +61,8 @@ from kode.tools.workspace import FilePool, Workspace
 from kode.tracing import InstrumentSetting, trace_headers, tracing_for
 
 _log = logging.getLogger("kode.agent")
+
+_DECIDE_ATTEMPTS = 20  # reads of a session whose running process keeps appending
 
 SUBAGENT_DENY = ["task_run", "sessions_spawn", "sessions_send"]
 """What a sub-agent may not use unless ``subagent_policy`` says otherwise: starting agents."""
@@ -458,8 +464,9 @@ class Agent:
         Raises:
             SessionNotFoundError: the store has no such session.
             SessionLeaseError: another process holds the session (it is running it, or
-                stopped less than its lease's ``ttl`` ago); the message says who, and until
-                when.
+                stopped less than its lease's ``ttl`` ago on another host: a lease whose
+                owner was a process of this host that has ended is taken at once); the
+                message says who, and until when.
             TemplateError: no template is given and none is registered under the session's
                 template id.
         """
@@ -486,6 +493,38 @@ class Agent:
             await agent.session.close()
             raise
         return agent
+
+    @classmethod
+    def resume_sync(
+        cls,
+        session_id: str,
+        *,
+        store: Store | str,
+        model: Model | str,
+        template: AgentTemplate | None = None,
+        **create_options: Any,
+    ) -> Agent:
+        """`resume` from sync code: scripts, and notebooks with a running event loop.
+
+        Continue with `send_sync`, which gives the lease up when its run ends; `close_sync`
+        gives it up without a run (so does the interpreter's exit).
+
+        Raises:
+            SessionNotFoundError: as `resume`.
+            SessionLeaseError: as `resume`.
+            TemplateError: as `resume`.
+        """
+        resumed: Agent = run_sync(
+            functools.partial(
+                cls.resume,
+                session_id,
+                store=store,
+                model=model,
+                template=template,
+                **create_options,
+            )
+        )
+        return resumed
 
     @staticmethod
     async def decide_in_store(
@@ -532,15 +571,6 @@ class Agent:
         pattern: str = "",
         input: dict[str, Any] | None = None,
     ) -> None:
-        state = (await kept.load(session_id)).state()
-        waiting = state.approvals.get(call_id)
-        if waiting is None or waiting.decision is not None:
-            open_ = [k for k, v in state.approvals.items() if v.decision is None]
-            why = "was decided already" if waiting is not None else "is not waiting for approval"
-            raise AgentError(
-                f"call {call_id!r} of session {session_id!r} {why}; waiting: "
-                f"{', '.join(open_) or 'none'}"
-            )
         decided = ApprovalDecided(
             call_id=call_id,
             decision=decision,
@@ -550,7 +580,31 @@ class Agent:
             input=input,
             trace=trace_headers() or None,
         )
-        await kept.append(session_id, [decided])
+        # Check and append are one conditional write (compare-and-set on the last record):
+        # of two deciders that read the same log, exactly one appends; the other reads again
+        # and finds the call decided. Records the running process appends meanwhile make a
+        # decider read again too, a bounded number of times.
+        for _ in range(_DECIDE_ATTEMPTS):
+            state = (await kept.load(session_id)).state()
+            waiting = state.approvals.get(call_id)
+            if waiting is None or waiting.decision is not None:
+                open_ = [k for k, v in state.approvals.items() if v.decision is None]
+                why = (
+                    "was decided already" if waiting is not None else "is not waiting for approval"
+                )
+                raise AgentError(
+                    f"call {call_id!r} of session {session_id!r} {why}; waiting: "
+                    f"{', '.join(open_) or 'none'}"
+                )
+            try:
+                await kept.append(session_id, [decided], if_last_seq=state.last_seq)
+            except SessionConflictError:
+                continue
+            return
+        raise AgentError(
+            f"session {session_id!r} changed {_DECIDE_ATTEMPTS} times while call {call_id!r} "
+            "was being decided; decide it again"
+        )
 
     async def aclose(self) -> None:
         """Release what the agent's tools hold, and the session's lease.
@@ -775,8 +829,35 @@ class Agent:
         )
 
     def send_sync(self, prompt: str | None = None) -> AgentReply:
-        """`send` from sync code: scripts, and notebooks with a running event loop."""
-        return run_sync(self.send, prompt)
+        """`send` from sync code: scripts, and notebooks with a running event loop.
+
+        With a store, the run gives up the session's lease when it ends (its records are all
+        written by then), so another process can resume the session at once; the next
+        `send_sync` takes the lease again (reading the session again if another process ran
+        it meanwhile).
+
+        Raises:
+            AgentError: as `send`.
+            SessionLeaseError: another process holds the session's lease.
+        """
+        return run_sync(self._send_and_release, prompt)
+
+    async def _send_and_release(self, prompt: str | None) -> AgentReply:
+        try:
+            reply = await self.send(prompt)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self.session.release_lease()
+                except Exception as exc:  # the run's own error is the one to raise
+                    _log.error("giving up the session's lease failed", exc_info=exc)
+            raise
+        await self.session.release_lease()
+        return reply
+
+    def close_sync(self) -> None:
+        """`aclose` from sync code: release what the agent's tools hold, and the lease."""
+        run_sync(self.aclose)
 
     def stream(self, prompt: str | None = None) -> AgentStream:
         """Run the agent on `prompt`; iterate the result for the events as they happen.

@@ -7,6 +7,7 @@ answer a call that did not run to its end.
 
 from __future__ import annotations
 
+import json
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -23,7 +24,13 @@ from kode.models.messages import (
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import TextBlock, ToolResult, error_result
 
-__all__ = ["cancelled_result", "interrupted_result", "result_block", "results_message"]
+__all__ = [
+    "cancelled_result",
+    "edited_result",
+    "interrupted_result",
+    "result_block",
+    "results_message",
+]
 
 
 def result_block(call_id: str, result: ToolResult) -> ToolResultContent:
@@ -50,6 +57,22 @@ def result_block(call_id: str, result: ToolResult) -> ToolResultContent:
         }
         return _built(ToolResultContent, fields, _RESULT)
     return ToolResultContent(tool_use_id=call_id, content=content, is_error=is_error)
+
+
+def edited_result(block: ToolResultContent, ran_with: dict[str, Any] | str) -> ToolResultContent:
+    """`block` with a first line telling the model that a person changed the call's input.
+
+    The ``tool_use`` block stays as the model wrote it (the history says what it asked for);
+    its result says what ran instead, so the model's next step starts from what happened.
+    """
+    shown = ran_with if isinstance(ran_with, str) else json.dumps(ran_with, ensure_ascii=False)
+    note = TextContent(
+        text=clean_text(
+            "The user changed the input of this call before approving it, so it ran with "
+            f"{shown} instead of the input you sent."
+        )
+    )
+    return block.model_copy(update={"content": [note, *block.content]})
 
 
 def results_message(blocks: list[ContentBlock]) -> Message:

@@ -21,7 +21,7 @@ import anyio
 import anyio.from_thread
 
 from kode.agent.approvals import call_details, origin, remember_always
-from kode.agent.blocks import result_block
+from kode.agent.blocks import edited_result, result_block
 from kode.agent.events import (
     AgentEvent,
     ToolBlockedLoop,
@@ -177,7 +177,10 @@ class _Call:
             tool = self.tool
             if tool is None:
                 return self.finish(agent.unknown_tool_result(call.name), "failed")
-            # 2. validation
+            # 2. validation (of the input a person gave at approval, for a call approved so
+            # before a restart)
+            if self.record.requested_input is not None:
+                call = call.model_copy(update={"input": self.record.input})
             prepared = tool.prepare(call.input)
             if isinstance(prepared, ToolResult):
                 return self.finish(prepared, "failed")
@@ -362,6 +365,9 @@ class _Call:
                 stored = session.decisions.get(call.id)  # decided in another process
                 if stored is not None and stored.trace:
                     span_link(self.span, stored.trace, {"kode.link.type": "approval_decision"})
+            changed: PreparedCall | ToolResult | None = None
+            if decision.input is not None and decision.decision != "deny":
+                changed = tool.prepare(decision.input)  # the decider's input: validated again
             session.decide(
                 call,
                 decision.decision,
@@ -370,6 +376,9 @@ class _Call:
                 scope=decision.scope,
                 pattern=decision.pattern,
                 input=decision.input,
+                runs_with=None
+                if changed is None or isinstance(changed, ToolResult)
+                else (decision.input),
             )
             if decision.decision == "deny":
                 note = f" Note from the user: {decision.note}" if decision.note else ""
@@ -381,8 +390,7 @@ class _Call:
                     ),
                     "denied",
                 )
-            if decision.input is not None:  # the decider changed the input: validate it again
-                changed = tool.prepare(decision.input)
+            if decision.input is not None and changed is not None:  # the decider changed it
                 if isinstance(changed, ToolResult):
                     return self.finish(
                         error_result(
@@ -617,6 +625,8 @@ def _ended(
     Its ``tool_result`` block is made, its record updated and its `ToolEnd` emitted.
     """
     block = result_block(call.id, result)
+    if record.requested_input is not None:  # a person changed the input: the model is told
+        block = edited_result(block, record.input)
     pending = result.pending
     if pending:
         status = "pending"

@@ -22,11 +22,12 @@ from typing import Any, overload
 
 import anyio
 
+from kode.agent import leases
 from kode.agent.blocks import interrupted_result
 from kode.agent.client_calls import ClientCalls
 from kode.agent.state import AgentState, AgentStatus, CallRecords, ToolCallRecord, ToolCallStatus
 from kode.models.messages import ContentBlock, Message, ToolResultContent, ToolUseContent, Usage
-from kode.sessions.errors import SessionExistsError, SessionLeaseError
+from kode.sessions.errors import SessionConflictError, SessionExistsError, SessionLeaseError
 from kode.sessions.records import (
     TERMINAL_STATUSES,
     ApprovalDecided,
@@ -286,6 +287,8 @@ class Session:
                     call_id=call.id,
                     name=record.name,
                     status=status,
+                    # what runs, when a person changed the model's input at approval
+                    input=None if record.requested_input is None else record.input,
                     result=result if status in TERMINAL_STATUSES else None,
                     error_type=error_type,
                     client=client,
@@ -336,8 +339,14 @@ class Session:
         scope: str = "tool",
         pattern: str = "",
         input: dict[str, Any] | None = None,
+        runs_with: dict[str, Any] | None = None,
     ) -> None:
-        """Someone decided a call waiting for approval (`recorded`: the store has it already)."""
+        """Someone decided a call waiting for approval (`recorded`: the store has it already).
+
+        `input` is the decision's input, as the decider gave it; `runs_with` the same once
+        validated: the call's record then keeps it as what runs, and the model's own input as
+        `ToolCallRecord.requested_input`.
+        """
         self.decisions.pop(call.id, None)
         if not recorded and decision in ("allow", "deny", "allow_always"):
             self._write(
@@ -351,6 +360,11 @@ class Session:
                 )
             )
         if decision != "deny":
+            if runs_with is not None:
+                record = self.records.for_call(call)
+                if record.requested_input is None:
+                    record.requested_input = record.input
+                record.input = runs_with
             self.update_call(call, "approved")
 
     def allow_always(
@@ -431,6 +445,7 @@ class Session:
             return
         if resume:
             self.lease = await store.acquire(self.id, ttl=self.lease_ttl)
+            leases.hold(self)
             self._opened = True
         else:  # created (or taken up while empty) with its lease: one transaction
             await self._start(store, [])
@@ -452,7 +467,11 @@ class Session:
             ValueError: the store has a session with records under this id.
         """
         store = self.store
-        if store is None or self._opened:
+        if store is None:
+            return
+        if self._opened:
+            if self.lease is None:  # given up when the last run ended (`release_lease`)
+                await self._retake(store)
             return
         try:
             await check_startable(store, self.id)
@@ -471,7 +490,58 @@ class Session:
             )
         except SessionExistsError as exc:
             raise ValueError(f"{exc}; {_RESUME_IT}") from None
+        leases.hold(self)
         self._opened = True
+
+    async def _retake(self, store: Store) -> None:
+        """Take the lease again for a session this agent ran before it gave the lease up.
+
+        A session another process wrote to meanwhile is read again (it resumed the session
+        and ran it), unless records made here wait to be written: those could not follow.
+
+        Raises:
+            SessionLeaseError: another process holds the session's lease.
+            SessionConflictError: another process wrote to the session, and records made
+                here since are not written yet.
+        """
+        lease = await store.acquire(self.id, ttl=self.lease_ttl)
+        try:
+            header = await store.get(self.id)
+            if header.last_seq != self.last_seq:
+                if self.uncommitted:
+                    raise SessionConflictError(
+                        f"session {self.id!r} has {header.last_seq} records, not "
+                        f"{self.last_seq}: another process wrote to it while this agent held "
+                        f"no lease, and {self.uncommitted} records made here since cannot "
+                        "follow them; resume the session again (Agent.resume)"
+                    )
+                await self.load()
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await store.release(lease)
+            raise
+        self.lease = lease
+        leases.hold(self)
+
+    async def release_lease(self) -> None:
+        """Write what is left and give up the lease; the next run takes it again.
+
+        What a run in sync code does when it ends (`Agent.send_sync`): another process can
+        then resume the session at once. Nothing happens without a store or a lease.
+        """
+        store, lease = self.store, self.lease
+        if store is None or lease is None:
+            return
+        try:
+            if self.uncommitted and self._broken is None:
+                await self.commit()
+        finally:
+            self.lease = None
+            leases.drop(self)
+            try:
+                await store.release(lease)
+            except SessionLeaseError:  # taken over meanwhile: nothing to give up
+                pass
 
     async def load(self) -> None:
         """Rebuild the session from its store's records."""
@@ -495,11 +565,14 @@ class Session:
         for call in state.calls.values():
             use = uses.get(call.id)
             status: ToolCallStatus = call.status
+            asked = use.input if use is not None else None
+            edited = call.input is not None and asked is not None and call.input != asked
             records.append(
                 ToolCallRecord(
                     id=call.id,
                     name=use.name if use is not None else call.name,
-                    input=call.input if call.input is not None else (use.input if use else {}),
+                    input=call.input if call.input is not None else (asked or {}),
+                    requested_input=asked if edited else None,
                     status=status,
                     result=call.result,
                     error_type=call.error_type,
@@ -708,10 +781,13 @@ class Session:
         if store is None:
             return
         try:
-            if self.lease is not None and self.uncommitted and self._broken is None:
+            if self.uncommitted and self._broken is None and self._opened:
+                if self.lease is None:  # given up after a run in sync code: take it again
+                    await self._retake(store)
                 await self.commit()
         finally:
             lease, self.lease = self.lease, None
+            leases.drop(self)
             self._opened = False
             try:
                 if lease is not None:

@@ -13,7 +13,7 @@ from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer
 
 from kode.agent.template import AgentTemplate
 from kode.models.messages import Message, ToolResultContent, ToolUseContent, Usage
@@ -65,7 +65,8 @@ class ToolCallRecord:
     name: str
     """The tool's name as the model wrote it."""
     input: dict[str, Any] | str
-    """The arguments as the model sent them."""
+    """The arguments the call runs (or ran) with: the model's, unless a person changed them
+    when approving it (then `requested_input` holds the model's)."""
     status: ToolCallStatus = "pending"
     """Where the call is."""
     result: ToolResultContent | None = None
@@ -78,6 +79,9 @@ class ToolCallRecord:
     """When its result was ready."""
     client: bool = False
     """Whether the caller executes it (a client tool)."""
+    requested_input: dict[str, Any] | str | None = None
+    """The arguments the model asked for, when a person changed them at approval
+    (``ApprovalDecision(input=...)``); `None` when the call runs with the model's own."""
 
     def copy(self) -> ToolCallRecord:
         """A deep copy: its input and result are copied too."""
@@ -92,6 +96,7 @@ class ToolCallRecord:
             started_at=self.started_at,
             ended_at=self.ended_at,
             client=self.client,
+            requested_input=deepcopy(self.requested_input),
         )
 
 
@@ -205,3 +210,13 @@ class AgentState(BaseModel):
         """
         with collector_paused():
             return super().model_validate_json(*args, **kwargs)
+
+    @field_serializer("tool_calls", mode="wrap")
+    def _calls(self, calls: list[ToolCallRecord], handler: SerializerFunctionWrapHandler) -> Any:
+        # A call that ran with the model's own input has no requested_input: leaving the key
+        # out keeps the JSON of such a state as it was before the field existed.
+        out = handler(calls)
+        for call in out:
+            if isinstance(call, dict) and call.get("requested_input", 0) is None:
+                del call["requested_input"]
+        return out

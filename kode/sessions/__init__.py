@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from kode.sessions.errors import (
     SchemaVersionError,
+    SessionConflictError,
     SessionError,
     SessionExistsError,
     SessionLeaseError,
@@ -75,6 +76,7 @@ __all__ = [
     "PostgresStore",
     "SQLiteStore",
     "SchemaVersionError",
+    "SessionConflictError",
     "SessionEntry",
     "SessionError",
     "SessionExistsError",

@@ -15,12 +15,18 @@ import re
 import socket
 import time
 import uuid
+import zlib
 from collections.abc import Collection, Sequence
 from typing import Any, get_args
 
 from pydantic import ValidationError
 
-from kode.sessions.errors import SessionExistsError, SessionLeaseError, SessionRecordError
+from kode.sessions.errors import (
+    SessionConflictError,
+    SessionExistsError,
+    SessionLeaseError,
+    SessionRecordError,
+)
 from kode.sessions.records import SessionEntry, SessionRecord, SessionStatus, record_adapter
 from kode.sessions.store import MAX_PAGE_SIZE, NewSession
 
@@ -85,9 +91,60 @@ def new_session_id() -> str:
     return f"session_{uuid.uuid4().hex}"
 
 
+_HOST: list[str] = []  # _this_host(), once known
+
+
+def _this_host() -> str:
+    """This machine's name, with its PID namespace on Linux (a container's pids are its own).
+
+    Two hosts with one name, or two containers with one host name, are told apart by the
+    namespace: a lease of a process in another namespace is never taken as a dead one's.
+    """
+    if _HOST:
+        return _HOST[0]
+    name = socket.gethostname().replace(":", "_")
+    try:
+        name += f"~{os.stat('/proc/self/ns/pid').st_ino}"
+    except OSError:  # not Linux, or no /proc: the name alone
+        pass
+    _HOST.append(name)
+    return name
+
+
 def new_owner() -> str:
     """A lease owner id unique to this process and call: host, pid and a random part."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    return f"{_this_host()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+def _process_gone(pid: int) -> bool:
+    """Whether no process `pid` runs on this host (a zombie, killed and not reaped, is gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OSError):  # it exists (another user's), or cannot be asked
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[-1].split()
+    except OSError:
+        return False
+    return bool(fields) and fields[0] == b"Z"
+
+
+def owner_gone(owner: str) -> bool:
+    """Whether `owner` names a process of this host (as `new_owner` makes them) that has ended.
+
+    Its lease can then be taken at once instead of after its ``ttl``: nobody can renew it.
+    Owners made elsewhere (another host, another PID namespace, a name the application
+    chose) are never gone: their leases run out as usual. A pid reused by a new process
+    counts as alive (the lease then runs out as usual: the safe side).
+    """
+    parts = owner.split(":")
+    if len(parts) != 3 or parts[0] != _this_host() or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    return pid != os.getpid() and pid > 0 and _process_gone(pid)
 
 
 def check_status(value: object) -> SessionStatus:
@@ -201,6 +258,33 @@ def load_metadata(text: str) -> dict[str, Any]:
     return loaded
 
 
+def checksum(seq: int, at_us: int, kind: str, data: str) -> int:
+    """The CRC-32 a SQL store keeps with a record: of its place, time, type and JSON text.
+
+    It finds a record changed or damaged after it was written (a flipped byte, an edit of
+    the file), not one a person who can write the database forges: they can write the
+    checksum too.
+    """
+    return zlib.crc32(
+        data.encode("utf-8", "surrogatepass"), zlib.crc32(f"{seq}:{at_us}:{kind}:".encode())
+    )
+
+
+def check_checksum(
+    session_id: str, seq: int, at_us: int, kind: str, data: str, stored: int | None
+) -> None:
+    """Raise `SessionRecordError` when a record does not match its stored checksum.
+
+    A record without one (written before checksums were kept) is not checked.
+    """
+    if stored is not None and checksum(seq, at_us, kind, data) != stored:
+        raise SessionRecordError(
+            f"record {seq} ({kind}) of session {session_id!r} does not match its checksum: "
+            "it was changed or damaged after it was written. Restore the database from a "
+            f"backup, or fork the session at record {seq - 1} to continue from before it"
+        )
+
+
 def load_entry(seq: int, at_us: int, data: str) -> SessionEntry:
     """An entry from its stored columns."""
     try:
@@ -257,4 +341,21 @@ def lost_error(session_id: str, mine: str, holder: str | None) -> SessionLeaseEr
     return SessionLeaseError(
         f"the lease of session {session_id!r} by {mine!r} was lost ({now_held}); stop "
         "writing to the session and acquire its lease again"
+    )
+
+
+def check_last_seq(value: object) -> int | None:
+    """An append's ``if_last_seq``: `None` or a sequence number of 0 or more."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"if_last_seq must be a sequence number of 0 or more, got {value!r}")
+    return value
+
+
+def conflict_error(session_id: str, expected: int, found: int) -> SessionConflictError:
+    """The error for an append made against a log that has changed since."""
+    return SessionConflictError(
+        f"session {session_id!r} has {found} records, not {expected} as the append expected: "
+        "it changed since it was read; read it again and decide on what it holds now"
     )

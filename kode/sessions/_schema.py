@@ -81,6 +81,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         # output may hold, and text is written as is.
         postgres=_v1("BIGINT"),
     ),
+    Migration(
+        version=2,
+        description="a checksum per record, checked on load",
+        # Nullable: records written before have none, and load unchecked.
+        sqlite=("ALTER TABLE kode_records ADD COLUMN checksum INTEGER",),
+        postgres=("ALTER TABLE kode_records ADD COLUMN checksum BIGINT",),
+    ),
 )
 """Every migration, in order; the last one's version is the schema this code writes."""
 

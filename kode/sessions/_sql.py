@@ -19,13 +19,17 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from kode.sessions._common import (
+    check_checksum,
     check_id,
+    check_last_seq,
     check_limit,
     check_load,
     check_new,
     check_status,
     check_text,
     check_ttl,
+    checksum,
+    conflict_error,
     decode_cursor,
     dump_records,
     encode_cursor,
@@ -36,6 +40,7 @@ from kode.sessions._common import (
     new_owner,
     new_session_id,
     now_us,
+    owner_gone,
     to_seconds,
 )
 from kode.sessions._schema import DialectName
@@ -51,6 +56,8 @@ from kode.sessions.store import (
 )
 
 T = TypeVar("T")
+
+_ROWS_PER_INSERT = 1000  # PostgreSQL takes at most 65,535 parameters per statement
 
 _COLUMNS = (
     "id, template, label, status, created_at, last_active, last_seq, parent_id, "
@@ -217,12 +224,18 @@ class SQLStore:
         ]
 
     async def append(
-        self, session_id: str, records: Sequence[SessionRecord], *, lease: Lease | None = None
+        self,
+        session_id: str,
+        records: Sequence[SessionRecord],
+        *,
+        lease: Lease | None = None,
+        if_last_seq: int | None = None,
     ) -> int:
         """Append records in one transaction; see `Store.append`."""
         check_id(session_id)
         rows = dump_records(records)
-        return await self._run(self._append, session_id, rows, lease)
+        expected = check_last_seq(if_last_seq)
+        return await self._run(self._append, session_id, rows, lease, expected)
 
     def _append(
         self,
@@ -230,12 +243,15 @@ class SQLStore:
         session_id: str,
         rows: list[tuple[str, str, str | None]],
         lease: Lease | None,
+        expected: int | None = None,
     ) -> int:
         def body() -> int:
             if not rows:
                 header = self._header_of(cur, session_id)
                 if lease is not None and header.lease_owner != lease.owner:
                     raise lost_error(session_id, lease.owner, header.lease_owner)
+                if expected is not None and header.last_seq != expected:
+                    raise conflict_error(session_id, expected, header.last_seq)
                 return header.last_seq
             now = now_us()
             statuses = [s for _, _, s in rows if s is not None]
@@ -247,15 +263,22 @@ class SQLStore:
             if lease is not None:
                 sql += " AND lease_owner = ?"
                 params.append(lease.owner)
+            if expected is not None:  # compare-and-set: the check is this very update
+                sql += " AND last_seq = ?"
+                params.append(expected)
             found = self._one(cur, sql + " RETURNING last_seq", params)
             if found is None:
                 holder = self._one(
-                    cur, "SELECT lease_owner FROM kode_sessions WHERE id = ?", (session_id,)
+                    cur,
+                    "SELECT lease_owner, last_seq FROM kode_sessions WHERE id = ?",
+                    (session_id,),
                 )
                 if holder is None:
                     raise SessionNotFoundError(f"no session {session_id!r} in this store")
-                assert lease is not None
-                raise lost_error(session_id, lease.owner, holder[0])
+                if lease is not None and holder[0] != lease.owner:
+                    raise lost_error(session_id, lease.owner, holder[0])
+                assert expected is not None
+                raise conflict_error(session_id, expected, int(holder[1]))
             last = int(found[0])
             self._insert_records(cur, session_id, last - len(rows) + 1, now, rows)
             return last
@@ -354,7 +377,15 @@ class SQLStore:
                     f"session {session_id!r} already has {held[0]} records in the store"
                 )
             if held[1] is not None and held[2] is not None and int(held[2]) > now:
-                raise held_error(session_id, held[1], int(held[2]), now)
+                if not owner_gone(held[1]):
+                    raise held_error(session_id, held[1], int(held[2]), now)
+                cur.execute(  # an ended process's lease: taken from it, then taken up again
+                    self._sql(
+                        "UPDATE kode_sessions SET lease_owner = NULL, lease_expires = NULL "
+                        "WHERE id = ? AND lease_owner = ?"
+                    ),
+                    (session_id, held[1]),
+                )
         raise StoreError(f"the lease of session {session_id!r} changed hands too often to take")
 
     def _insert_records(
@@ -365,12 +396,24 @@ class SQLStore:
         now: int,
         rows: list[tuple[str, str, str | None]],
     ) -> None:
-        cur.executemany(
-            self._sql(
-                "INSERT INTO kode_records (session_id, seq, at, type, data) VALUES (?, ?, ?, ?, ?)"
-            ),
-            [(session_id, first + i, now, k, d) for i, (k, d, _) in enumerate(rows)],
-        )
+        values = [
+            (session_id, first + i, now, k, d, checksum(first + i, now, k, d))
+            for i, (k, d, _) in enumerate(rows)
+        ]
+        insert = "INSERT INTO kode_records (session_id, seq, at, type, data, checksum) VALUES "
+        if self.dialect == "sqlite":
+            cur.executemany(insert + "(?, ?, ?, ?, ?, ?)", values)
+            return
+        # PostgreSQL: whole statements, never a pipeline (psycopg's executemany): between two
+        # statements the server waits idle in the transaction, where its
+        # idle_in_transaction_session_timeout ends a transaction whose process stopped; inside
+        # a pipeline it would wait for the rest with no timeout.
+        for start in range(0, len(values), _ROWS_PER_INSERT):
+            chunk = values[start : start + _ROWS_PER_INSERT]
+            cur.execute(
+                insert + ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(chunk)),
+                [v for row in chunk for v in row],
+            )
 
     async def load(
         self,
@@ -384,7 +427,11 @@ class SQLStore:
         check_id(session_id)
         checked = check_load(after, limit, types)
         header, rows = await self._run(self._load, session_id, *checked)
-        return SessionLog(header=header, entries=[load_entry(*row) for row in rows])
+        entries = []
+        for seq, at, kind, data, stored in rows:
+            check_checksum(session_id, seq, at, kind, data, stored)
+            entries.append(load_entry(seq, at, data))
+        return SessionLog(header=header, entries=entries)
 
     def _load(
         self,
@@ -393,10 +440,13 @@ class SQLStore:
         after: int,
         limit: int | None,
         types: list[str] | None,
-    ) -> tuple[SessionHeader, list[tuple[int, int, str]]]:
-        def body() -> tuple[SessionHeader, list[tuple[int, int, str]]]:
+    ) -> tuple[SessionHeader, list[tuple[int, int, str, str, int | None]]]:
+        def body() -> tuple[SessionHeader, list[tuple[int, int, str, str, int | None]]]:
             header = self._header_of(cur, session_id)
-            sql = "SELECT seq, at, data FROM kode_records WHERE session_id = ? AND seq > ?"
+            sql = (
+                "SELECT seq, at, type, data, checksum FROM kode_records "
+                "WHERE session_id = ? AND seq > ?"
+            )
             params: list[Any] = [session_id, after]
             if types is not None:
                 sql += f" AND type IN ({', '.join('?' * len(types))})"
@@ -406,7 +456,10 @@ class SQLStore:
                 sql += " LIMIT ?"
                 params.append(limit)
             cur.execute(self._sql(sql), tuple(params))
-            return header, [(int(s), int(a), d) for s, a, d in cur.fetchall()]
+            return header, [
+                (int(s), int(a), k, d, None if c is None else int(c))
+                for s, a, k, d, c in cur.fetchall()
+            ]
 
         return self._transaction(cur, body, write=False)
 
@@ -532,8 +585,8 @@ class SQLStore:
                 raise SessionExistsError(f"sessions exist already: {new_id!r}") from None
             cur.execute(
                 self._sql(
-                    "INSERT INTO kode_records (session_id, seq, at, type, data) "
-                    "SELECT ?, seq, at, type, data FROM kode_records "
+                    "INSERT INTO kode_records (session_id, seq, at, type, data, checksum) "
+                    "SELECT ?, seq, at, type, data, checksum FROM kode_records "
                     "WHERE session_id = ? AND seq <= ?"
                 ),
                 (new_id, source_id, point),
@@ -594,7 +647,18 @@ class SQLStore:
             if held is None:
                 raise SessionNotFoundError(f"no session {session_id!r} in this store")
             if held[0] is not None and held[1] is not None and int(held[1]) > now:
-                raise held_error(session_id, held[0], int(held[1]), now)
+                if not owner_gone(held[0]):
+                    raise held_error(session_id, held[0], int(held[1]), now)
+                # Its owner was a process of this host that has ended: nobody can renew the
+                # lease, so it is taken now, from that owner only (one conditional write).
+                row = self._one(
+                    cur,
+                    "UPDATE kode_sessions SET lease_owner = ?, lease_expires = ? WHERE id = ? "
+                    "AND lease_owner = ? RETURNING lease_expires",
+                    (owner, expires, session_id, held[0]),
+                )
+                if row is not None:
+                    return Lease(session_id=session_id, owner=owner, expires_at=to_seconds(expires))
         raise StoreError(f"the lease of session {session_id!r} changed hands too often to take")
 
     async def renew(self, lease: Lease, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:

@@ -7,7 +7,8 @@ Hierarchy::
         ├── SessionNotFoundError   no session by that id (also a KeyError)
         ├── SessionExistsError     a session by that id exists already
         ├── SessionLeaseError      another owner holds the session's lease, or ours was lost
-        ├── SessionRecordError     a record cannot follow the records before it
+        ├── SessionConflictError   the session changed since it was read (append(if_last_seq=))
+        ├── SessionRecordError     a record cannot follow the records before it, or is damaged
         ├── SchemaVersionError     the database's schema is newer than this kode knows
         ├── StoreURLError          a store URL kode cannot open (also a ValueError)
         └── StoreError             the database itself failed (locked, unreachable, ...)
@@ -19,6 +20,7 @@ from kode.tools.errors import KodeError
 
 __all__ = [
     "SchemaVersionError",
+    "SessionConflictError",
     "SessionError",
     "SessionExistsError",
     "SessionLeaseError",
@@ -49,8 +51,16 @@ class SessionLeaseError(SessionError):
     """Another owner holds the session's lease, or the caller's lease expired and was taken."""
 
 
+class SessionConflictError(SessionError):
+    """The session has records past the one an append was made against (`if_last_seq`)."""
+
+
 class SessionRecordError(SessionError):
-    """A record cannot follow the ones before it (a done call running again, ...)."""
+    """A record cannot follow the ones before it, or is damaged.
+
+    A done call running again, a record JSON cannot hold, or one that does not match the
+    checksum a SQL store wrote with it (changed or damaged since).
+    """
 
 
 class SchemaVersionError(SessionError):

@@ -21,12 +21,14 @@ import anyio.lowlevel
 
 from kode.sessions._common import (
     check_id,
+    check_last_seq,
     check_limit,
     check_load,
     check_new,
     check_status,
     check_text,
     check_ttl,
+    conflict_error,
     decode_cursor,
     dump_records,
     encode_cursor,
@@ -37,6 +39,7 @@ from kode.sessions._common import (
     new_owner,
     new_session_id,
     now_us,
+    owner_gone,
     to_seconds,
 )
 from kode.sessions.errors import SessionExistsError, SessionNotFoundError, StoreError
@@ -198,14 +201,22 @@ class MemoryStore:
             return made
 
     async def append(
-        self, session_id: str, records: Sequence[SessionRecord], *, lease: Lease | None = None
+        self,
+        session_id: str,
+        records: Sequence[SessionRecord],
+        *,
+        lease: Lease | None = None,
+        if_last_seq: int | None = None,
     ) -> int:
         """Append records, all or none; see `Store.append`."""
         rows = dump_records(records)
+        expected = check_last_seq(if_last_seq)
         with self._lock:
             session = self._get(session_id)
             if lease is not None and session.lease_owner != lease.owner:
                 raise lost_error(session_id, lease.owner, session.lease_owner)
+            if expected is not None and len(session.records) != expected:
+                raise conflict_error(session_id, expected, len(session.records))
             return self._add(session, rows, now_us())
 
     async def _start_session(
@@ -247,6 +258,7 @@ class MemoryStore:
                 session.lease_owner not in (None, owner)
                 and session.lease_expires is not None
                 and session.lease_expires > now
+                and not owner_gone(session.lease_owner)
             ):
                 assert session.lease_owner is not None
                 raise held_error(session_id, session.lease_owner, session.lease_expires, now)
@@ -427,6 +439,7 @@ class MemoryStore:
                 session.lease_owner not in (None, who)
                 and session.lease_expires is not None
                 and session.lease_expires > now
+                and not owner_gone(session.lease_owner)  # an ended process of this host
             ):
                 assert session.lease_owner is not None
                 raise held_error(session_id, session.lease_owner, session.lease_expires, now)

@@ -74,6 +74,12 @@ class PostgresStore(SQLStore):
         max_connections: Connections the store opens at most; operations beyond that wait
             for one to be free.
         connect_timeout: Seconds to wait for the server when connecting.
+        lock_timeout: Seconds an operation waits for a row another transaction holds (then a
+            `StoreError`), and the longest one of this store's transactions may sit idle
+            between its statements before the server ends it: a process stopped inside a
+            write (``SIGSTOP``, a debugger) loses that transaction, and its lock, after this
+            long, instead of blocking the session's other writers for as long as it stays
+            stopped.
 
     Connections are made on first use; the schema is created or upgraded then.
     """
@@ -83,7 +89,12 @@ class PostgresStore(SQLStore):
     _begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"  # one snapshot per load
 
     def __init__(
-        self, url: str, *, max_connections: int = 4, connect_timeout: float = 10.0
+        self,
+        url: str,
+        *,
+        max_connections: int = 4,
+        connect_timeout: float = 10.0,
+        lock_timeout: float = 5.0,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("postgresql://", "postgres://")):
             raise ValueError(f"url must be a postgresql:// URL, got {redact(str(url))!r}")
@@ -91,6 +102,10 @@ class PostgresStore(SQLStore):
             raise TypeError("max_connections must be an int")
         if max_connections < 1:
             raise ValueError(f"max_connections must be 1 or more, got {max_connections}")
+        if isinstance(lock_timeout, bool) or not isinstance(lock_timeout, int | float):
+            raise TypeError("lock_timeout must be a number of seconds")
+        if not 0 < lock_timeout < 86_400:
+            raise ValueError(f"lock_timeout must be above 0 and under a day, got {lock_timeout}")
         self._psycopg = _import_psycopg()
         self._integrity_errors = (self._psycopg.IntegrityError,)
         self.url = url
@@ -99,6 +114,8 @@ class PostgresStore(SQLStore):
         """Connections the store opens at most."""
         self.connect_timeout = float(connect_timeout)
         """Seconds to wait for the server when connecting."""
+        self.lock_timeout = float(lock_timeout)
+        """Seconds an operation waits for a row lock, and a transaction may sit idle."""
         self._idle: list[Any] = []
         self._count = 0  # connections open or being opened
         self._free = threading.Condition()
@@ -123,6 +140,11 @@ class PostgresStore(SQLStore):
             self.url, autocommit=True, connect_timeout=max(1, round(self.connect_timeout))
         )
         try:
+            # No wait for a row lock, and no transaction left open, outlasts lock_timeout:
+            # a writer stopped inside a transaction loses it (the server ends its connection),
+            # so the others (a process taking over the session) are not blocked for good.
+            ms = max(1, round(self.lock_timeout * 1000))
+            conn.execute(f"SET lock_timeout = {ms}; SET idle_in_transaction_session_timeout = {ms}")
             with self._migrate_lock:
                 if not self._migrated:
                     migrate(conn.cursor(), "postgres", self._where())
@@ -194,6 +216,12 @@ class PostgresStore(SQLStore):
         if not isinstance(exc, self._psycopg.Error):
             return None
         text = str(exc).strip() or type(exc).__name__
+        if isinstance(exc, self._psycopg.errors.LockNotAvailable):
+            return StoreError(
+                f"{self._where()}: a row this operation needs stayed locked by another "
+                f"transaction for more than {self.lock_timeout:g} s (a process stopped inside "
+                "a write loses its transaction after that long); try again"
+            )
         if isinstance(exc, self._psycopg.OperationalError):
             return StoreError(f"cannot use {self._where()}: {text}")
         return StoreError(f"{self._where()} failed: {type(exc).__name__}: {text}")

@@ -179,7 +179,8 @@ class SQLiteStore(SQLStore):
             return StoreError(
                 f"{self._where()} stayed locked by another writer for more than "
                 f"{self.busy_timeout:g} s; raise busy_timeout, or keep long transactions out "
-                "of this file"
+                "of this file (a process stopped inside a write transaction, by SIGSTOP or a "
+                "debugger, holds the lock until it continues or ends)"
             )
         if "not a database" in text:
             return StoreError(f"{self._where()} is not a SQLite database (or is encrypted)")

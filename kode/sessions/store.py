@@ -182,7 +182,12 @@ class Store(Protocol):
         ...
 
     async def append(
-        self, session_id: str, records: Sequence[SessionRecord], *, lease: Lease | None = None
+        self,
+        session_id: str,
+        records: Sequence[SessionRecord],
+        *,
+        lease: Lease | None = None,
+        if_last_seq: int | None = None,
     ) -> int:
         """Append records in one transaction; return the sequence number of the last.
 
@@ -190,9 +195,15 @@ class Store(Protocol):
         process whose lease was taken over cannot write). Without, anyone may append (an
         approval decision from another process).
 
+        With `if_last_seq`, the append happens only if the session's last record is still
+        that one: the check and the write are one conditional write, so of two writers that
+        read the same log and append against it, exactly one succeeds (compare-and-set).
+
         Raises:
             SessionNotFoundError: no such session.
             SessionLeaseError: `lease` is no longer the session's.
+            SessionConflictError: `if_last_seq` is given and the session has other records
+                after it (or fewer).
             SessionRecordError: a record cannot be written as JSON (the message says which).
         """
         ...
@@ -215,6 +226,8 @@ class Store(Protocol):
 
         Raises:
             SessionNotFoundError: no such session.
+            SessionRecordError: a record read does not match the checksum written with it
+                (SQL stores: it was changed or damaged since), or cannot be read.
         """
         ...
 
@@ -375,7 +388,7 @@ async def check_startable(store: Store, session_id: str) -> None:
         SessionExistsError: the session has records (resume it instead).
         SessionLeaseError: someone holds its lease.
     """
-    from kode.sessions._common import held_error, now_us
+    from kode.sessions._common import held_error, now_us, owner_gone
     from kode.sessions.errors import SessionNotFoundError
 
     try:
@@ -389,5 +402,5 @@ async def check_startable(store: Store, session_id: str) -> None:
     now = now_us()
     if header.lease_owner is not None and header.lease_expires is not None:
         expires = round(header.lease_expires * 1_000_000)
-        if expires > now:
+        if expires > now and not owner_gone(header.lease_owner):
             raise held_error(session_id, header.lease_owner, expires, now)

@@ -189,7 +189,13 @@ async def test_changed_input_runs_after_it_is_validated_again(tools: ToolRegistr
         approver,
     )
     first = texts(sent_results(model, 1))
-    assert first == [("ran ls -l", False)]
+    assert first == [
+        (
+            "The user changed the input of this call before approving it, so it ran with "
+            '{"command": "ls -l"} instead of the input you sent.\nran ls -l',
+            False,
+        )
+    ]
     text, is_error = texts(sent_results(model))[0]
     assert is_error
     assert "the input the user gave instead is not valid" in text
@@ -217,7 +223,8 @@ async def test_decide_refuses_an_invalid_input_and_the_call_still_waits(
     assert seen[0].description == "Run `rm -rf x`"
     assert seen[0].pattern == "rm -rf x"
     assert seen[0].rule == "mode approval"
-    assert texts(sent_results(model)) == [("ran echo safe", False)]
+    (text, is_error), *_ = texts(sent_results(model))
+    assert text.endswith("\nran echo safe") and not is_error
 
 
 async def test_deny_with_a_note_reaches_the_model(tools: ToolRegistry) -> None:
@@ -379,7 +386,11 @@ async def test_a_decision_through_the_store_carries_its_scope_and_input(
                 )
     await agent.aclose()
     assert asked == 1
-    assert texts(sent_results(model, 1)) == [("ran git status -b", False)]
+    (text, is_error), *_ = texts(sent_results(model, 1))
+    assert text.endswith(
+        '{"command": "git status -b"} instead of the input you sent.\nran git status -b'
+    )
+    assert not is_error
     assert texts(sent_results(model)) == [("ran git status --short", False)]
     assert "shell:git status" in agent.always_allowed
 

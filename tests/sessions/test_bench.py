@@ -69,3 +69,23 @@ def test_the_session_runs_bench_times_cold_and_warm_round_trips() -> None:
         assert [r["subject"] for r in found] == subjects
         assert all(r["median_ms"] > 0 and r["passed"] is None for r in found)
         assert found[0]["ratio"] == 1.0
+
+
+COSTS = SCRIPT.with_name("record_costs.py")
+
+
+def test_the_record_costs_bench_runs() -> None:
+    done = subprocess.run(
+        [sys.executable, str(COSTS), "--quick", "--json", "--no-postgres"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {(r["store"], r["figure"]): r for r in json.loads(done.stdout)["rows"]}
+    for size in ("1", "3"):
+        for subject in ("baseline", "checksum", "checksum+lease", "checksum+if_last_seq"):
+            assert rows["sqlite NORMAL", f"append_{size} {subject}"]["median_us"] > 0
+    assert rows["sqlite NORMAL", "load_100 baseline"]["ratio"] == 1.0
+    assert rows["cpu", "checksum 1 KB"]["median_us"] > 0

@@ -581,3 +581,18 @@ async def test_trio(store: Store) -> None:
     assert [h.id for h in page.sessions] == ["s"]
     assert (await store.load("s")).state().messages[0].text == "on trio"
     json.loads((await store.load("s")).model_dump_json())  # the log is valid JSON
+
+
+async def test_an_append_against_a_last_record_that_changed_is_refused(store: Store) -> None:
+    from kode.sessions import SessionConflictError
+
+    await store.create(template="t", session_id="cas")
+    assert await store.append("cas", [StatusChanged(status="running")], if_last_seq=0) == 1
+    with pytest.raises(SessionConflictError, match="'cas' has 1 records, not 0 as the append"):
+        await store.append("cas", [StatusChanged(status="idle")], if_last_seq=0)
+    with pytest.raises(SessionConflictError):
+        await store.append("cas", [], if_last_seq=2)
+    with pytest.raises(ValueError, match="if_last_seq must be a sequence number"):
+        await store.append("cas", [], if_last_seq=True)  # type: ignore[arg-type]
+    assert (await store.get("cas")).last_seq == 1
+    assert await store.append("cas", [StatusChanged(status="idle")], if_last_seq=1) == 2

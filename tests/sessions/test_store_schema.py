@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from kode.sessions import PostgresStore, SchemaVersionError, SQLiteStore, Store
+from kode.sessions import PostgresStore, SchemaVersionError, SQLiteStore, StatusChanged, Store
 from kode.sessions._schema import MIGRATIONS, SCHEMA_VERSION, Migration, migrate
 
 pytestmark = pytest.mark.anyio
@@ -133,3 +133,64 @@ def test_migrations_must_be_numbered_in_order() -> None:
     gap = SCHEMA_VERSION + 2
     with pytest.raises(ValueError, match=rf"numbered 1, 2, 3, ... in order; got \[.*, {gap}\]"):
         migrate(conn.cursor(), "sqlite", "db", [*MIGRATIONS, add_column(gap)])
+
+
+async def _session_with_a_result(store: Store) -> None:
+    from kode.models import Message, ToolResultContent
+    from kode.models.messages import TextContent
+    from kode.sessions import CallUpdated, MessageAdded
+
+    await store.create(template="t", session_id="s")
+    result = ToolResultContent(tool_use_id="c1", content=[TextContent(text="balance: 1000")])
+    await store.append(
+        "s",
+        [
+            MessageAdded(message=Message.user("go")),
+            CallUpdated(call_id="c1", name="bank", status="running"),
+            CallUpdated(call_id="c1", name="bank", status="done", result=result),
+        ],
+    )
+
+
+async def test_a_record_changed_after_it_was_written_is_refused_on_load(
+    database: Database,
+) -> None:
+    from kode.sessions import SessionRecordError
+
+    store = database.store()
+    await _session_with_a_result(store)
+    assert len((await store.load("s")).entries) == 3
+    # One changed letter inside a stored tool result: still valid JSON, still a record.
+    database.execute("UPDATE kode_records SET data = REPLACE(data, '1000', '9000') WHERE seq = 3")
+    with pytest.raises(
+        SessionRecordError,
+        match=r"record 3 \(call\) of session 's' does not match its checksum: it was changed",
+    ):
+        await store.load("s")
+    assert len((await store.load("s", limit=2)).entries) == 2  # the records before it load
+    fork = await store.fork("s", at=2, session_id="before")  # copies keep their checksums
+    assert len((await store.load(fork.id)).entries) == 2
+    await store.aclose()
+
+
+async def test_records_without_a_checksum_still_load(database: Database) -> None:
+    # A database made by the first schema, written before checksums were kept.
+    migrate(database.conn.cursor(), database.dialect, "old", MIGRATIONS[:1])
+    database.execute(
+        "INSERT INTO kode_sessions (id, template, status, created_at, last_active, last_seq, "
+        "metadata) VALUES ('old', 't', 'idle', 1, 1, 1, '{}')"
+    )
+    database.execute(
+        "INSERT INTO kode_records (session_id, seq, at, type, data) VALUES "
+        """('old', 1, 1, 'status', '{"type":"status","status":"running"}')"""
+    )
+    store = database.store()  # upgrades the schema; old records keep no checksum
+    log = await store.load("old")
+    assert [e.record.type for e in log.entries] == ["status"]
+    await store.append("old", [StatusChanged(status="idle")])
+    assert database.rows("SELECT seq, checksum IS NULL FROM kode_records ORDER BY seq") == [
+        (1, True),
+        (2, False),
+    ]
+    assert len((await store.load("old")).entries) == 2
+    await store.aclose()
