@@ -18,6 +18,7 @@ Hierarchy (docs/errors.md has it too; tests/test_errors.py checks both against t
     ├── ScriptError              a file of scripted turns is invalid (also a ValueError)
     ├── SessionError             a session store refused an operation (kode.sessions)
     │   ├── SchemaVersionError   the database's schema is newer than this kode knows
+    │   ├── SessionConflictError another process wrote the session since it was read
     │   ├── SessionExistsError   a session by that id exists already
     │   ├── SessionLeaseError    another owner holds the session's lease
     │   ├── SessionNotFoundError no session by that id (also a KeyError)
