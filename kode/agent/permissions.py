@@ -59,6 +59,7 @@ PermissionMode = Literal["auto", "approval", "readonly"]
 mutating kinds."""
 
 _READ_ONLY = frozenset({Kind.READ, Kind.SEARCH, Kind.THINK, Kind.FETCH})
+_ABOVE = " (a setting of an agent that started this one)"
 
 
 class PermissionConfig(BaseModel):
@@ -222,11 +223,8 @@ def check_permission(
             server=server,
         )
         if theirs.action == "deny" or (theirs.action == "ask" and verdict.action == "allow"):
-            verdict = Verdict(
-                action=theirs.action,
-                reason=f"{theirs.reason} (a setting of the agent that started this one)",
-                rule=f"parent: {theirs.rule}",
-            )
+            said = theirs.reason if theirs.reason.endswith(_ABOVE) else theirs.reason + _ABOVE
+            verdict = Verdict(action=theirs.action, reason=said, rule=f"parent: {theirs.rule}")
     return verdict
 
 
