@@ -199,7 +199,8 @@ def check_permission(
     `source` and `server` (the tool's `ToolMeta`) are what rules match and what a server's
     "always" answer covers. With ``config.inherited`` (a sub-agent) each inherited config
     decides the call too: a deny of any wins, then an ask, and the verdict of an inherited
-    config says so (its ``rule`` starts with ``parent:``).
+    config says so (its ``rule`` starts with ``parent:``). The session's "always" answers
+    (`always_allowed`) settle an inherited config's ask, never its deny.
     """
     verdict = _check_one(
         tool,
@@ -213,15 +214,23 @@ def check_permission(
     for outer in config.inherited:
         if verdict.action == "deny":
             break
+        # The session's "always" answers settle an inherited config's ask, but never lift
+        # its refusals (a parent's deny list, rules or read-only mode): it is checked with
+        # none, and an ask they cover is then let through.
         theirs = check_permission(
             tool,
             arguments,
             outer,
-            always_allowed=always_allowed,
+            always_allowed=set(),
             ctx=ctx,
             source=source,
             server=server,
         )
+        if theirs.action == "ask" and (
+            tool.name.lower() in always_allowed
+            or (server is not None and always_key(tool.name, server=server) in always_allowed)
+        ):
+            continue
         if theirs.action == "deny" or (theirs.action == "ask" and verdict.action == "allow"):
             said = theirs.reason if theirs.reason.endswith(_ABOVE) else theirs.reason + _ABOVE
             verdict = Verdict(action=theirs.action, reason=said, rule=f"parent: {theirs.rule}")

@@ -23,11 +23,13 @@ from kode import Agent, AgentTemplate, ToolRegistry
 from kode.agent import (
     ApprovalDecision,
     ApprovalRequest,
+    PermissionConfig,
     PermissionRule,
     SessionAccess,
     TemplateError,
     TemplateRegistry,
 )
+from kode.agent.permissions import check_permission
 from kode.agent.template import PolicyConfig
 from kode.builtin.fs import fs_write
 from kode.builtin.runtime import RuntimePolicy, bash_run, set_default_runtime_policy
@@ -441,3 +443,55 @@ async def test_a_grandchild_is_held_by_every_ancestor(
         "that started this one)."
     ), last.text
     assert not (tmp_path / "out.txt").exists()
+
+
+def test_always_answers_settle_a_parents_ask_but_never_lift_its_refusal() -> None:
+    def verdict(parent: PermissionConfig, always: set[str]) -> str:
+        child = PermissionConfig(mode="auto", inherited=[parent])
+        args = {"path": "a", "content": "b"}
+        return check_permission(fs_write, args, child, always_allowed=always).action
+
+    assert verdict(PermissionConfig(mode="approval"), set()) == "ask"
+    assert verdict(PermissionConfig(mode="approval"), {"fs_write"}) == "allow"
+    assert verdict(PermissionConfig(mode="readonly"), {"fs_write"}) == "deny"
+    assert verdict(PermissionConfig(deny=["fs_write"]), {"fs_write"}) == "deny"
+    assert verdict(PermissionConfig(require_approval=["fs_*"]), set()) == "ask"
+    nested = PermissionConfig(inherited=[PermissionConfig(mode="readonly")])
+    assert verdict(nested, {"fs_write"}) == "deny"
+
+
+async def test_an_always_answer_for_a_childs_call_is_kept_for_the_child(
+    tools: ToolRegistry, isolated_templates: TemplateRegistry, tmp_path: Path
+) -> None:
+    isolated_templates.register(AgentTemplate(id="child", tools=["fs_write"]))
+    model = ScriptedModel(
+        [
+            [spawn_call("task_run")],
+            [tool_use("fs_write", {"path": "a.txt", "content": "a"})],
+            [tool_use("fs_write", {"path": "b.txt", "content": "b"})],
+            "child done",
+            "parent done",
+        ]
+    )
+    asked: list[ApprovalRequest] = []
+
+    async def always(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(decision="allow_always")
+
+    agent = Agent.create(
+        AgentTemplate(
+            id="parent",
+            tools=PARENT_TOOLS,
+            permission={"mode": "approval", "allow": ["task_run"]},
+        ),
+        model=model,
+        registry=tools,
+        workspace=tmp_path,
+        approver=always,
+    )
+    with anyio.fail_after(SECONDS):
+        await agent.send("go")
+    assert [r.tool_name for r in asked] == ["fs_write"]  # once: the answer covers the second
+    assert (tmp_path / "a.txt").exists() and (tmp_path / "b.txt").exists()
+    assert agent.always_allowed == set()  # the parent's own calls still ask
