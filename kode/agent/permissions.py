@@ -112,7 +112,7 @@ def can_only_allow(config: PermissionConfig, tool: Tool[..., Any]) -> bool:
         and not config.require_approval
         and not config.rules
         and (own is None or own is False)
-        and all(can_only_allow(outer, tool) for outer in config.inherited)
+        and (not config.inherited or all(can_only_allow(o, tool) for o in config.inherited))
     )
 
 
