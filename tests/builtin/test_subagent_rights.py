@@ -12,6 +12,7 @@ neither, nowhere: the call is refused at once.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -34,9 +35,9 @@ from kode.agent.template import PolicyConfig
 from kode.builtin.fs import fs_write
 from kode.builtin.runtime import RuntimePolicy, bash_run, set_default_runtime_policy
 from kode.builtin.runtime._sandbox import sandbox_support
-from kode.builtin.sessions import sessions_spawn
+from kode.builtin.sessions import sessions_send, sessions_spawn
 from kode.builtin.tasks import task_run
-from kode.models import ModelRequest, ScriptedModel, ToolResultContent, tool_use
+from kode.models import FunctionModel, ModelRequest, ScriptedModel, ToolResultContent, tool_use
 from kode.registries import ToolPolicy
 from kode.sessions import SQLiteStore
 
@@ -188,14 +189,29 @@ async def test_a_child_writes_nothing_its_parent_could_not(
 
 # --- the parent's shell command policy (real processes, in the real sandbox) ------------------
 
-RUNTIME: dict[str, tuple[RuntimePolicy, str]] = {
-    # name: (the parent's own policy, the child's command)
-    "security-deny": (RuntimePolicy(security="deny"), "ls"),
+RUNTIME: dict[str, tuple[RuntimePolicy | None, dict[str, Any], str, str]] = {
+    # name: (the parent's own runtime policy, its permission, the child's command, outcome)
+    "security-deny": (RuntimePolicy(security="deny"), {}, "ls", "refused"),
     "sandbox-read-only": (
         RuntimePolicy(security="full", ask="off", sandbox="read-only"),
+        {},
         "touch made.txt",
+        "read-only",
     ),
-    "ask-always": (RuntimePolicy(ask="always"), "ls"),
+    "ask-always": (RuntimePolicy(ask="always"), {}, "ls", "asked"),
+    "mode-readonly": (None, {"mode": "readonly"}, "ls", "refused"),
+    "mode-approval": (
+        None,
+        {"mode": "approval", "allow": ["task_run", "sessions_spawn"]},
+        "touch made.txt",
+        "asked",
+    ),
+    "permission-deny": (
+        RuntimePolicy(security="full", ask="off"),
+        {"deny": ["bash_*"]},
+        "touch made.txt",
+        "refused",
+    ),
 }
 
 
@@ -209,20 +225,23 @@ async def test_a_child_runs_commands_under_its_parents_policy(
     spawner: str,
     policy: str,
 ) -> None:
-    own, command = RUNTIME[policy]
+    own, permission, command, outcome = RUNTIME[policy]
     isolated_templates.register(AgentTemplate(id="child", tools=["bash_run"]))
     model = script(spawner, tool_use("bash_run", {"command": command}))
     approver = Approver("deny")
     options = parent_store(spawner, tmp_path)
     agent = Agent.create(
-        AgentTemplate(id="parent", tools=["task_run", "sessions_spawn", "bash_run"]),
+        AgentTemplate(
+            id="parent", tools=["task_run", "sessions_spawn", "bash_run"], permission=permission
+        ),
         model=model,
         registry=tools,
         workspace=tmp_path,
         approver=approver,
         **options,
     )
-    agent.services["runtime_policy"] = own  # set the way kode's docs say, after create
+    if own is not None:
+        agent.services["runtime_policy"] = own  # set the way kode's docs say, after create
     try:
         with anyio.fail_after(SECONDS):
             await agent.send("go")
@@ -230,12 +249,12 @@ async def test_a_child_runs_commands_under_its_parents_policy(
         await close(agent, options)
     (result,) = child_results(model)
     assert not (tmp_path / "made.txt").exists()
-    if policy == "ask-always":  # asked, through the parent's approver, and denied
-        assert [r.input["command"] for r in approver.asked] == ["ls"]
+    if outcome == "asked":  # asked, through the parent's approver, and denied
+        assert [r.input["command"] for r in approver.asked] == [command]
         assert result.is_error and "denied" in result.text, result.text
-    elif policy == "security-deny":
+    elif outcome == "refused":
         assert approver.asked == []
-        assert result.is_error and "Command refused" in result.text, result.text
+        assert result.is_error, result.text
     else:  # it ran, without asking, in the parent's read-only sandbox
         assert approver.asked == []
         assert "Read-only file system" in result.text, result.text
@@ -495,3 +514,54 @@ async def test_an_always_answer_for_a_childs_call_is_kept_for_the_child(
     assert [r.tool_name for r in asked] == ["fs_write"]  # once: the answer covers the second
     assert (tmp_path / "a.txt").exists() and (tmp_path / "b.txt").exists()
     assert agent.always_allowed == set()  # the parent's own calls still ask
+
+
+async def test_a_queued_session_run_by_sessions_send_is_held_by_the_sender(
+    tools: ToolRegistry, isolated_templates: TemplateRegistry, tmp_path: Path
+) -> None:
+    """sessions_spawn queues a prompt (wait=false); sessions_send runs it: still read-only."""
+    tools.register(sessions_send, source="core")
+    isolated_templates.register(AgentTemplate(id="child", tools=["fs_write"]))
+    seen: list[ToolResultContent] = []
+
+    def parent_turn(request: ModelRequest) -> Any:
+        last = request.messages[-1].content[0]
+        if not isinstance(last, ToolResultContent):
+            return [
+                tool_use("sessions_spawn", {"template_id": "child", "prompt": "x", "wait": False})
+            ]
+        spawned = json.loads(last.text)
+        if spawned.get("queued"):
+            return [
+                tool_use("sessions_send", {"session_id": spawned["session_id"], "message": "go"})
+            ]
+        return "parent done"
+
+    def child_turn(request: ModelRequest) -> Any:
+        last = request.messages[-1].content[0]
+        if isinstance(last, ToolResultContent):
+            seen.append(last)
+            return "child done"
+        return [tool_use("fs_write", {"path": "out.txt", "content": "pwned"})]
+
+    store = SQLiteStore(tmp_path / "s.db")
+    agent = Agent.create(
+        AgentTemplate(
+            id="parent",
+            tools=["sessions_spawn", "sessions_send", "fs_write"],
+            permission={"mode": "readonly"},
+        ),
+        model=FunctionModel(parent_turn),
+        registry=tools,
+        workspace=tmp_path,
+        store=store,
+        subagent_models={"child": FunctionModel(child_turn)},
+    )
+    try:
+        with anyio.fail_after(SECONDS):
+            assert (await agent.send("go")).text == "parent done"
+    finally:
+        await close(agent, {"store": store})
+    (result,) = seen
+    assert result.is_error and "read-only" in result.text, result.text
+    assert not (tmp_path / "out.txt").exists()
