@@ -170,6 +170,7 @@ class CallEnvironment(Protocol):
     emit: EventCallbackFunc
     interactive: bool
     tracing: Tracing | None
+    poll_interval: float
 
     def on_loop(self) -> bool:
         """Whether the caller is on the thread of the run's event loop."""

@@ -10,7 +10,8 @@ own template's, dimension by dimension (`subagent_rights`):
   (`PermissionConfig.inherited`); every call is decided by both, and the strictest answer wins
   (deny over ask over allow). So modes are ordered ``auto`` < ``approval`` < ``readonly``,
   a tool denied by either is denied (deny lists are unioned), a call runs without asking only
-  when both would let it (allow lists are intersected), and either's rules apply;
+  when both would let it (allow lists are intersected), and either's rules apply; the
+  session's "always" answers settle a parent's ask, never its deny;
 - **tools**: every policy layer of the parent (global, agent, its own template's, and the
   sub-agent layer ``subagent_policy``) plus an allow-list of the parent's own tools, before
   the sub-agent's template layer: a sub-agent never has a tool its parent does not have;
@@ -24,8 +25,10 @@ own template's, dimension by dimension (`subagent_rights`):
   ``workspace``); ``sandboxed`` (for tool factories) is the parent's;
 - **approvals** travel up: a call the sub-agent must ask about goes to the parent's approver,
   or, with none, to the parent's run's event stream (an ``ApprovalRequired`` event the
-  parent's ``decide`` answers). When the parent has neither, the sub-agent has no approver and
-  runs with no one listening, so such a call is refused at once with a tool error.
+  parent's ``decide`` answers); a sub-agent that keeps its session in a store commits the
+  request there too, and a decision made in another process (``decide_in_store``) counts as
+  well (`ParentApprovals`). When the parent has neither, the sub-agent has no approver and runs
+  with no one listening, so such a call is refused at once with a tool error.
 
 It does not create the sub-agent (`Agent.subagent_options` and `Agent.create` do).
 """
@@ -39,16 +42,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kode.agent.permissions import ApprovalDecision, ApprovalRequest, ApproverFunc
+import anyio
+
+from kode.agent.permissions import ApprovalDecision, ApprovalRequest
 from kode.agent.template import AgentTemplate, SessionAccess, TemplateError
 from kode.registries.policy import ToolPolicy
 from kode.tools.services import passed_on_names
 from kode.tools.workspace import Workspace
 
 if TYPE_CHECKING:
-    from kode.agent.ports import AgentLike
+    from kode.agent.ports import AgentLike, CallEnvironment
 
-__all__ = ["SubagentRights", "subagent_rights"]
+__all__ = ["ParentApprovals", "SubagentRights", "subagent_rights"]
 
 PARENT_TOOLS = "parent's tools"
 """The name of the layer that lets through only the tools the parent has."""
@@ -66,7 +71,7 @@ class SubagentRights:
     `Agent.create`)."""
     services: dict[str, Any]
     """The settings its tools read, passed on from the parent."""
-    approver: ApproverFunc | None
+    approver: ParentApprovals | None
     """Where its approvals go (the parent's approver or run); `None`: nobody can answer."""
     workspace: Workspace | None
     """The directory its tools may touch."""
@@ -149,23 +154,41 @@ def _inside(
     return wanted
 
 
-def _approvals_of(parent: AgentLike, template_id: str) -> ApproverFunc | None:
+def _approvals_of(parent: AgentLike, template_id: str) -> ParentApprovals | None:
     """The sub-agent's approver: the parent's approver, or the parent's run's events.
 
     `None` when the parent has neither (then the sub-agent's calls that need approval are
     refused at once, as for any agent nobody can answer).
     """
-    approver = parent.approver
-    if approver is None and not parent.asks_by_event:
+    if parent.approver is None and not parent.asks_by_event:
         return None
+    return ParentApprovals(parent, template_id)
 
-    async def ask_parent(request: ApprovalRequest) -> ApprovalDecision:
+
+class ParentApprovals:
+    """A sub-agent's approver: asks the agent that started it (its approver, else its run).
+
+    A request says which sub-agent asks (its reason starts with ``sub-agent '<id>': ``). For
+    a sub-agent that keeps its session in a store (``sessions_spawn``), `ask_with_store` also
+    takes a decision made in another process (`Agent.decide_in_store` on the sub-agent's
+    session), whichever comes first.
+    """
+
+    __slots__ = ("_approver", "_parent", "_template_id")
+
+    def __init__(self, parent: AgentLike, template_id: str) -> None:
+        self._parent = parent
+        self._approver = parent.approver
+        self._template_id = template_id
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        """Ask the parent's approver, or through the parent's run; the decision."""
         forwarded = dataclasses.replace(
-            request, reason=f"sub-agent {template_id!r}: {request.reason}"
+            request, reason=f"sub-agent {self._template_id!r}: {request.reason}"
         )
-        if approver is not None:
-            return await approver(forwarded)
-        decision = await parent.ask_approval(forwarded)
+        if self._approver is not None:
+            return await self._approver(forwarded)
+        decision = await self._parent.ask_approval(forwarded)
         if decision is None:  # the parent's run ended meanwhile (the sub-agent outlived it)
             return ApprovalDecision(
                 decision="deny",
@@ -174,4 +197,50 @@ def _approvals_of(parent: AgentLike, template_id: str) -> ApproverFunc | None:
             )
         return decision
 
-    return ask_parent
+    async def ask_with_store(
+        self, request: ApprovalRequest, run: CallEnvironment
+    ) -> ApprovalDecision:
+        """Ask the parent, and meanwhile read the sub-agent's store for a decision.
+
+        The request is committed first (so another process sees it, and the session's status
+        is ``awaiting_approval``); the first decision wins, and the other wait is cancelled.
+        """
+        session = run.agent.session
+        session.set_status("awaiting_approval")
+        await run.commit()
+        after = session.last_seq
+        found: list[ApprovalDecision] = []
+        failed: list[Exception] = []
+        try:
+            async with anyio.create_task_group() as group:
+
+                async def from_parent() -> None:
+                    try:
+                        found.append(await self(request))
+                    except Exception as exc:  # the approver's failure: the pipeline's to say
+                        failed.append(exc)
+                    group.cancel_scope.cancel()
+
+                async def from_store() -> None:
+                    while request.call_id not in session.decisions:
+                        await anyio.sleep(run.poll_interval)
+                        await session.poll_decisions(after)
+                    kept = session.decisions[request.call_id]
+                    found.append(
+                        ApprovalDecision(
+                            decision=kept.decision,
+                            note=kept.note,
+                            scope=kept.scope,
+                            pattern=kept.pattern,
+                            input=kept.input,
+                        )
+                    )
+                    group.cancel_scope.cancel()
+
+                group.start_soon(from_parent)
+                group.start_soon(from_store)
+        finally:
+            session.set_status("running")
+        if failed:
+            raise failed[0]
+        return found[0]

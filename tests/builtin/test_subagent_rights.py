@@ -565,3 +565,40 @@ async def test_a_queued_session_run_by_sessions_send_is_held_by_the_sender(
     (result,) = seen
     assert result.is_error and "read-only" in result.text, result.text
     assert not (tmp_path / "out.txt").exists()
+
+
+@pytest.mark.parametrize("decision", ["allow", "deny"])
+async def test_a_spawned_childs_approval_can_be_decided_through_the_store(
+    tools: ToolRegistry, isolated_templates: TemplateRegistry, tmp_path: Path, decision: str
+) -> None:
+    """The parent's stream shows the request; the decision comes from the store instead."""
+    isolated_templates.register(
+        AgentTemplate(id="child", tools=["fs_write"], permission={"mode": "approval"})
+    )
+    model = script("sessions_spawn", tool_use("fs_write", {"path": "out.txt", "content": "ok"}))
+    store = SQLiteStore(tmp_path / "s.db")
+    agent = Agent.create(
+        AgentTemplate(id="parent", tools=PARENT_TOOLS),
+        model=model,
+        registry=tools,
+        workspace=tmp_path,
+        store=store,
+    )
+    statuses = []
+    try:
+        with anyio.fail_after(SECONDS):
+            async with agent.stream("go") as events:
+                async for event in events:
+                    if event.type == "approval_required":
+                        (child_id,) = agent.session.children
+                        statuses.append((await store.get(child_id)).status)
+                        await Agent.decide_in_store(store, child_id, event.call_id, decision)
+        (child_id,) = agent.session.children
+        state = (await store.load(child_id)).state()
+    finally:
+        await close(agent, {"store": store})
+    assert statuses == ["awaiting_approval"]  # the request was in the store while it waited
+    (result,) = child_results(model)
+    assert result.is_error == (decision == "deny"), result.text
+    assert (tmp_path / "out.txt").exists() == (decision == "allow")
+    assert state.status == "idle" and not state.approvals
