@@ -35,6 +35,7 @@ from kode.agent.run import AgentRun, EventCallbackFunc
 from kode.agent.session import Session
 from kode.agent.state import AgentState, AgentStatus, CallRecords
 from kode.agent.stream import AgentStream
+from kode.agent.subagents import subagent_rights
 from kode.agent.template import AgentTemplate, TemplateError, templates
 from kode.models.base import Model
 from kode.models.messages import Message, Usage
@@ -227,6 +228,7 @@ class Agent:
         store: Store | str | None = None,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         instrument: InstrumentSetting = None,
+        services: Mapping[str, Any] | None = None,
     ) -> Agent:
         """Make an agent from a template (or a template id), resolving its tools now.
 
@@ -266,6 +268,10 @@ class Agent:
                 ``execute_tool`` spans and the GenAI metrics): ``True``, an
                 `kode.tracing.Instrumentation` with providers of its own, ``False`` (never), or
                 ``None`` (as `kode.tracing.instrument` switched it for every agent).
+            services: Services its tools get from the start, by name (``{"runtime_policy":
+                RuntimePolicy(...)}``), besides those the agent makes itself; the same as
+                setting ``agent.services[name]`` after `create`, but seen by the tools'
+                ``on_agent_create`` too. A sub-agent gets its parent's settings this way.
 
         Raises:
             AgentError: a template entry names no tool (the message lists close names), a
@@ -353,6 +359,8 @@ class Agent:
             ),
         )
         made.workspace = space
+        for name, value in (services or {}).items():
+            made.services.setdefault(name, value)  # the agent's own (todos, sub-agents) stay
         made.elicitation = elicitation
         made.tracing = tracing_for(instrument)
         made.subagent_models = dict(subagent_models or {})
@@ -400,37 +408,60 @@ class Agent:
         *,
         model: Model | None = None,
         on_event: EventCallbackFunc | None = None,
+        workspace: str | os.PathLike[str] | Workspace | None = None,
     ) -> AgentReply:
         """Run a sub-agent from a registered template on `prompt`; return its reply.
 
         Its model is `model` if given, else the one `subagent_models` names for the template,
-        else this agent's. It inherits deps, registry, approver, workspace and policy layers,
-        plus the sub-agent layer (no ``task_run`` by default).
+        else this agent's. It inherits deps, registry and elicitation, and never has more
+        rights than this agent (`kode.agent.subagents`): its permission settings are decided
+        together with this agent's, its tools pass this agent's policy layers and are among
+        this agent's tools (and the sub-agent layer: no ``task_run`` by default), it gets
+        this agent's shell, web and browser settings, its workspace is this agent's (or
+        `workspace`, a directory inside it), and its approvals go to this agent's approver
+        or run. Its events go to `on_event`; nobody answers approvals through them.
+
+        Raises:
+            TemplateError: no template is registered under `template_id`, or `workspace`
+                lies outside this agent's.
         """
-        template, chosen, options = self.subagent_options(template_id, model=model)
+        template, chosen, options = self.subagent_options(
+            template_id, model=model, workspace=workspace
+        )
         child = Agent.create(template, model=chosen, **options)
-        try:
-            return await child.send(prompt, on_event=on_event)
+        try:  # its approvals travel up (its approver), never to events only a tool sees
+            return await child.send(prompt, on_event=on_event, interactive=False)
         finally:
             await child.aclose()
 
     def subagent_options(
-        self, template_id: str, *, model: Model | None = None
+        self,
+        template_id: str,
+        *,
+        model: Model | None = None,
+        workspace: str | os.PathLike[str] | Workspace | None = None,
     ) -> tuple[AgentTemplate, Model, dict[str, Any]]:
         """The template, model and `create` options of a sub-agent this agent starts.
 
-        As `run_subagent` describes; the store is not among the options (a caller that keeps
-        the sub-agent's session adds it).
+        As `run_subagent` describes (`kode.agent.subagents.subagent_rights` makes the template
+        and the options that limit it); the store is not among the options (a caller that
+        keeps the sub-agent's session adds it).
 
         Raises:
-            TemplateError: no template is registered under `template_id`.
+            TemplateError: no template is registered under `template_id`, or `workspace`
+                lies outside this agent's.
         """
         template = templates.get(template_id)
         chosen = model or self.subagent_models.get(template_id) or self.model
         options = dict(self._create_options)
-        # The parent's own template layer is the parent's; the sub-agent's template adds its own.
-        options["policy"] = [p for p in options["policy"] if not p.name.startswith("template ")]
-        return template, chosen, options
+        rights = subagent_rights(self, template, layers=options["policy"], workspace=workspace)
+        options.update(
+            policy=rights.policy,
+            approver=rights.approver,
+            services=rights.services,
+            workspace=rights.workspace,
+        )
+        return rights.template, chosen, options
 
     @classmethod
     async def resume(
@@ -747,6 +778,16 @@ class Agent:
                 f"{', '.join(waiting) or 'none'}"
             )
 
+    @property
+    def asks_by_event(self) -> bool:
+        """Whether a run is going whose approvals someone answers with `decide`.
+
+        So a run of ``stream()`` or ``send(on_event=...)``: its `ApprovalRequired` events
+        reach someone who can answer them.
+        """
+        run = self._current
+        return run is not None and run.interactive and not run.ended.is_set()
+
     async def ask_approval(self, request: ApprovalRequest) -> ApprovalDecision | None:
         """Ask for approval of something a running call wants to do, as for a tool call.
 
@@ -794,12 +835,18 @@ class Agent:
             run.interrupt()
 
     async def send(
-        self, prompt: str | None = None, *, on_event: EventCallbackFunc | None = None
+        self,
+        prompt: str | None = None,
+        *,
+        on_event: EventCallbackFunc | None = None,
+        interactive: bool | None = None,
     ) -> AgentReply:
         """Run the agent on `prompt` until the model answers without calling tools.
 
         `prompt=None` continues after client tool results were submitted. Events go to
-        `on_event` as they happen and are all kept on the reply.
+        `on_event` as they happen and are all kept on the reply. A call that needs approval
+        and has no approver waits for `decide` when someone listens (`interactive`; default:
+        when `on_event` is given), else it is refused at once.
 
         Raises:
             AgentError: the model failed, or the turn limit was reached.
@@ -813,7 +860,8 @@ class Agent:
                 events.append(event)
                 listener(event)
 
-        run = AgentRun(self, collect, interactive=on_event is not None)
+        listening = on_event is not None if interactive is None else interactive
+        run = AgentRun(self, collect, interactive=listening)
         done = await self.execute(run, prompt)
         if isinstance(done, ErrorEvent):
             if isinstance(done.error, RunLimitError):

@@ -15,6 +15,11 @@ decisions it returns. The rule, in order:
    read-only;
 6. otherwise the call runs.
 
+A sub-agent's settings carry those of the agent that started it (``inherited``): the call is
+decided by each of them as well, and the strictest answer wins (deny over ask over allow), so
+a sub-agent never runs what its parent could not, nor without asking what its parent would
+ask about.
+
 Every `Verdict` names what made it (``rule``): a permission rule, a list of the settings, the
 session, the tool, or the mode. "Always" answers for calls matching a pattern (``bash_run``
 calls starting with ``git status``) are checked where a call would be asked about, with the
@@ -54,6 +59,7 @@ PermissionMode = Literal["auto", "approval", "readonly"]
 mutating kinds."""
 
 _READ_ONLY = frozenset({Kind.READ, Kind.SEARCH, Kind.THINK, Kind.FETCH})
+_ABOVE = " (a setting of an agent that started this one)"
 
 
 class PermissionConfig(BaseModel):
@@ -70,6 +76,9 @@ class PermissionConfig(BaseModel):
     """Tools (names or globs) that always ask."""
     rules: list[PermissionRule] = Field(default_factory=list)
     """Permission rules (`kode.agent.rules.load_rules` reads them from TOML, in tiers)."""
+    inherited: list[PermissionConfig] = Field(default_factory=list)
+    """The settings of the agent that started this one (a sub-agent's; set by kode, see
+    `kode.agent.subagents`): each decides every call too, and the strictest answer wins."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -103,6 +112,7 @@ def can_only_allow(config: PermissionConfig, tool: Tool[..., Any]) -> bool:
         and not config.require_approval
         and not config.rules
         and (own is None or own is False)
+        and (not config.inherited or all(can_only_allow(o, tool) for o in config.inherited))
     )
 
 
@@ -187,8 +197,57 @@ def check_permission(
     bool, a non-empty string (approval is needed, and the string says why), or `None` (no
     opinion on this input: the mode decides by kind, as if the tool had no function).
     `source` and `server` (the tool's `ToolMeta`) are what rules match and what a server's
-    "always" answer covers.
+    "always" answer covers. With ``config.inherited`` (a sub-agent) each inherited config
+    decides the call too: a deny of any wins, then an ask, and the verdict of an inherited
+    config says so (its ``rule`` starts with ``parent:``). The session's "always" answers
+    (`always_allowed`) settle an inherited config's ask, never its deny.
     """
+    verdict = _check_one(
+        tool,
+        arguments,
+        config,
+        always_allowed=always_allowed,
+        ctx=ctx,
+        source=source,
+        server=server,
+    )
+    for outer in config.inherited:
+        if verdict.action == "deny":
+            break
+        # The session's "always" answers settle an inherited config's ask, but never lift
+        # its refusals (a parent's deny list, rules or read-only mode): it is checked with
+        # none, and an ask they cover is then let through.
+        theirs = check_permission(
+            tool,
+            arguments,
+            outer,
+            always_allowed=set(),
+            ctx=ctx,
+            source=source,
+            server=server,
+        )
+        if theirs.action == "ask" and (
+            tool.name.lower() in always_allowed
+            or (server is not None and always_key(tool.name, server=server) in always_allowed)
+        ):
+            continue
+        if theirs.action == "deny" or (theirs.action == "ask" and verdict.action == "allow"):
+            said = theirs.reason if theirs.reason.endswith(_ABOVE) else theirs.reason + _ABOVE
+            verdict = Verdict(action=theirs.action, reason=said, rule=f"parent: {theirs.rule}")
+    return verdict
+
+
+def _check_one(
+    tool: Tool[..., Any],
+    arguments: dict[str, Any],
+    config: PermissionConfig,
+    *,
+    always_allowed: set[str],
+    ctx: ToolContext[Any] | None,
+    source: str | None,
+    server: str | None,
+) -> Verdict:
+    """`check_permission` by one config alone (its ``inherited`` aside)."""
     name = tool.name
     lowered = name.lower()
     denied = _matching(name, config.deny)

@@ -91,6 +91,11 @@ class AgentLike(Protocol):
         """What the agent is doing."""
         ...
 
+    @property
+    def asks_by_event(self) -> bool:
+        """Whether a run is going whose approvals someone answers with ``decide``."""
+        ...
+
     def lookup(self, name: str) -> Tool[..., Any] | None:
         """The agent's tool for a name as a model wrote it."""
         ...
@@ -108,7 +113,7 @@ class AgentLike(Protocol):
         ...
 
     def subagent_options(
-        self, template_id: str, *, model: Model | None = None
+        self, template_id: str, *, model: Model | None = None, workspace: Any = None
     ) -> tuple[AgentTemplate, Model, dict[str, Any]]:
         """The template, model and `create` options of a sub-agent."""
         ...
@@ -120,6 +125,7 @@ class AgentLike(Protocol):
         *,
         model: Model | None = None,
         on_event: EventCallbackFunc | None = None,
+        workspace: Any = None,
     ) -> ReplyLike:
         """Run a sub-agent from a registered template on `prompt`."""
         ...
@@ -133,7 +139,11 @@ class AgentLike(Protocol):
         ...
 
     async def send(
-        self, prompt: str | None = None, *, on_event: EventCallbackFunc | None = None
+        self,
+        prompt: str | None = None,
+        *,
+        on_event: EventCallbackFunc | None = None,
+        interactive: bool | None = None,
     ) -> ReplyLike:
         """Run the agent on `prompt` until the model answers without calling tools."""
         ...
@@ -160,6 +170,7 @@ class CallEnvironment(Protocol):
     emit: EventCallbackFunc
     interactive: bool
     tracing: Tracing | None
+    poll_interval: float
 
     def on_loop(self) -> bool:
         """Whether the caller is on the thread of the run's event loop."""

@@ -46,6 +46,7 @@ from kode.agent.pipeline import CallOutcome, duplicate_result, run_turn_calls
 from kode.agent.ports import EventCallbackFunc
 from kode.agent.session import HistoryView
 from kode.agent.state import ToolCallStatus
+from kode.agent.subagents import ParentApprovals
 from kode.agent.text import clean_message
 from kode.models.base import (
     ModelError,
@@ -161,8 +162,11 @@ class AgentRun:
     async def ask(self, request: ApprovalRequest) -> ApprovalDecision:
         """Ask for approval: the agent's approver, or an `ApprovalRequired` event and `decide`."""
         agent = self.agent
-        if agent.approver is not None:
-            return await agent.approver(request)
+        approver = agent.approver
+        if approver is not None:
+            if isinstance(approver, ParentApprovals) and agent.session.store is not None:
+                return await approver.ask_with_store(request, self)  # a spawned sub-agent
+            return await approver(request)
         event = anyio.Event()
         box: list[ApprovalDecision] = []
         self._approvals[request.call_id] = (event, box, request)

@@ -1,10 +1,15 @@
 """Built-in ``task_run``: delegate a task to a sub-agent made from a template.
 
 The sub-agent is created from a registered template id, inherits the parent's model, deps,
-registry, workspace and policy layers plus the sub-agent layer (by default it cannot start
-sub-agents of its own), runs the prompt to its final answer, and is closed. Its events reach
-the parent as ``subagent`` events (tool calls and progress), so the parent's stream shows what
-it is doing. Outside an agent there is nothing to delegate to, and the tool says so.
+registry and workspace, runs the prompt to its final answer, and is closed. It never has more
+rights than its parent (`kode.agent.subagents`): its calls are decided by its template's
+permission settings and by the parent's (the strictest answer wins), its tools are among the
+parent's tools and pass the parent's policy layers plus the sub-agent layer (by default it
+cannot start sub-agents of its own), and it runs shell commands under the parent's runtime
+policy. A call it must ask about goes to the parent's approver, or to the parent's event stream
+(``decide`` answers it); when the parent has neither, the call is refused at once. Its events
+reach the parent as ``subagent`` events (tool calls and progress), so the parent's stream shows
+what it is doing. Outside an agent there is nothing to delegate to, and the tool says so.
 """
 
 from __future__ import annotations

@@ -7,7 +7,10 @@ that takes it out agree on both, and a wrong value is a clear `TypeError` at the
 use, not an ``AttributeError`` deep in a tool.
 
 The keys both the agent and the built-in tools use live here; a built-in tool module defines
-the keys only it reads (``kode.builtin.runtime.PROCESSES``, ``kode.builtin.web.WEB``).
+the keys only it reads (``kode.builtin.runtime.PROCESSES``, ``kode.builtin.web.WEB``). A key
+made with ``passed_on=True`` names a setting that limits what tools may do (the shell command
+policy, the web rules): a sub-agent gets the value of the agent that starts it
+(`passed_on_names`), so it never runs with looser settings than its parent.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ __all__ = [
     "SessionDirectory",
     "SubagentRunner",
     "ToolCaller",
+    "passed_on_names",
 ]
 
 T = TypeVar("T")
@@ -44,6 +48,8 @@ class ServiceKey(Generic[T]):
         name: The key in the services mapping.
         kind: The type a value must have (checked with `isinstance`).
         doc: What the service is, for error messages.
+        passed_on: Whether a sub-agent gets the value of the agent that starts it (a setting
+            that limits what tools may do; see `passed_on_names`).
 
     Example:
         ```python
@@ -57,15 +63,21 @@ class ServiceKey(Generic[T]):
         ```
     """
 
-    __slots__ = ("doc", "kind", "name")
+    __slots__ = ("doc", "kind", "name", "passed_on")
 
-    def __init__(self, name: str, kind: type[Any], *, doc: str = "") -> None:
+    def __init__(
+        self, name: str, kind: type[Any], *, doc: str = "", passed_on: bool = False
+    ) -> None:
         self.name = name
         """The key in the services mapping."""
         self.kind = kind
         """The type its value must have."""
         self.doc = doc
         """What the service is."""
+        self.passed_on = passed_on
+        """Whether a sub-agent gets the value of the agent that starts it."""
+        if passed_on:
+            _PASSED_ON[name] = kind
 
     def get(self, services: Mapping[str, Any]) -> T | None:
         """The service, or `None` when it is not there.
@@ -108,6 +120,18 @@ class ServiceKey(Generic[T]):
 
     def __repr__(self) -> str:
         return f"ServiceKey({self.name!r}, {self.kind.__name__})"
+
+
+_PASSED_ON: dict[str, type[Any]] = {}  # name -> type, of every key made with passed_on=True
+
+
+def passed_on_names() -> tuple[str, ...]:
+    """The names of the services a sub-agent gets from the agent that starts it.
+
+    Those of every `ServiceKey` made with ``passed_on=True`` so far (a module defines its keys
+    when it is imported, before an agent can hold such a service).
+    """
+    return tuple(_PASSED_ON)
 
 
 @runtime_checkable

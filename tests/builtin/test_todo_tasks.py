@@ -122,7 +122,10 @@ async def test_task_run_delegates_to_a_sub_agent(isolated_templates: object) -> 
             "The sub-agent says the port is 6379.",
         ]
     )
-    parent = Agent.create(AgentTemplate(id="boss", tools=["task_run"]), model=model, registry=reg)
+    # A sub-agent has only tools its parent has: the parent has lookup too.
+    parent = Agent.create(
+        AgentTemplate(id="boss", tools=["task_run", "lookup"]), model=model, registry=reg
+    )
     events: list[Any] = []
     reply = await parent.send("What port?", on_event=events.append)
     assert reply.text == "The sub-agent says the port is 6379."
@@ -171,7 +174,7 @@ async def test_a_sub_agent_can_have_its_own_model(isolated_templates: object) ->
     )
     sub_model = ScriptedModel([[tool_use("lookup", {"key": "port"})], "6379."], name="small")
     parent = Agent.create(
-        AgentTemplate(id="boss3", tools=["task_run"]),
+        AgentTemplate(id="boss3", tools=["task_run", "lookup"]),
         model=parent_model,
         registry=reg,
         subagent_models={"cheap-sub": sub_model},

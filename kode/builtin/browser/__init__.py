@@ -58,9 +58,10 @@ __all__ = [
 Action = Literal["navigate", "click", "type", "read", "screenshot"]
 
 BROWSER: ServiceKey[BrowserConfig] = ServiceKey(
-    "browser", BrowserConfig, doc="kode.builtin.browser.BrowserConfig"
+    "browser", BrowserConfig, doc="kode.builtin.browser.BrowserConfig", passed_on=True
 )
-"""An agent's browser settings: ``BROWSER.set(agent.services, BrowserConfig(...))``."""
+"""An agent's browser settings: ``BROWSER.set(agent.services, BrowserConfig(...))`` (its
+sub-agents get them too)."""
 
 SESSION: ServiceKey[BrowserSession] = ServiceKey(
     "browser_session", BrowserSession, doc="the agent's browser"

@@ -374,9 +374,9 @@ _scoped: contextvars.ContextVar[RuntimePolicy | None] = contextvars.ContextVar(
 
 
 RUNTIME_POLICY: ServiceKey[RuntimePolicy] = ServiceKey(
-    "runtime_policy", RuntimePolicy, doc="one agent's shell command policy"
+    "runtime_policy", RuntimePolicy, doc="one agent's shell command policy", passed_on=True
 )
-"""The service holding one agent's own `RuntimePolicy`."""
+"""The service holding one agent's own `RuntimePolicy` (its sub-agents get it too)."""
 
 
 def set_default_runtime_policy(policy: RuntimePolicy) -> RuntimePolicy:

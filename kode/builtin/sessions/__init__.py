@@ -7,7 +7,10 @@ session and the sessions it spawned, and others only as its template's ``session
 (`kode.agent.SessionAccess`) allows: sessions of named templates, with named labels, or all of
 them. An agent without a store has no sessions to reach, and the tools say so. Permissions
 apply as for any tool (``sessions_send`` and ``sessions_spawn`` run agents: kind ``other``, and
-sub-agents may not use them by default).
+sub-agents may not use them by default). The agent ``sessions_spawn`` starts, and the one
+``sessions_send`` runs, has no more rights than the agent that calls them, as for ``task_run``:
+its permissions, tools, session access, runtime policy and workspace are within the caller's,
+and its approvals go to the caller's approver or event stream (refused at once with neither).
 """
 
 from __future__ import annotations

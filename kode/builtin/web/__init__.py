@@ -70,8 +70,11 @@ def default_config() -> WebConfig:
     return _DEFAULT_CONFIG
 
 
-WEB: ServiceKey[WebConfig] = ServiceKey("web", WebConfig, doc="kode.builtin.web.WebConfig")
-"""An agent's web settings: ``WEB.set(agent.services, WebConfig(...))``."""
+WEB: ServiceKey[WebConfig] = ServiceKey(
+    "web", WebConfig, doc="kode.builtin.web.WebConfig", passed_on=True
+)
+"""An agent's web settings: ``WEB.set(agent.services, WebConfig(...))`` (its sub-agents get
+them too)."""
 
 
 def _config_of(ctx: ToolContext[Any]) -> WebConfig:
