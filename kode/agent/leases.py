@@ -15,25 +15,32 @@ import atexit
 import os
 import threading
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
 if TYPE_CHECKING:
-    from kode.agent.session import Session
     from kode.sessions.store import Lease, Store
 
-__all__ = ["EXIT_RELEASE_SECONDS", "drop", "hold"]
+__all__ = ["EXIT_RELEASE_SECONDS", "Holder", "drop", "hold"]
 
 EXIT_RELEASE_SECONDS = 2.0
 """How long the exit handler waits for one store to release a lease before going on."""
 
-_HELD: weakref.WeakKeyDictionary[Session, int] = weakref.WeakKeyDictionary()
+
+class Holder(Protocol):
+    """What of a session this module uses (`kode.agent.session.Session` is one)."""
+
+    lease: Lease | None
+    store: Store | None
+
+
+_HELD: weakref.WeakKeyDictionary[Holder, int] = weakref.WeakKeyDictionary()
 _registered: list[bool] = []
 _lock = threading.Lock()
 
 
-def hold(session: Session) -> None:
+def hold(session: Holder) -> None:
     """`session` holds its lease now (given up at exit unless `drop` is called first)."""
     with _lock:
         _HELD[session] = os.getpid()
@@ -42,7 +49,7 @@ def hold(session: Session) -> None:
             _registered.append(True)
 
 
-def drop(session: Session) -> None:
+def drop(session: Holder) -> None:
     """`session` holds no lease any more."""
     with _lock:
         _HELD.pop(session, None)

@@ -22,9 +22,10 @@ from typing import Any, overload
 
 import anyio
 
-from kode.agent import leases
 from kode.agent.blocks import interrupted_result
 from kode.agent.client_calls import ClientCalls
+from kode.agent.leases import drop as drop_lease
+from kode.agent.leases import hold as hold_lease
 from kode.agent.state import AgentState, AgentStatus, CallRecords, ToolCallRecord, ToolCallStatus
 from kode.models.messages import ContentBlock, Message, ToolResultContent, ToolUseContent, Usage
 from kode.sessions.errors import SessionConflictError, SessionExistsError, SessionLeaseError
@@ -445,7 +446,7 @@ class Session:
             return
         if resume:
             self.lease = await store.acquire(self.id, ttl=self.lease_ttl)
-            leases.hold(self)
+            hold_lease(self)
             self._opened = True
         else:  # created (or taken up while empty) with its lease: one transaction
             await self._start(store, [])
@@ -490,7 +491,7 @@ class Session:
             )
         except SessionExistsError as exc:
             raise ValueError(f"{exc}; {_RESUME_IT}") from None
-        leases.hold(self)
+        hold_lease(self)
         self._opened = True
 
     async def _retake(self, store: Store) -> None:
@@ -521,7 +522,7 @@ class Session:
                 await store.release(lease)
             raise
         self.lease = lease
-        leases.hold(self)
+        hold_lease(self)
 
     async def release_lease(self) -> None:
         """Write what is left and give up the lease; the next run takes it again.
@@ -537,7 +538,7 @@ class Session:
                 await self.commit()
         finally:
             self.lease = None
-            leases.drop(self)
+            drop_lease(self)
             try:
                 await store.release(lease)
             except SessionLeaseError:  # taken over meanwhile: nothing to give up
@@ -787,7 +788,7 @@ class Session:
                 await self.commit()
         finally:
             lease, self.lease = self.lease, None
-            leases.drop(self)
+            drop_lease(self)
             self._opened = False
             try:
                 if lease is not None:

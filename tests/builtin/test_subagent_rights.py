@@ -34,12 +34,12 @@ from kode.agent.permissions import check_permission
 from kode.agent.template import PolicyConfig
 from kode.builtin.fs import fs_write
 from kode.builtin.runtime import RuntimePolicy, bash_run, set_default_runtime_policy
-from kode.builtin.runtime._sandbox import sandbox_support
 from kode.builtin.sessions import sessions_send, sessions_spawn
 from kode.builtin.tasks import task_run
 from kode.models import FunctionModel, ModelRequest, ScriptedModel, ToolResultContent, tool_use
 from kode.registries import ToolPolicy
 from kode.sessions import SQLiteStore
+from kode.trust.sandbox import sandbox_support
 
 pytestmark = pytest.mark.anyio
 
