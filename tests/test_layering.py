@@ -13,23 +13,29 @@ ROOT = Path(__file__).resolve().parent.parent / "kode"
 
 # What each layer may import (besides itself), as in docs/architecture.md.
 ALLOWED: dict[str, set[str]] = {
+    "trust": set(),
     "tracing": set(),
-    "tools": {"tracing"},
-    "registries": {"tools", "tracing"},
-    "models": {"tools", "tracing"},
-    "sessions": {"tools", "models", "tracing"},
-    "agent": {"tools", "registries", "models", "sessions", "tracing"},
-    "durable": {"tools", "registries", "models", "sessions", "agent", "tracing"},
-    "builtin": {"tools", "tracing"},
-    "mcp": {"tools", "registries", "models", "tracing"},
-    "testing": {"tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "tracing"},
+    "tools": {"tracing", "trust"},
+    "registries": {"tools", "tracing", "trust"},
+    "models": {"tools", "tracing", "trust"},
+    "sessions": {"tools", "models", "tracing", "trust"},
+    "agent": {"tools", "registries", "models", "sessions", "tracing", "trust"},
+    "durable": {"tools", "registries", "models", "sessions", "agent", "tracing", "trust"},
+    "builtin": {"tools", "tracing", "trust"},
+    "mcp": {"tools", "registries", "models", "tracing", "trust"},
+    "testing": {
+        *("tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "tracing"),
+        "trust",
+    },
     "cli": {
         *("tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "testing"),
         "tracing",
+        "trust",
     },
     "kode": {
         *("tools", "registries", "models", "sessions", "agent", "builtin", "mcp", "testing"),
         "tracing",
+        "trust",
     },
 }
 

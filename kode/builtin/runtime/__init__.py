@@ -94,6 +94,9 @@ from kode.builtin.runtime._policy import (
 )
 from kode.builtin.runtime._processes import BackgroundShell, ProcessManager, run_command
 from kode.builtin.runtime._sandbox import (
+    IO_URING_CALLS,
+    REFUSED_CALLS,
+    SOCKET_FAMILIES,
     Sandbox,
     SandboxSupport,
     announce_unavailable,
@@ -114,8 +117,11 @@ __all__ = [
     "DEFAULT_HIDDEN_PATHS",
     "DEFAULT_SAFE_COMMANDS",
     "GROUP",
+    "IO_URING_CALLS",
     "POLICY",
     "PROCESSES",
+    "REFUSED_CALLS",
+    "SOCKET_FAMILIES",
     "BlockRule",
     "CommandCheck",
     "ProcessManager",

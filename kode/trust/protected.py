@@ -1,0 +1,190 @@
+"""The paths of a workspace that sandboxed commands never write; where kode keeps its state.
+
+kode later trusts some files a command in the workspace could otherwise change: git runs what
+``.git`` holds (hooks, config), the memory tool puts ``.kode/memory.md`` into the next system
+prompt (and ``.kode/`` holds other settings), kode runs from a workspace's virtual environment,
+and its session stores and DBOS database hold what a worker resumes or schedules. This module
+says which those paths are (`protected_paths`, for the sandbox; `protected_reason`, for the
+file tools, which ask a person before writing there) and where kode keeps its own state by
+default (`kode_home`, outside any workspace). It does not mount anything
+(`kode.builtin.runtime._sandbox` does) and does not decide about approval (the tools do).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = [
+    "PROTECTED_NAMES",
+    "SQLITE_COMPANIONS",
+    "ProtectedPath",
+    "kode_home",
+    "protect_database",
+    "protected_databases",
+    "protected_paths",
+    "protected_reason",
+]
+
+PROTECTED_NAMES: tuple[str, ...] = (".git", ".kode", ".venv", "venv", ".direnv")
+"""Names at a workspace root that commands never write: git's directory (or a worktree's
+``.git`` file and the directory it names), kode's own directory, and the usual places of a
+project's virtual environment (``.direnv`` holds direnv's). ``.kode`` is kept from being made
+too, where it does not exist yet; the others are protected when they exist."""
+
+SQLITE_COMPANIONS: tuple[str, ...] = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside a database: a journal or write-ahead log written beside it is
+replayed into the database when it is next opened, so they are protected with it, and kept
+from being made."""
+
+LEGACY_DATABASES: tuple[str, ...] = ("kode-dbos.sqlite",)
+"""Databases kode used to make in the current directory: protected where they still are."""
+
+_databases: set[str] = set()
+_lock = threading.Lock()
+
+
+def kode_home() -> Path:
+    """Where kode keeps its own state: ``$KODE_HOME``, else ``~/.kode`` (absolute, not made)."""
+    home = os.environ.get("KODE_HOME")
+    return Path(os.path.abspath(os.path.expanduser(home) if home else Path.home() / ".kode"))
+
+
+def protect_database(path: str | os.PathLike[str]) -> None:
+    """Record that kode uses the SQLite database `path` in this process.
+
+    A session store or a DBOS system database calls it when opened: a sandboxed command of
+    this process may then not write it, nor the companions SQLite would replay into it, if
+    it lies in the workspace.
+    """
+    with _lock:
+        _databases.add(os.path.abspath(os.fspath(path)))
+
+
+def protected_databases() -> tuple[str, ...]:
+    """The databases `protect_database` recorded, in the order of their paths."""
+    with _lock:
+        return tuple(sorted(_databases))
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ProtectedPath:
+    """One path commands may not write."""
+
+    path: str
+    """An absolute path, inside the workspace root it was found for."""
+    missing: Literal["dir", "file"] | None = None
+    """When it does not exist: what to put there so that nothing can be made there (an empty
+    read-only directory, or an empty file no write reaches); `None` when it exists."""
+
+
+def _under(path: str, base: str) -> bool:
+    return path == base or path.startswith(base.rstrip("/") + "/")
+
+
+def _git_paths(root: str) -> list[str]:
+    """``.git`` at `root`, as real paths too; for a worktree, the directory its file names."""
+    git = os.path.join(root, ".git")
+    found = {git, os.path.realpath(git)} if os.path.lexists(git) else set()
+    if os.path.isfile(git):
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            with open(git, encoding="utf-8") as gitfile:
+                first = gitfile.readline().strip()
+            if first.startswith("gitdir:"):
+                named = os.path.join(root, first[len("gitdir:") :].strip())
+                found |= {os.path.abspath(named), os.path.realpath(named)}
+    return sorted(p for p in found if os.path.exists(p))
+
+
+def _existing(path: str) -> list[str]:
+    return sorted({p for p in (path, os.path.realpath(path)) if os.path.exists(p)})
+
+
+def protected_paths(
+    root: str | os.PathLike[str], *, databases: Iterable[str] | None = None
+) -> list[ProtectedPath]:
+    """What commands may not write under the workspace root `root`.
+
+    The `PROTECTED_NAMES` that exist (with the real paths of links among them, and a
+    worktree's git directory), ``.kode`` also when it does not (``missing="dir"``);
+    `kode_home` and the Python environment kode runs from, when they are under `root`; and
+    every database of `databases` (default: `protected_databases` and the
+    `LEGACY_DATABASES` at `root`) under `root`, with its `SQLITE_COMPANIONS`, each made an
+    empty file no write reaches when missing.
+    """
+    base = os.path.abspath(os.fspath(root))
+    real_base = os.path.realpath(base)
+    found: dict[str, ProtectedPath] = {}
+
+    def inside(path: str) -> bool:
+        return _under(path, base) or _under(path, real_base)
+
+    def add(
+        path: str, missing: Literal["dir", "file"] | None = None, *, anywhere: bool = False
+    ) -> None:
+        if (anywhere or inside(path)) and not any(_under(path, p) for p in found):
+            found[path] = ProtectedPath(path=path, missing=missing)
+
+    for path in _git_paths(base):  # a worktree's git directory is protected wherever it is
+        add(path, anywhere=True)
+    for name in PROTECTED_NAMES[1:]:
+        path = os.path.join(base, name)
+        existing = _existing(path)
+        for one in existing:
+            add(one)
+        if not existing and not os.path.lexists(path) and name == ".kode":
+            add(path, "dir")
+    home = str(kode_home())
+    for path in _existing(home):
+        add(path)
+    for prefix in (sys.prefix, os.path.dirname(sys.executable)):
+        for path in _existing(prefix):
+            if inside(path) and path not in (base, real_base):
+                add(path)
+    if databases is None:
+        legacy = [os.path.join(base, name) for name in LEGACY_DATABASES]
+        databases = [*protected_databases(), *(p for p in legacy if os.path.isfile(p))]
+    for database in databases:
+        for path in (database, *(database + end for end in SQLITE_COMPANIONS)):
+            existing = _existing(path)
+            for one in existing:
+                add(one)
+            if not existing and not os.path.lexists(path) and os.path.isdir(os.path.dirname(path)):
+                add(path, "file")
+    return sorted(found.values(), key=lambda p: p.path)
+
+
+PROTECTED_REASON = (
+    "writes where kode later trusts what it finds ({what}): a command or a tool call could "
+    "otherwise change kode's memory and settings, the environment it runs from, or its "
+    "databases"
+)
+"""Why the writing tools ask for approval for a path `protected_reason` names."""
+
+
+def protected_reason(path: Path, root: Path) -> str | None:
+    """Why a write of `path` (resolved, under the workspace root `root`) needs approval, or `None`.
+
+    Paths under ``.kode``, a virtual environment of `PROTECTED_NAMES`, `kode_home`, the
+    Python environment kode runs from, and kode's databases (`protect_database`) with their
+    companions. ``.git`` is left to the file tools' own, finer rule. Names are compared
+    without case, for case-insensitive file systems.
+    """
+    try:
+        parts = path.relative_to(root).parts
+    except ValueError:
+        parts = ()
+    if parts and parts[0].lower() in {n.lower() for n in PROTECTED_NAMES[1:]}:
+        return PROTECTED_REASON.format(what=f"{parts[0]}/")
+    text = str(path)
+    for place in protected_paths(root):
+        if _under(text, place.path) and os.path.basename(place.path) != ".git":
+            shown = os.path.relpath(place.path, root)
+            return PROTECTED_REASON.format(what=shown)
+    return None
