@@ -94,6 +94,7 @@ from kode.builtin.runtime._policy import (
 )
 from kode.builtin.runtime._processes import BackgroundShell, ProcessManager, run_command
 from kode.builtin.runtime._sandbox import (
+    DEFAULT_HOME_PATHS,
     IO_URING_CALLS,
     REFUSED_CALLS,
     SOCKET_FAMILIES,
@@ -115,6 +116,7 @@ from kode.tools.services import ServiceKey
 __all__ = [
     "DEFAULT_BLOCKED",
     "DEFAULT_HIDDEN_PATHS",
+    "DEFAULT_HOME_PATHS",
     "DEFAULT_SAFE_COMMANDS",
     "GROUP",
     "IO_URING_CALLS",
@@ -332,6 +334,7 @@ def _sandbox_for(
         roots=_roots(ctx),
         network=policy.network,
         hidden=policy.hidden_paths,
+        home_paths=policy.home_paths,
         user_namespace=support.user_namespace,
     )
 

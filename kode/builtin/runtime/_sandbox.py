@@ -48,11 +48,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from kode.trust.protected import protected_paths
+from kode.trust.protected import kode_home, protected_paths
 
 __all__ = [
     "DEFAULT_HIDDEN_PATHS",
+    "DEFAULT_HOME_PATHS",
+    "IO_URING_CALLS",
+    "REFUSED_CALLS",
     "SANDBOX_MODES",
+    "SOCKET_FAMILIES",
     "Sandbox",
     "SandboxMode",
     "SandboxSupport",
@@ -98,9 +102,26 @@ DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
     "~/.mozilla",
     "~/.config/google-chrome",
     "~/.config/chromium",
+    "~/.config/rclone",
+    "~/.claude/.credentials.json",
+    "~/.claude.json",
+    "~/.codex/auth.json",
+    "~/.cache/huggingface/token",
+    "~/.huggingface/token",
+    "~/.local/share/uv/credentials",
+    "~/.s3cfg",
+    "~/.boto",
+    "~/.env",
+    "~/.kode",
     "~/.bash_history",
     "~/.zsh_history",
     "~/.python_history",
+    "~/.psql_history",
+    "~/.mysql_history",
+    "~/.sqlite_history",
+    "~/.node_repl_history",
+    "~/.lesshst",
+    "~/.local/share/fish/fish_history",
     "/etc/shadow",
     "/etc/shadow-",
     "/etc/gshadow",
@@ -109,10 +130,66 @@ DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
     "/etc/sudoers.d",
     "/etc/ssh/ssh_host_*_key",
 )
-"""What sandboxed commands see empty by default: credentials of cloud, package and version
-control tools, keys, browser profiles, shell histories, and the system's password hashes and
-host keys. ``~`` is the kode process's home; ``*`` and ``?`` match as in the shell; a relative
-path is taken from the workspace root. Paths that do not exist are skipped."""
+"""What sandboxed commands see empty by default: credentials of cloud, package, version
+control and AI tools, keys, browser profiles, shell and database histories, kode's own home,
+and the system's password hashes and host keys. The home directory is hidden as a whole
+anyway (see `DEFAULT_HOME_PATHS`): these matter where the workspace is, or holds, the home,
+and inside `DEFAULT_HOME_PATHS`. ``~`` is the kode process's home; ``*`` and ``?`` match as
+in the shell; a relative path is taken from the workspace root. Paths that do not exist are
+skipped."""
+
+DEFAULT_HOME_PATHS: tuple[str, ...] = (
+    "~/.local/bin",
+    "~/.local/lib",
+    "~/.local/share/uv/python",
+    "~/.local/share/uv/tools",
+    "~/.local/share/mise/installs",
+    "~/.pyenv",
+    "~/.cargo/bin",
+    "~/.cargo/registry",
+    "~/.cargo/git",
+    "~/.rustup",
+    "~/.nvm",
+    "~/.volta",
+    "~/.bun/bin",
+    "~/.deno/bin",
+    "~/go/bin",
+    "~/go/pkg/mod",
+    "~/sdk",
+    "~/.sdkman/candidates",
+    "~/.asdf/installs",
+    "~/.asdf/shims",
+)
+"""What a sandboxed command sees of the home directory (read-only): programs and language
+toolchains installed per user, and the package sources they build from, without which a
+build or a test run off the system's packages fails; nothing that holds settings or
+credentials (no ``~/.config``, ``~/.cache``, dotfiles). The rest of the home is an empty,
+writable directory that vanishes with the command (as ``/tmp``), so tools may keep caches
+there. The workspace and the Python kode runs on are reachable wherever they are; a home
+that is the workspace or inside it is not hidden (then only `DEFAULT_HIDDEN_PATHS` apply).
+``~`` is the kode process's home (``$HOME``); ``*`` and ``?`` match as in the shell; add
+``"~"`` to see the whole home, read-only."""
+
+_SYSTEM_DIRS = frozenset(
+    {
+        "/",
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/lib",
+        "/lib64",
+        "/opt",
+        "/proc",
+        "/run",
+        "/sbin",
+        "/srv",
+        "/sys",
+        "/tmp",
+        "/usr",
+        "/var",
+    }
+)
 
 _TMPFS = ("/tmp", "/var/tmp", "/run", "/var/run")
 _PROBE_TIMEOUT = 10.0
@@ -471,6 +548,8 @@ class Sandbox:
     """Whether the command may use the network."""
     hidden: tuple[str, ...] = DEFAULT_HIDDEN_PATHS
     """The paths it sees empty (see `DEFAULT_HIDDEN_PATHS` for the syntax)."""
+    home_paths: tuple[str, ...] = DEFAULT_HOME_PATHS
+    """What it sees of the home directory (see `DEFAULT_HOME_PATHS`)."""
     user_namespace: bool = True
     """Whether to give it a user namespace of its own (see `SandboxSupport.user_namespace`)."""
 
@@ -494,10 +573,21 @@ class Sandbox:
         mounts: list[tuple[int, int, list[str]]] = []  # (depth, order, arguments)
         bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
         roots = [str(r) for r in self.roots if os.path.exists(r)]
+        home = _home(roots, private)
+        if home is not None:  # first at its depth: what is bound inside it goes on top
+            mounts.append((_depth(home), -1, ["--tmpfs", home]))
         for root in roots:
             mounts.append((_depth(root), 0, [bind, root, root]))
-        for path in _runtime_paths(private):
+        hiding = [*private, *([] if home is None else [home])]
+        shown = list(roots)
+        for path in _runtime_paths(hiding):
             mounts.append((_depth(path), 0, ["--ro-bind", path, path]))
+            shown.append(path)
+        if home is not None:
+            for path in _hidden(self.home_paths, Path(home)):
+                if _under(path, home) and not any(_under(path, p) for p in shown):
+                    mounts.append((_depth(path), 0, ["--ro-bind", path, path]))
+                    shown.append(path)
         if self.network:
             resolv = os.path.realpath("/etc/resolv.conf")
             if any(_under(resolv, p) for p in private) and os.path.exists(resolv):
@@ -515,9 +605,13 @@ class Sandbox:
                     emptied.append(path)
                 else:  # an empty file on disk; in the sandbox, writes go to /dev/null
                     mounts.append((_depth(path), 1, ["--ro-bind", "/dev/null", path]))
-        for path in _hidden(self.hidden, self.roots[0] if self.roots else cwd):
+        hidden = (*self.hidden, str(kode_home()))
+        for path in _hidden(hidden, self.roots[0] if self.roots else cwd):
             if os.path.islink(path) or any(_under(path, p) for p in private):
                 continue  # a link is hidden through its target; a private tmpfs is empty
+            if home is not None and _under(path, home):
+                if not any(_under(path, p) for p in shown):
+                    continue  # the home's tmpfs hides it already
             if os.path.isdir(path):
                 mounts.append((_depth(path), 2, ["--tmpfs", path]))
                 emptied.append(path)
@@ -530,6 +624,20 @@ class Sandbox:
             argv += ["--remount-ro", path]
         argv += ["--chdir", str(cwd), "--", *inner]
         return argv
+
+
+def _home(roots: Sequence[str], private: Sequence[str]) -> str | None:
+    """The home directory to hide, or `None`: none, a system directory, or in the workspace."""
+    home = os.path.abspath(os.path.expanduser("~"))
+    if home in _SYSTEM_DIRS or not os.path.isdir(home) or os.path.islink(home):
+        return None
+    if any(_under(home, p) for p in private):
+        return None  # a private tmpfs hides it already
+    real = os.path.realpath(home)
+    for root in roots:
+        if _under(home, root) or _under(real, os.path.realpath(root)):
+            return None  # the workspace, home included, is the user's choice
+    return home
 
 
 def _runtime_paths(private: Sequence[str]) -> list[str]:
