@@ -183,8 +183,10 @@ def protected_reason(path: Path, root: Path) -> str | None:
     if parts and parts[0].lower() in {n.lower() for n in PROTECTED_NAMES[1:]}:
         return PROTECTED_REASON.format(what=f"{parts[0]}/")
     text = str(path)
+    home = str(kode_home())
+    if _under(text, home) or _under(text, os.path.realpath(home)):
+        return PROTECTED_REASON.format(what="kode's home")
     for place in protected_paths(root):
         if _under(text, place.path) and os.path.basename(place.path) != ".git":
-            shown = os.path.relpath(place.path, root)
-            return PROTECTED_REASON.format(what=shown)
+            return PROTECTED_REASON.format(what=os.path.relpath(place.path, root))
     return None
