@@ -13,13 +13,19 @@ What a sandboxed command gets:
   ``/var/tmp`` (empty, writable, gone when it ends), a private ``/run`` (sockets of system
   services, such as Docker's, are not reachable), a minimal ``/dev`` and its own ``/proc``;
 - the workspace (root and extra paths) writable under ``workspace-write``, read-only under
-  ``read-only``; the workspace's ``.git`` stays read-only in both (a hook or a config written
-  there would run outside the sandbox, the next time a person uses git);
-- the hidden paths (`DEFAULT_HIDDEN_PATHS`, or the policy's): a directory is replaced by an
-  empty read-only one, a file by an empty file;
+  ``read-only``; what kode or a person later trusts stays read-only in both
+  (`kode.trust.protected`: ``.git``, where a hook or a config would run outside the sandbox
+  the next time a person uses git; ``.kode``, made empty and read-only where there is none;
+  a virtual environment at the root; kode's home and databases, with their SQLite journals);
+- the home directory (``$HOME``) replaced by an empty, writable one of its own, with only
+  `DEFAULT_HOME_PATHS` (per-user toolchains, read-only), the workspace and the Python that
+  runs the supervisor in it;
+- the hidden paths (`DEFAULT_HIDDEN_PATHS`, or the policy's, and kode's home): a directory
+  is replaced by an empty read-only one, a file by an empty file;
 - no network (a network namespace of its own, with only a loopback nobody listens on) unless
-  the policy allows it; no Unix-domain socket either way (a system-call filter refuses to
-  make one, on x86-64 and arm64); no kernel keyrings;
+  the policy allows it; a system-call filter (x86-64 and arm64) that refuses sockets of any
+  family but the network's and netlink (so no Unix-domain socket), io_uring, and
+  `REFUSED_CALLS` (keyrings, BPF, ptrace, mounting, namespaces, ...);
 - a PID namespace of its own: it sees only its own processes, cannot signal anything outside,
   and every process in it dies with the namespace's first process, the command's supervisor
   (``--as-pid-1``), which cannot be signalled from inside and exits when the kode process has
