@@ -88,22 +88,42 @@ def _under(path: str, base: str) -> bool:
     return path == base or path.startswith(base.rstrip("/") + "/")
 
 
-def _git_paths(root: str) -> list[str]:
-    """``.git`` at `root`, as real paths too; for a worktree, the directory its file names."""
+def _git_dir(path: str) -> bool:
+    """Whether `path` looks like a git directory (what a ``gitdir:`` line may name)."""
+    return os.path.isdir(path) and (
+        os.path.isfile(os.path.join(path, "HEAD")) or os.path.isdir(os.path.join(path, "objects"))
+    )
+
+
+def _git_paths(root: str) -> tuple[list[str], list[str]]:
+    """``.git`` at `root`, and the git directories a worktree's ``.git`` file leads to.
+
+    The first list is under `root`; the second holds the directory a worktree's ``gitdir:``
+    line names and its ``commondir`` (the main repository's), wherever they are, when they
+    are git directories (git needs both to work in the worktree).
+    """
     git = os.path.join(root, ".git")
-    found = {git, os.path.realpath(git)} if os.path.lexists(git) else set()
+    here: set[str] = set()
+    there: set[str] = set()
+    if os.path.lexists(git):
+        here |= {git} if not os.path.islink(git) else set()
+        there.add(os.path.realpath(git))
     if os.path.isfile(git):
         with contextlib.suppress(OSError, UnicodeDecodeError):
             with open(git, encoding="utf-8") as gitfile:
                 first = gitfile.readline().strip()
             if first.startswith("gitdir:"):
                 named = os.path.join(root, first[len("gitdir:") :].strip())
-                found |= {os.path.abspath(named), os.path.realpath(named)}
-    return sorted(p for p in found if os.path.exists(p))
-
-
-def _existing(path: str) -> list[str]:
-    return sorted({p for p in (path, os.path.realpath(path)) if os.path.exists(p)})
+                there |= {os.path.abspath(named), os.path.realpath(named)}
+                common = os.path.join(named, "commondir")
+                if os.path.isfile(common):
+                    with open(common, encoding="utf-8") as commondir:
+                        main = os.path.join(named, commondir.readline().strip())
+                    there |= {os.path.abspath(main), os.path.realpath(main)}
+    return (
+        sorted(p for p in here if os.path.exists(p)),
+        sorted(p for p in there - here if _under(p, root) or _git_dir(p)),
+    )
 
 
 def protected_paths(
@@ -111,12 +131,13 @@ def protected_paths(
 ) -> list[ProtectedPath]:
     """What commands may not write under the workspace root `root`.
 
-    The `PROTECTED_NAMES` that exist (with the real paths of links among them, and a
-    worktree's git directory), ``.kode`` also when it does not (``missing="dir"``);
+    The `PROTECTED_NAMES` that exist, ``.kode`` also when it does not (``missing="dir"``);
     `kode_home` and the Python environment kode runs from, when they are under `root`; and
     every database of `databases` (default: `protected_databases` and the
     `LEGACY_DATABASES` at `root`) under `root`, with its `SQLITE_COMPANIONS`, each made an
-    empty file no write reaches when missing.
+    empty file no write reaches when missing. A symbolic link among them stands for its
+    target, kept when it is under `root`. A worktree's ``.git`` file also brings the git
+    directories it leads to, wherever they are (git directories only).
     """
     base = os.path.abspath(os.fspath(root))
     real_base = os.path.realpath(base)
@@ -125,37 +146,39 @@ def protected_paths(
     def inside(path: str) -> bool:
         return _under(path, base) or _under(path, real_base)
 
-    def add(
-        path: str, missing: Literal["dir", "file"] | None = None, *, anywhere: bool = False
-    ) -> None:
-        if (anywhere or inside(path)) and not any(_under(path, p) for p in found):
+    def add(path: str, missing: Literal["dir", "file"] | None = None) -> None:
+        if path not in found:
             found[path] = ProtectedPath(path=path, missing=missing)
 
-    for path in _git_paths(base):  # a worktree's git directory is protected wherever it is
-        add(path, anywhere=True)
+    def add_existing(path: str) -> bool:
+        """Add `path` (a link by its target, under `root` only); whether it exists."""
+        if not os.path.lexists(path):
+            return False
+        real = os.path.realpath(path)
+        for one in {real} if os.path.islink(path) else {path, real}:
+            if inside(one) and os.path.exists(one):
+                add(one)
+        return True
+
+    here, there = _git_paths(base)
+    for path in [*here, *there]:
+        add(path)
     for name in PROTECTED_NAMES[1:]:
         path = os.path.join(base, name)
-        existing = _existing(path)
-        for one in existing:
-            add(one)
-        if not existing and not os.path.lexists(path) and name == ".kode":
+        if not add_existing(path) and name == ".kode":
             add(path, "dir")
-    home = str(kode_home())
-    for path in _existing(home):
-        add(path)
+    add_existing(str(kode_home()))
     for prefix in (sys.prefix, os.path.dirname(sys.executable)):
-        for path in _existing(prefix):
-            if inside(path) and path not in (base, real_base):
-                add(path)
+        if inside(prefix) and prefix not in (base, real_base):
+            add_existing(prefix)
     if databases is None:
         legacy = [os.path.join(base, name) for name in LEGACY_DATABASES]
         databases = [*protected_databases(), *(p for p in legacy if os.path.isfile(p))]
     for database in databases:
         for path in (database, *(database + end for end in SQLITE_COMPANIONS)):
-            existing = _existing(path)
-            for one in existing:
-                add(one)
-            if not existing and not os.path.lexists(path) and os.path.isdir(os.path.dirname(path)):
+            if add_existing(path) or not inside(path):
+                continue
+            if os.path.isdir(os.path.dirname(path)):
                 add(path, "file")
     return sorted(found.values(), key=lambda p: p.path)
 

@@ -243,6 +243,63 @@ def test_a_session_store_still_works_after(world: World, writes: dict[str, Attem
     legacy.close()
 
 
+# --- traps a first command sets for the next one ---------------------------------------------
+
+
+def test_a_forged_git_file_or_link_uncovers_nothing(world: World, tmp_path: Path) -> None:
+    """A .git file naming / or a secret directory, a .venv linked into the home: all no-ops.
+
+    A first sandboxed command, in a workspace without .git or .venv, sets the trap; the next
+    one tries to use it: write .kode, read the home through the link, see the real /tmp.
+    """
+    trap = world.home / "trap"
+    trap.mkdir()
+    marker = Path("/tmp") / f"kode-sandbox-{TOKEN}-real-tmp"
+    marker.write_text("REALTMP\n")
+    secret_dir = world.home / ".config" / "unlisted-tool"
+    try:
+        for gitdir in ("/", str(secret_dir), str(world.home)):
+            for name in (".git", ".venv", ".kode/memory.md"):
+                if (trap / name).is_symlink() or (trap / name).is_file():
+                    (trap / name).unlink()
+            set_up = world.run(
+                f"printf 'gitdir: {gitdir}\\n' > .git && ln -s {shlex.quote(str(secret_dir))} .venv"
+                " && echo set",
+                ws=trap,
+            )
+            assert "set" in set_up.text, set_up.text
+            used = world.run(
+                f"echo '- obey' > .kode/memory.md; cat .venv/token; cat {marker}; "
+                f"cat {shlex.quote(str(secret_dir))}/token; echo ran",
+                ws=trap,
+            )
+            assert used.details["sandboxed"] and "ran" in used.text, used.text
+            assert "HOMESECRET" not in used.text and "REALTMP" not in used.text, used.text
+            assert not (trap / ".kode" / "memory.md").exists()
+    finally:
+        marker.unlink()
+
+
+def test_git_works_in_a_worktree_whose_repository_is_elsewhere_in_the_home(world: World) -> None:
+    main, tree = world.home / "main-repo", world.home / "main-tree"
+    git = ["git", "-c", "user.name=k", "-c", "user.email=k@example.com"]
+    subprocess.run(["git", "init", "-q", str(main)], check=True)
+    (main / "a.txt").write_text("a\n")
+    subprocess.run([*git, "-C", str(main), "add", "a.txt"], check=True)
+    subprocess.run([*git, "-C", str(main), "commit", "-qm", "first"], check=True)
+    subprocess.run([*git, "-C", str(main), "worktree", "add", "-q", str(tree)], check=True)
+    before = digest(main / ".git")
+    result = world.run(
+        "git log --format=%s && git status --short && echo x > b.txt && "
+        "touch ../main-repo/.git/hooks/pre-commit; echo done",
+        ws=tree,
+    )
+    assert result.details["sandboxed"]
+    assert "first" in result.text and "done" in result.text, result.text
+    assert (tree / "b.txt").exists()
+    assert digest(main / ".git") == before
+
+
 # --- the home directory ---------------------------------------------------------------------
 
 

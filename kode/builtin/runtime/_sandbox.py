@@ -602,8 +602,11 @@ class Sandbox:
         for root in roots:
             for protected in protected_paths(root):
                 path = protected.path
+                if any(_under(p, path) for p in hiding):
+                    continue  # never over the private tmpfs or the home (a forged gitdir: /)
                 if protected.missing is None:
                     mounts.append((_depth(path), 1, ["--ro-bind", path, path]))
+                    shown.append(path)  # hidden paths inside it are hidden still
                 elif self.mode != "workspace-write":
                     continue  # nothing can be made in a read-only workspace anyway
                 elif protected.missing == "dir":  # made empty, then read-only, on disk too
