@@ -48,7 +48,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -345,10 +345,13 @@ def _depth(path: str) -> int:
     return len(Path(path).parts)
 
 
-def _hidden(entries: Iterable[str], root: Path) -> list[str]:
+def _hidden(
+    entries: Iterable[str], root: Path, *, unseen: Callable[[str], bool] | None = None
+) -> list[str]:
     """The existing paths `entries` name (``~`` expanded, globs matched).
 
-    The real paths of symlinks among them are added.
+    The real paths of symlinks among them are added. A path `unseen` says the command cannot
+    see anyway is left out, unless it is a symlink (its target may be elsewhere).
     """
     found: list[str] = []
     for entry in entries:
@@ -357,6 +360,8 @@ def _hidden(entries: Iterable[str], root: Path) -> list[str]:
             expanded = str(root / expanded)
         matches = glob.glob(expanded) if glob.has_magic(expanded) else [expanded]
         for match in matches:
+            if unseen is not None and unseen(match) and not os.path.islink(match):
+                continue
             if not os.path.lexists(match):
                 continue
             for path in {os.path.abspath(match), os.path.realpath(match)}:
@@ -441,7 +446,13 @@ class Sandbox:
                     mounts.append((_depth(path), 1, ["--ro-bind", "/dev/null", path]))
         state = str(kode_home())  # kode's own: memory, databases; not if it holds the workspace
         hidden = (*self.hidden, *([] if any(_under(r, state) for r in roots) else [state]))
-        for path in _hidden(hidden, self.roots[0] if self.roots else cwd):
+
+        def unseen(path: str) -> bool:  # in the home's tmpfs, and not shown in it again
+            return (
+                home is not None and _under(path, home) and not any(_under(path, p) for p in shown)
+            )
+
+        for path in _hidden(hidden, self.roots[0] if self.roots else cwd, unseen=unseen):
             if os.path.islink(path) or any(_under(path, p) for p in private):
                 continue  # a link is hidden through its target; a private tmpfs is empty
             if home is not None and _under(path, home):
