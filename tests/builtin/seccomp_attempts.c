@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct sockaddr_un target;
@@ -174,6 +175,22 @@ int main(int argc, char **argv) {
     report("setns", syscall(__NR_setns, -1, 0));
     int pidfd = syscall(__NR_pidfd_open, getpid(), 0);
     report("pidfd_getfd", syscall(__NR_pidfd_getfd, pidfd, 1, 0));
+#if defined(__x86_64__)
+    {   /* the x32 ABI: x86-64 numbers with bit 30 set; in a child, as the filter kills it */
+        fflush(stdout);
+        pid_t child = fork();
+        if (child == 0) {
+            long made = syscall(0x40000000L | __NR_socket, AF_UNIX, SOCK_STREAM, 0);
+            if (made >= 0) send_from(made, "x32");
+            _exit(made >= 0 ? 0 : errno);
+        }
+        int status = 0;
+        waitpid(child, &status, 0);
+        printf("x32_socket %d %d\n", WIFSIGNALED(status) ? WTERMSIG(status) : 0,
+               WIFEXITED(status) ? WEXITSTATUS(status) : 0);
+    }
+#endif
+    /* last: once traced, a signal (a child's end) would stop this process */
     report("ptrace", syscall(__NR_ptrace, PTRACE_TRACEME, 0, NULL, NULL));
     return 0;
 }

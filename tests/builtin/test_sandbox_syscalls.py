@@ -17,6 +17,7 @@ import os
 import platform
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -171,7 +172,7 @@ def world() -> Iterator[World]:
 def test_the_program_ran_and_the_target_was_in_sight(world: World) -> None:
     assert "socket-visible" in world.output, world.output
     assert "fds-checked" in world.output, world.output
-    assert "ptrace" in world.results, world.output  # the last attempt
+    assert "ptrace" in world.results, world.output
 
 
 def test_no_descriptor_of_a_socket_reaches_the_command(world: World) -> None:
@@ -192,6 +193,12 @@ def test_no_socket_but_the_networks(world: World, attempt: str) -> None:
 
 def test_nothing_arrives_at_the_unix_socket_outside(world: World) -> None:
     assert world.hits == [], world.output
+
+
+def test_x32_calls_are_killed(world: World) -> None:
+    if platform.machine() != "x86_64":
+        pytest.skip("the x32 ABI is x86-64's")
+    assert world.results["x32_socket"] == (signal.SIGSYS, 0), world.output
 
 
 @pytest.mark.parametrize("call", IO_URING_CALLS)
