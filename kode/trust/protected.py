@@ -63,8 +63,9 @@ def protect_database(path: str | os.PathLike[str]) -> None:
     this process may then not write it, nor the companions SQLite would replay into it, if
     it lies in the workspace.
     """
-    with _lock:
-        _databases.add(os.path.abspath(os.fspath(path)))
+    absolute = os.path.abspath(os.fspath(path))
+    with _lock:  # both spellings: the workspace may be named through a link, or not
+        _databases.update({absolute, os.path.realpath(absolute)})
 
 
 def protected_databases() -> tuple[str, ...]:
@@ -175,6 +176,8 @@ def protected_paths(
         legacy = [os.path.join(base, name) for name in LEGACY_DATABASES]
         databases = [*protected_databases(), *(p for p in legacy if os.path.isfile(p))]
     for database in databases:
+        if not inside(database):
+            continue  # a string test first: a process may have opened many
         for path in (database, *(database + end for end in SQLITE_COMPANIONS)):
             if add_existing(path) or not inside(path):
                 continue
