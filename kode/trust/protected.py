@@ -128,11 +128,15 @@ def _git_paths(root: str) -> tuple[list[str], list[str]]:
 
 
 def protected_paths(
-    root: str | os.PathLike[str], *, databases: Iterable[str] | None = None
+    root: str | os.PathLike[str],
+    *,
+    databases: Iterable[str] | None = None,
+    reserve_kode: bool = True,
 ) -> list[ProtectedPath]:
     """What commands may not write under the workspace root `root`.
 
-    The `PROTECTED_NAMES` that exist, ``.kode`` also when it does not (``missing="dir"``);
+    The `PROTECTED_NAMES` that exist, ``.kode`` also when it does not (``missing="dir"``,
+    unless `reserve_kode` is false: an extra path of a workspace, where kode reads nothing);
     `kode_home` and the Python environment kode runs from, when they are under `root`; and
     every database of `databases` (default: `protected_databases` and the
     `LEGACY_DATABASES` at `root`) under `root`, with its `SQLITE_COMPANIONS`, each made an
@@ -166,7 +170,7 @@ def protected_paths(
         add(path)
     for name in PROTECTED_NAMES[1:]:
         path = os.path.join(base, name)
-        if not add_existing(path) and name == ".kode":
+        if not add_existing(path) and name == ".kode" and reserve_kode:
             add(path, "dir")
     add_existing(str(kode_home()))
     for prefix in (sys.prefix, os.path.dirname(sys.executable)):

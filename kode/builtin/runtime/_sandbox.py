@@ -429,8 +429,8 @@ class Sandbox:
             if any(_under(resolv, p) for p in private) and os.path.exists(resolv):
                 mounts.append((_depth(resolv), 0, ["--ro-bind", resolv, resolv]))
         emptied: list[str] = []
-        for root in roots:
-            for protected in protected_paths(root):
+        for index, root in enumerate(roots):
+            for protected in protected_paths(root, reserve_kode=index == 0):
                 path = protected.path
                 if any(_under(p, path) for p in hiding):
                     continue  # never over the private tmpfs or the home (a forged gitdir: /)
