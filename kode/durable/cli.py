@@ -23,10 +23,21 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["DEFAULT_APP", "DEFAULT_DATABASE", "DEFAULT_EXECUTOR", "DEFAULT_QUEUE", "register"]
+from kode.trust.protected import kode_home, protect_database
 
-DEFAULT_DATABASE = "sqlite:///kode-dbos.sqlite"
-"""The system database when neither ``--db`` nor ``DBOS_SYSTEM_DATABASE_URL`` names one."""
+__all__ = [
+    "DEFAULT_APP",
+    "DEFAULT_DATABASE_FILE",
+    "DEFAULT_EXECUTOR",
+    "DEFAULT_QUEUE",
+    "default_database",
+    "register",
+]
+
+DEFAULT_DATABASE_FILE = "dbos.sqlite"
+"""The system database's file in ``$KODE_HOME`` (``~/.kode``) when neither ``--db`` nor
+``DBOS_SYSTEM_DATABASE_URL`` names one: outside any project, where a command an agent runs in
+its workspace cannot add a schedule to it."""
 DEFAULT_APP = "kode"
 """The DBOS application name of the workers and the commands (``--app``)."""
 DEFAULT_QUEUE = "kode-runs"
@@ -42,13 +53,31 @@ class _Refused(Exception):
     """A command cannot run as asked: the message says why; exit code 2."""
 
 
+def default_database() -> str:
+    """The system database's URL by default: `DEFAULT_DATABASE_FILE` in ``$KODE_HOME``."""
+    return f"sqlite:///{kode_home() / DEFAULT_DATABASE_FILE}"
+
+
 def _database(args: argparse.Namespace) -> str:
-    url: str = args.db or os.environ.get("DBOS_SYSTEM_DATABASE_URL") or DEFAULT_DATABASE
+    url: str = args.db or os.environ.get("DBOS_SYSTEM_DATABASE_URL") or ""
+    if not url:
+        url = default_database()
+        try:  # private: it holds every run's arguments and results
+            kode_home().mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _Refused(
+                f"cannot make {str(kode_home())!r} for the system database ({exc.strerror or exc}):"
+                " set KODE_HOME to a directory kode may write, or give --db"
+            ) from None
     if not url.startswith(("sqlite:", "postgresql:", "postgresql+", "postgres:")):
         raise _Refused(
             f"--db {url!r} is not a database URL: give sqlite:///PATH (a file, created if "
             "missing) or postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
         )
+    if url.startswith("sqlite:///"):
+        path = url[len("sqlite:///") :].split("?", 1)[0]
+        if path and path != ":memory:":
+            protect_database(path)  # commands sandboxed by this worker's agents may not write it
     return url
 
 
@@ -306,7 +335,8 @@ def _database_arguments(p: argparse.ArgumentParser) -> None:
         "--db",
         metavar="URL",
         help="the DBOS system database: sqlite:///PATH or postgresql://... (default: "
-        f"$DBOS_SYSTEM_DATABASE_URL, else {DEFAULT_DATABASE} in the current directory)",
+        f"$DBOS_SYSTEM_DATABASE_URL, else {DEFAULT_DATABASE_FILE} in $KODE_HOME, ~/.kode "
+        "when it is not set)",
     )
     p.add_argument(
         "--app",

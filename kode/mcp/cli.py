@@ -46,6 +46,7 @@ _HTTP_ONLY = (
     ("token_env", "--token-env"),
     ("token_file", "--token-file"),
     ("allow_unauthenticated", "--allow-unauthenticated"),
+    ("header_timeout", "--header-timeout"),
 )
 
 
@@ -65,7 +66,23 @@ def _tokens(args: argparse.Namespace) -> list[str] | str:
             text = Path(args.token_file).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             return f"--token-file {args.token_file}: cannot read it: {exc}"
-        found = [t.strip() for t in text.splitlines() if t.strip() and not t.startswith("#")]
+        found: list[str] = []
+        for number, line in enumerate(text.splitlines(), 1):
+            token = line.strip()
+            if not token or line.startswith("#"):
+                continue
+            if token.startswith("#"):  # else a long enough comment would be a valid token
+                return (
+                    f"--token-file {args.token_file}: line {number} is a '#' comment after "
+                    "spaces: start a comment at the beginning of its line (a token cannot "
+                    "start with '#')"
+                )
+            if any(character.isspace() for character in token):
+                return (
+                    f"--token-file {args.token_file}: line {number} has spaces inside: write "
+                    "one token per line, and comments on lines of their own starting with '#'"
+                )
+            found.append(token)
         if not found:
             return f"--token-file {args.token_file}: the file holds no token (one per line)"
         tokens.extend(found)
@@ -134,6 +151,13 @@ def _serve_logged(args: argparse.Namespace) -> int:
         if isinstance(access, str):
             print(f"kode mcp serve: {access}", file=sys.stderr)
             return 2
+        if args.header_timeout is not None and not args.header_timeout > 0:
+            print(
+                f"kode mcp serve: --header-timeout {args.header_timeout}: give a number of "
+                "seconds above 0",
+                file=sys.stderr,
+            )
+            return 2
     # Over stdio, stdout is the protocol: whatever the modules print while loading goes to
     # stderr instead (while serving, the SDK keeps tools' output off stdout itself).
     quiet: Any = contextlib.redirect_stdout(sys.stderr) if transport == "stdio" else None
@@ -185,7 +209,12 @@ def _serve_logged(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         runner: Any = functools.partial(
-            server.run_http, host=args.host, port=args.http, path=args.path, access=access
+            server.run_http,
+            host=args.host,
+            port=args.http,
+            path=args.path,
+            access=access,
+            **({} if args.header_timeout is None else {"header_timeout": args.header_timeout}),
         )
     else:
         runner = server.run_stdio
@@ -261,6 +290,14 @@ def register(subparsers: Any) -> None:
         "--token-file",
         metavar="PATH",
         help="require a bearer token, any of those in the file PATH (one per line)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="close a connection that has not sent a request's headers SECONDS after it "
+        "connected or after the previous response (default 10)",
     )
     serve.add_argument(
         "--allow-unauthenticated",

@@ -11,7 +11,10 @@ This module owns what `kode.mcp.server.ToolServer` adds to the SDK's streamable 
   (`check_exposure`); `StaticTokenVerifier` is the SDK ``TokenVerifier`` for fixed bearer
   tokens;
 - a client that disconnects while its request runs cancels the request, on the
-  handshake-era protocols too (`DisconnectWatch`; the SDK does it itself for 2026-07-28).
+  handshake-era protocols too (`DisconnectWatch`; the SDK does it itself for 2026-07-28);
+- a connection that does not send a request's headers in time is closed
+  (`header_timeout_protocol`, `HEADER_TIMEOUT`), so idle and half-open connections cannot
+  pile up.
 
 It does not run a server (see `kode.mcp.server`).
 """
@@ -36,12 +39,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = [
     "DISCONNECTED_KEY",
+    "HEADER_TIMEOUT",
     "MIN_TOKEN_CHARS",
     "DisconnectWatch",
     "HTTPAccess",
     "StaticTokenVerifier",
     "check_exposure",
     "disconnected",
+    "header_timeout_protocol",
     "http_app",
     "is_loopback",
     "transport_security",
@@ -52,6 +57,10 @@ DISCONNECTED_KEY = "kode.disconnected"
 
 MIN_TOKEN_CHARS = 16
 """The shortest bearer token `StaticTokenVerifier` accepts."""
+
+HEADER_TIMEOUT = 10.0
+"""Seconds a client has to send a request's headers, counted from when it connects or from the
+end of the previous response; a connection that has not sent them by then is closed."""
 
 _LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 _WILDCARD_BINDS = frozenset({"0.0.0.0", "::", "[::]", ""})
@@ -335,3 +344,64 @@ def http_app(server: Server[Any], *, host: str, path: str, access: HTTPAccess) -
     )
     app.add_middleware(DisconnectWatch)
     return app
+
+
+def header_timeout_protocol(seconds: float = HEADER_TIMEOUT) -> type[Any]:
+    """The HTTP/1.1 protocol of uvicorn (h11), closing a connection whose headers take too long.
+
+    uvicorn times out only the wait between two requests on a kept-alive connection: a
+    connection that sends nothing, or headers a byte at a time, would be held for ever, and
+    enough of them exhaust the server's descriptors. This one gives each request `seconds` to
+    send its headers, from the connection's start or the previous response's end; then the
+    connection is closed without an answer. A request's body and a response's stream (a
+    long-lived SSE stream) are not timed.
+
+    Args:
+        seconds: The time allowed; more than 0.
+
+    Raises:
+        ValueError: `seconds` is not a positive number.
+    """
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise ValueError(f"header timeout must be a number of seconds above 0, not {seconds!r}")
+    import asyncio
+
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class HeaderTimeoutProtocol(H11Protocol):
+        _header_timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            self._start_header_timer()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.conn.their_state is not h11.IDLE:  # the request's headers are in
+                self._stop_header_timer()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
+                self._start_header_timer()  # the next request's headers, on a kept connection
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_header_timer()
+            super().connection_lost(exc)
+
+        def _start_header_timer(self) -> None:
+            self._stop_header_timer()
+            self._header_timer = self.loop.call_later(seconds, self._headers_timed_out)
+
+        def _stop_header_timer(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_timed_out(self) -> None:
+            self._header_timer = None
+            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+                self.transport.close()
+
+    return HeaderTimeoutProtocol

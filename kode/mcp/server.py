@@ -56,7 +56,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kode.mcp.caller import CURRENT_REQUEST, ClientCaller
 from kode.mcp.convert import annotations_for_kind, call_result, output_schema_for
-from kode.mcp.http import HTTPAccess, disconnected, http_app
+from kode.mcp.http import (
+    HEADER_TIMEOUT,
+    HTTPAccess,
+    disconnected,
+    header_timeout_protocol,
+    http_app,
+)
 from kode.mcp.relay import ForwardingLogger, LogItem, relay
 from kode.mcp.served_tasks import TASK_EXECUTION, ServedTasks, TaskReplies, tasks_capability
 from kode.registries.meta import ToolSource
@@ -513,13 +519,17 @@ class ToolServer:
         port: int = 8000,
         path: str = "/mcp",
         access: HTTPAccess | None = None,
+        header_timeout: float = HEADER_TIMEOUT,
     ) -> None:
         """Serve over streamable HTTP on ``http://host:port/path`` until cancelled.
 
-        `host`, `path` and `access` are `streamable_http_app`'s.
+        `host`, `path` and `access` are `streamable_http_app`'s; a connection that has not
+        sent a request's headers `header_timeout` seconds after it connected, or after the
+        previous response, is closed (see `kode.mcp.http.header_timeout_protocol`).
         """
         import uvicorn
 
+        protocol = header_timeout_protocol(header_timeout)
         app = self.streamable_http_app(host=host, path=path, access=access)
         config = uvicorn.Config(
             app,
@@ -527,6 +537,7 @@ class ToolServer:
             port=port,
             log_level="warning",
             lifespan="on",
+            http=protocol,
         )
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.watch)

@@ -25,6 +25,7 @@ import anyio.to_thread
 from kode.sessions._schema import migrate
 from kode.sessions._sql import SQLStore
 from kode.sessions.errors import StoreError
+from kode.trust.protected import protect_database
 
 __all__ = ["SQLiteStore"]
 
@@ -104,6 +105,8 @@ class SQLiteStore(SQLStore):
             raise ValueError(f"busy_timeout must be 0 or more seconds, got {busy_timeout}")
         self.path = str(path) if str(path) == ":memory:" else str(Path(path))
         """The database file (or ``":memory:"``)."""
+        if self.path != ":memory:":
+            protect_database(self.path)  # sandboxed commands of this process may not write it
         self.synchronous: SynchronousMode = mode  # type: ignore[assignment]
         """``"NORMAL"`` or ``"FULL"``."""
         self.busy_timeout = float(busy_timeout)

@@ -3,9 +3,10 @@
 This module owns what a sandboxed ``bash_run`` command may touch and how that is enforced: `Sandbox`
 (the settings of one command, from the `RuntimePolicy` and the workspace) turns into a ``bwrap``
 command line; `sandbox_support` says, once per process and program, whether bubblewrap works here at
-all (it runs it); `seccomp_program` is the system-call filter the sandbox loads. It does not decide
-whether a command needs approval (`kode.builtin.runtime._policy`) and does not run or kill anything
-(`kode.builtin.runtime._processes`, `kode.builtin.runtime._launch_and_kill`).
+all (it runs it). It does not make the system-call filter it loads
+(`kode.trust.seccomp`), decide whether a command needs approval
+(`kode.builtin.runtime._policy`), or run or kill anything (`kode.builtin.runtime._processes`,
+`kode.builtin.runtime._launch_and_kill`).
 
 What a sandboxed command gets:
 
@@ -13,13 +14,19 @@ What a sandboxed command gets:
   ``/var/tmp`` (empty, writable, gone when it ends), a private ``/run`` (sockets of system
   services, such as Docker's, are not reachable), a minimal ``/dev`` and its own ``/proc``;
 - the workspace (root and extra paths) writable under ``workspace-write``, read-only under
-  ``read-only``; the workspace's ``.git`` stays read-only in both (a hook or a config written
-  there would run outside the sandbox, the next time a person uses git);
-- the hidden paths (`DEFAULT_HIDDEN_PATHS`, or the policy's): a directory is replaced by an
-  empty read-only one, a file by an empty file;
+  ``read-only``; what kode or a person later trusts stays read-only in both
+  (`kode.trust.protected`: ``.git``, where a hook or a config would run outside the sandbox
+  the next time a person uses git; ``.kode``, made empty and read-only where there is none;
+  a virtual environment at the root; kode's home and databases, with their SQLite journals);
+- the home directory (``$HOME``) replaced by an empty, writable one of its own, with only
+  `DEFAULT_HOME_PATHS` (per-user toolchains, read-only), the workspace and the Python that
+  runs the supervisor in it;
+- the hidden paths (`DEFAULT_HIDDEN_PATHS`, or the policy's, and kode's home): a directory
+  is replaced by an empty read-only one, a file by an empty file;
 - no network (a network namespace of its own, with only a loopback nobody listens on) unless
-  the policy allows it; no Unix-domain socket either way (a system-call filter refuses to
-  make one, on x86-64 and arm64); no kernel keyrings;
+  the policy allows it; a system-call filter (x86-64 and arm64) that refuses sockets of any
+  family but the network's and netlink (so no Unix-domain socket), io_uring, and
+  `REFUSED_CALLS` (keyrings, BPF, ptrace, mounting, namespaces, ...);
 - a PID namespace of its own: it sees only its own processes, cannot signal anything outside,
   and every process in it dies with the namespace's first process, the command's supervisor
   (``--as-pid-1``), which cannot be signalled from inside and exits when the kode process has
@@ -37,22 +44,32 @@ import contextlib
 import glob
 import logging
 import os
-import platform
-import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from kode.trust.executables import bubblewrap, refusal
 from kode.trust.processes import SAFE_PATH, helper_directory
+from kode.trust.protected import kode_home, protected_paths
+from kode.trust.seccomp import (
+    IO_URING_CALLS,
+    REFUSED_CALLS,
+    SOCKET_FAMILIES,
+    seccomp_fd,
+    seccomp_program,
+)
 
 __all__ = [
     "DEFAULT_HIDDEN_PATHS",
+    "DEFAULT_HOME_PATHS",
+    "IO_URING_CALLS",
+    "REFUSED_CALLS",
     "SANDBOX_MODES",
+    "SOCKET_FAMILIES",
     "Sandbox",
     "SandboxMode",
     "SandboxSupport",
@@ -99,9 +116,26 @@ DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
     "~/.mozilla",
     "~/.config/google-chrome",
     "~/.config/chromium",
+    "~/.config/rclone",
+    "~/.claude/.credentials.json",
+    "~/.claude.json",
+    "~/.codex/auth.json",
+    "~/.cache/huggingface/token",
+    "~/.huggingface/token",
+    "~/.local/share/uv/credentials",
+    "~/.s3cfg",
+    "~/.boto",
+    "~/.env",
+    "~/.kode",
     "~/.bash_history",
     "~/.zsh_history",
     "~/.python_history",
+    "~/.psql_history",
+    "~/.mysql_history",
+    "~/.sqlite_history",
+    "~/.node_repl_history",
+    "~/.lesshst",
+    "~/.local/share/fish/fish_history",
     "/etc/shadow",
     "/etc/shadow-",
     "/etc/gshadow",
@@ -110,10 +144,66 @@ DEFAULT_HIDDEN_PATHS: tuple[str, ...] = (
     "/etc/sudoers.d",
     "/etc/ssh/ssh_host_*_key",
 )
-"""What sandboxed commands see empty by default: credentials of cloud, package and version
-control tools, keys, browser profiles, shell histories, and the system's password hashes and
-host keys. ``~`` is the kode process's home; ``*`` and ``?`` match as in the shell; a relative
-path is taken from the workspace root. Paths that do not exist are skipped."""
+"""What sandboxed commands see empty by default: credentials of cloud, package, version
+control and AI tools, keys, browser profiles, shell and database histories, kode's own home,
+and the system's password hashes and host keys. The home directory is hidden as a whole
+anyway (see `DEFAULT_HOME_PATHS`): these matter where the workspace is, or holds, the home,
+and inside `DEFAULT_HOME_PATHS`. ``~`` is the kode process's home; ``*`` and ``?`` match as
+in the shell; a relative path is taken from the workspace root. Paths that do not exist are
+skipped."""
+
+DEFAULT_HOME_PATHS: tuple[str, ...] = (
+    "~/.local/bin",
+    "~/.local/lib",
+    "~/.local/share/uv/python",
+    "~/.local/share/uv/tools",
+    "~/.local/share/mise/installs",
+    "~/.pyenv",
+    "~/.cargo/bin",
+    "~/.cargo/registry",
+    "~/.cargo/git",
+    "~/.rustup",
+    "~/.nvm",
+    "~/.volta",
+    "~/.bun/bin",
+    "~/.deno/bin",
+    "~/go/bin",
+    "~/go/pkg/mod",
+    "~/sdk",
+    "~/.sdkman/candidates",
+    "~/.asdf/installs",
+    "~/.asdf/shims",
+)
+"""What a sandboxed command sees of the home directory (read-only): programs and language
+toolchains installed per user, and the package sources they build from, without which a
+build or a test run off the system's packages fails; nothing that holds settings or
+credentials (no ``~/.config``, ``~/.cache``, dotfiles). The rest of the home is an empty,
+writable directory that vanishes with the command (as ``/tmp``), so tools may keep caches
+there. The workspace and the Python kode runs on are reachable wherever they are; a home
+that is the workspace or inside it is not hidden (then only `DEFAULT_HIDDEN_PATHS` apply).
+``~`` is the kode process's home (``$HOME``); ``*`` and ``?`` match as in the shell; add
+``"~"`` to see the whole home, read-only."""
+
+_SYSTEM_DIRS = frozenset(
+    {
+        "/",
+        "/bin",
+        "/boot",
+        "/dev",
+        "/etc",
+        "/lib",
+        "/lib64",
+        "/opt",
+        "/proc",
+        "/run",
+        "/sbin",
+        "/srv",
+        "/sys",
+        "/tmp",
+        "/usr",
+        "/var",
+    }
+)
 
 _TMPFS = ("/tmp", "/var/tmp", "/run", "/var/run")
 _PROBE_TIMEOUT = 10.0
@@ -290,88 +380,6 @@ def announce_unavailable(program: str) -> SandboxSupport:
     return support
 
 
-# --- the system-call filter -----------------------------------------------------------------------
-
-# struct sock_filter {u16 code; u8 jt; u8 jf; u32 k}, over struct seccomp_data {int nr; u32 arch;
-# u64 ip; u64 args[6]}: the low half of args[0] is at offset 16 on little-endian machines.
-_LD = 0x20  # BPF_LD | BPF_W | BPF_ABS, at one of these offsets:
-_NR, _ARCH, _ARG0 = 0, 4, 16
-_JEQ = 0x15
-_JSET = 0x45
-_RET = 0x06
-_ALLOW = 0x7FFF0000
-_KILL = 0x80000000
-_EPERM = 0x00050000 | 1
-_AF_UNIX = 1
-
-# arch: (audit arch, socket, socketcall or None, keyring calls, x32 bit)
-_ARCHES: dict[str, list[tuple[int, int, int | None, tuple[int, ...], int]]] = {
-    "x86_64": [
-        (0xC000003E, 41, None, (248, 249, 250), 0x40000000),
-        (0x40000003, 359, 102, (286, 287, 288), 0),  # i386 programs
-    ],
-    "aarch64": [
-        (0xC00000B7, 198, None, (217, 218, 219), 0),
-        (0x40000028, 281, None, (309, 310, 311), 0),  # 32-bit ARM programs
-    ],
-}
-
-
-def seccomp_program(machine: str | None = None) -> bytes | None:
-    """The filter a sandboxed command runs under (`None` on an architecture it does not know).
-
-    It refuses, with EPERM, to create a Unix-domain socket (``socket(AF_UNIX, ...)``, and on
-    32-bit x86 ``socketcall`` altogether) and the kernel keyring calls (``add_key``,
-    ``request_key``, ``keyctl``); it kills x32-ABI calls on x86-64; everything else is allowed.
-    """
-    arches = _ARCHES.get(machine or platform.machine())
-    if arches is None:
-        return None
-    # Assembled with labels, then jump offsets resolved (cBPF jumps only forward).
-    code: list[tuple[int, int | str, int | str, int]] = [(_LD, 0, 0, _ARCH)]
-    for index, (arch, *_) in enumerate(arches):
-        code.append((_JEQ, f"arch{index}", 0, arch))
-    code.append((_RET, 0, 0, _ALLOW))
-    labels: dict[str, int] = {}
-    for index, (_, sock, socketcall, keyring, x32) in enumerate(arches):
-        labels[f"arch{index}"] = len(code)
-        code.append((_LD, 0, 0, _NR))
-        if x32:
-            code.append((_JSET, "kill", 0, x32))
-        for call in (*keyring, *([] if socketcall is None else [socketcall])):
-            code.append((_JEQ, "deny", 0, call))
-        code.append((_JEQ, 0, "allow", sock))
-        code.append((_LD, 0, 0, _ARG0))
-        code.append((_JEQ, "deny", "allow", _AF_UNIX))
-    for label, action in (("allow", _ALLOW), ("deny", _EPERM), ("kill", _KILL)):
-        labels[label] = len(code)
-        code.append((_RET, 0, 0, action))
-
-    def offset(at: int, target: int | str) -> int:
-        return target if isinstance(target, int) else labels[target] - at - 1
-
-    return b"".join(
-        struct.pack("=HBBI", op, offset(at, jt), offset(at, jf), k)
-        for at, (op, jt, jf, k) in enumerate(code)
-    )
-
-
-def seccomp_fd() -> int | None:
-    """A descriptor holding `seccomp_program`, for bubblewrap's ``--seccomp``.
-
-    The caller closes it once bubblewrap has started. `None`: no filter for this machine.
-    """
-    program = seccomp_program()
-    if program is None:
-        return None
-    read, write = os.pipe()
-    try:
-        os.write(write, program)  # a few hundred bytes: far below a pipe's buffer
-    finally:
-        os.close(write)
-    return read
-
-
 # --- one command's sandbox ------------------------------------------------------------------------
 
 
@@ -383,10 +391,13 @@ def _depth(path: str) -> int:
     return len(Path(path).parts)
 
 
-def _hidden(entries: Iterable[str], root: Path) -> list[str]:
+def _hidden(
+    entries: Iterable[str], root: Path, *, unseen: Callable[[str], bool] | None = None
+) -> list[str]:
     """The existing paths `entries` name (``~`` expanded, globs matched).
 
-    The real paths of symlinks among them are added.
+    The real paths of symlinks among them are added. A path `unseen` says the command cannot
+    see anyway is left out, unless it is a symlink (its target may be elsewhere).
     """
     found: list[str] = []
     for entry in entries:
@@ -395,6 +406,8 @@ def _hidden(entries: Iterable[str], root: Path) -> list[str]:
             expanded = str(root / expanded)
         matches = glob.glob(expanded) if glob.has_magic(expanded) else [expanded]
         for match in matches:
+            if unseen is not None and unseen(match) and not os.path.islink(match):
+                continue
             if not os.path.lexists(match):
                 continue
             for path in {os.path.abspath(match), os.path.realpath(match)}:
@@ -417,6 +430,8 @@ class Sandbox:
     """Whether the command may use the network."""
     hidden: tuple[str, ...] = DEFAULT_HIDDEN_PATHS
     """The paths it sees empty (see `DEFAULT_HIDDEN_PATHS` for the syntax)."""
+    home_paths: tuple[str, ...] = DEFAULT_HOME_PATHS
+    """What it sees of the home directory (see `DEFAULT_HOME_PATHS`)."""
     user_namespace: bool = True
     """Whether to give it a user namespace of its own (see `SandboxSupport.user_namespace`)."""
 
@@ -440,21 +455,55 @@ class Sandbox:
         mounts: list[tuple[int, int, list[str]]] = []  # (depth, order, arguments)
         bind = "--bind" if self.mode == "workspace-write" else "--ro-bind"
         roots = [str(r) for r in self.roots if os.path.exists(r)]
+        home = _home(roots, private)
+        if home is not None:  # first at its depth: what is bound inside it goes on top
+            mounts.append((_depth(home), -1, ["--tmpfs", home]))
         for root in roots:
             mounts.append((_depth(root), 0, [bind, root, root]))
-        for path in _runtime_paths(private):
+        hiding = [*private, *([] if home is None else [home])]
+        shown = list(roots)
+        for path in _runtime_paths(hiding):
             mounts.append((_depth(path), 0, ["--ro-bind", path, path]))
+            shown.append(path)
+        if home is not None:
+            for path in _hidden(self.home_paths, Path(home)):
+                if _under(path, home) and not any(_under(path, p) for p in shown):
+                    mounts.append((_depth(path), 0, ["--ro-bind", path, path]))
+                    shown.append(path)
         if self.network:
             resolv = os.path.realpath("/etc/resolv.conf")
             if any(_under(resolv, p) for p in private) and os.path.exists(resolv):
                 mounts.append((_depth(resolv), 0, ["--ro-bind", resolv, resolv]))
-        for root in roots:
-            for path in _git_paths(root):
-                mounts.append((_depth(path), 1, ["--ro-bind", path, path]))
         emptied: list[str] = []
-        for path in _hidden(self.hidden, self.roots[0] if self.roots else cwd):
+        for index, root in enumerate(roots):
+            for protected in protected_paths(root, reserve_kode=index == 0):
+                path = protected.path
+                if any(_under(p, path) for p in hiding):
+                    continue  # never over the private tmpfs or the home (a forged gitdir: /)
+                if protected.missing is None:
+                    mounts.append((_depth(path), 1, ["--ro-bind", path, path]))
+                    shown.append(path)  # hidden paths inside it are hidden still
+                elif self.mode != "workspace-write":
+                    continue  # nothing can be made in a read-only workspace anyway
+                elif protected.missing == "dir":  # made empty, then read-only, on disk too
+                    mounts.append((_depth(path), 1, ["--tmpfs", path]))
+                    emptied.append(path)
+                else:  # an empty file on disk; in the sandbox, writes go to /dev/null
+                    mounts.append((_depth(path), 1, ["--ro-bind", "/dev/null", path]))
+        state = str(kode_home())  # kode's own: memory, databases; not if it holds the workspace
+        hidden = (*self.hidden, *([] if any(_under(r, state) for r in roots) else [state]))
+
+        def unseen(path: str) -> bool:  # in the home's tmpfs, and not shown in it again
+            return (
+                home is not None and _under(path, home) and not any(_under(path, p) for p in shown)
+            )
+
+        for path in _hidden(hidden, self.roots[0] if self.roots else cwd, unseen=unseen):
             if os.path.islink(path) or any(_under(path, p) for p in private):
                 continue  # a link is hidden through its target; a private tmpfs is empty
+            if home is not None and _under(path, home):
+                if not any(_under(path, p) for p in shown):
+                    continue  # the home's tmpfs hides it already
             if os.path.isdir(path):
                 mounts.append((_depth(path), 2, ["--tmpfs", path]))
                 emptied.append(path)
@@ -469,21 +518,18 @@ class Sandbox:
         return argv
 
 
-def _git_paths(root: str) -> list[str]:
-    """The workspace root's ``.git`` to keep read-only, as real paths too.
-
-    A directory; or a worktree's ``.git`` file and the directory its ``gitdir:`` line names.
-    """
-    git = os.path.join(root, ".git")
-    found = {git, os.path.realpath(git)} if os.path.lexists(git) else set()
-    if os.path.isfile(git):
-        with contextlib.suppress(OSError, UnicodeDecodeError):
-            with open(git, encoding="utf-8") as gitfile:
-                first = gitfile.readline().strip()
-            if first.startswith("gitdir:"):
-                named = os.path.join(root, first[len("gitdir:") :].strip())
-                found |= {os.path.abspath(named), os.path.realpath(named)}
-    return sorted(p for p in found if os.path.exists(p))
+def _home(roots: Sequence[str], private: Sequence[str]) -> str | None:
+    """The home directory to hide, or `None`: none, a system directory, or in the workspace."""
+    home = os.path.abspath(os.path.expanduser("~"))
+    if home in _SYSTEM_DIRS or not os.path.isdir(home) or os.path.islink(home):
+        return None
+    if any(_under(home, p) for p in private):
+        return None  # a private tmpfs hides it already
+    real = os.path.realpath(home)
+    for root in roots:
+        if _under(home, root) or _under(real, os.path.realpath(root)):
+            return None  # the workspace, home included, is the user's choice
+    return home
 
 
 def _runtime_paths(private: Sequence[str]) -> list[str]:

@@ -344,6 +344,49 @@ def test_writes_inside_git_ask_for_approval(
     assert fs_read.requires_approval is None
 
 
+@pytest.mark.parametrize(
+    ("path", "asks"),
+    [
+        (".kode/memory.md", True),
+        (".kode/rules.toml", True),
+        (".KODE/memory.md", True),
+        (".kode", True),
+        (".venv/lib/python3.11/site-packages/x.pth", True),
+        (".venv/bin/python", True),
+        ("venv/bin/activate", True),
+        (".direnv/python-3.11/bin/python", True),
+        ("data/sessions.sqlite", True),  # a store kode opened
+        ("data/sessions.sqlite-journal", True),  # SQLite would replay it into the store
+        ("state/memory.md", True),  # $KODE_HOME, inside the workspace here
+        ("src/kode.md", False),
+        ("kode/app.py", False),
+        (".kodex", False),
+        ("venvs/notes.md", False),
+        ("data/other.sqlite", False),
+    ],
+)
+def test_writes_where_kode_trusts_later_ask_for_approval(
+    path: str, asks: bool, ctx: ToolContext, ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in the sandbox: .kode/, a virtual environment at the root, kode's own databases."""
+    from kode.builtin.fs.patch import apply_patch
+    from kode.sessions import SQLiteStore
+
+    (ws / "data").mkdir()
+    SQLiteStore(ws / "data" / "sessions.sqlite")  # recorded as kode's when made
+    monkeypatch.setenv("KODE_HOME", str(ws / "state"))
+    for tool in (fs_write, fs_edit, fs_multi_edit):
+        check = tool.requires_approval
+        assert callable(check)
+        reason = check({"path": path}, ctx)
+        assert (reason is not None and "kode later trusts" in reason) == asks, (tool.name, reason)
+    patch = f"*** Begin Patch\n*** Add File: {path}\n+x\n*** End Patch\n"
+    check = apply_patch.requires_approval
+    assert callable(check)
+    if path != ".kode":  # a directory cannot be added as a file
+        assert (check({"patch": patch}, ctx) is not None) == asks, path
+
+
 async def test_an_agent_asks_before_writing_git_config(tmp_path: Path) -> None:
     ws = tmp_path / "repo"
     (ws / ".git").mkdir(parents=True)

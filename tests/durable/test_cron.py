@@ -5,6 +5,7 @@ and restart; ``kode schedules`` lists and removes it from another process."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -169,6 +170,31 @@ def test_the_cli_adds_lists_and_refuses_with_what_to_write(tmp_path: Path) -> No
     )
     assert nothing.returncode == 2
     assert "no durable agents to run: name a module that makes them" in nothing.stderr
+
+
+def test_the_system_database_is_in_kode_home_unless_named(tmp_path: Path) -> None:
+    """Not in the current directory, where a command an agent runs could add a schedule."""
+    project, home = tmp_path / "project", tmp_path / "kode-home"
+    project.mkdir()
+
+    def schedules(**env: str) -> subprocess.CompletedProcess[str]:
+        clean = {k: v for k, v in os.environ.items() if k != "DBOS_SYSTEM_DATABASE_URL"}
+        return subprocess.run(
+            [sys.executable, "-m", "kode", "schedules", "list"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=project,
+            env={**clean, "KODE_HOME": str(home), **env},
+        )
+
+    default = schedules()
+    assert default.returncode == 2
+    assert f"sqlite:///{home / 'dbos.sqlite'} holds no DBOS tables yet" in default.stderr
+    assert list(project.iterdir()) == []
+    assert (home.stat().st_mode & 0o777) == 0o700  # made private: runs' arguments live there
+    named = schedules(DBOS_SYSTEM_DATABASE_URL=f"sqlite:///{tmp_path / 'named.sqlite'}")
+    assert f"sqlite:///{tmp_path / 'named.sqlite'} holds no DBOS tables yet" in named.stderr
 
 
 def wait_for_workflow(client: object, name: str, status: str) -> object:

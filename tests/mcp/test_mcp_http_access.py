@@ -199,6 +199,54 @@ async def test_the_official_client_needs_the_token(
     assert status == 401
 
 
+# --- connections that never send their headers --------------------------------------------------
+
+
+def closed_by_server(sock: socket.socket) -> bool:
+    """Whether the server closed `sock` (end of file, or a reset), without blocking."""
+    try:
+        return sock.recv(4096, socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+async def test_connections_that_do_not_send_their_headers_are_closed(start: Any) -> None:
+    """Silent and half-sent connections are closed after --header-timeout; requests still work."""
+    server = start("--header-timeout", "1")
+    held: list[socket.socket] = []
+    try:
+        for index in range(120):
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            if index % 3 == 1:  # a request line and part of the headers, never finished
+                sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: app")
+            elif index % 3 == 2:  # a complete request, then a kept connection that half-asks
+                sock.sendall(b"GET /nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                assert sock.recv(4096).startswith(b"HTTP/1.1 ")
+                sock.sendall(b"GET /nothing HTTP/1.1\r\nHo")
+            held.append(sock)
+        status, _, text = await apost(server, INITIALIZE)  # served meanwhile
+        assert status == 200, text
+        deadline = anyio.current_time() + 10
+        while not all(closed_by_server(s) for s in held):
+            assert anyio.current_time() < deadline, "held connections were not closed"
+            await anyio.sleep(0.1)
+    finally:
+        for sock in held:
+            sock.close()
+
+
+def test_a_bad_header_timeout_is_a_clear_error(
+    kode_tools: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["mcp", "serve", str(kode_tools), "--http", str(free_port()), "--header-timeout", "0"]
+    assert main(argv) == 2
+    assert "--header-timeout 0.0: give a number of seconds above 0" in capsys.readouterr().err
+    assert main(["mcp", "serve", str(kode_tools), "--header-timeout", "5"]) == 2
+    assert "--header-timeout only apply with --http PORT" in capsys.readouterr().err
+
+
 # --- refusing an open server beyond this machine -----------------------------------------------
 
 
@@ -225,6 +273,37 @@ def test_bad_access_options_are_clear_errors(
 ) -> None:
     assert main(["mcp", "serve", str(kode_tools), "--http", str(free_port()), *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "   # the token of the staging proxy, rotated monthly\n",
+            "line 1 is a '#' comment after spaces: start a comment at the beginning of its line",
+        ),
+        (
+            f"# fine\n{TOKEN}\n\t# rotated monthly, the next one below\n",
+            "line 3 is a '#' comment after spaces",
+        ),
+        (f"{TOKEN} # the current one\n", "line 1 has spaces inside: write one token per line"),
+        ("# only a comment\n\n", "the file holds no token (one per line)"),
+    ],
+    ids=["indented-comment", "tab-comment-after-a-token", "trailing-comment", "no-token"],
+)
+def test_a_token_file_takes_tokens_only(
+    kode_tools: Path,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    text: str,
+    message: str,
+) -> None:
+    """A comment line is never a token, indented or not, however long it is."""
+    tokens = tmp_path / "tokens"
+    tokens.write_text(text)
+    argv = ["--token-file", str(tokens)]
+    assert main(["mcp", "serve", str(kode_tools), "--http", str(free_port()), *argv]) == 2
+    assert f"--token-file {tokens}: {message}" in capsys.readouterr().err
 
 
 def test_http_options_need_http(kode_tools: Path, capsys: pytest.CaptureFixture[str]) -> None:

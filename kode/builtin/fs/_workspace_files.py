@@ -26,6 +26,7 @@ from kode.builtin.fs._safe_open import is_swapped, open_dir, open_file, open_par
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.workspace import Workspace
+from kode.trust.protected import protected_reason
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -487,7 +488,9 @@ def in_git_dir(arguments: dict[str, Any], ctx: ToolContext[Any] | None = None) -
     way that looks like a git directory once the file is written (``HEAD`` beside ``objects``,
     ``refs``, ``commondir`` or ``gitdir``), whatever its name: git takes such a directory for
     a repository, and a model could otherwise build one file by file. Names are compared
-    without case, for case-insensitive file systems. Any other path: `None`, no opinion (the
+    without case, for case-insensitive file systems. So does a path the sandbox never lets a
+    command write either (`kode.trust.protected.protected_reason`: ``.kode/``, a virtual
+    environment at the root, kode's databases). Any other path: `None`, no opinion (the
     agent's permission mode decides, as for a write tool without this function).
     """
     path = arguments.get("path")
@@ -508,6 +511,10 @@ def in_git_dir(arguments: dict[str, Any], ctx: ToolContext[Any] | None = None) -
         return GIT_WRITE_REASON
     if found is not None and _makes_git_dir(*found):
         return GIT_DIR_REASON
+    if found is not None:  # .kode/, a virtual environment, kode's databases: as the sandbox
+        reason = protected_reason(*found)
+        if reason is not None:
+            return reason
     return None  # no opinion: the agent's mode decides, as for any write
 
 

@@ -40,6 +40,7 @@ from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import ToolResult, text_result
 from kode.tools.workspace import Workspace
+from kode.trust.protected import kode_home
 
 __all__ = [
     "MAX_FACT_CHARS",
@@ -72,9 +73,7 @@ Scope = Literal["workspace", "user"]
 
 def user_memory_path() -> Path:
     """The user's memory file: ``$KODE_HOME/memory.md``, or ``~/.kode/memory.md``."""
-    home = os.environ.get("KODE_HOME")
-    base = Path(home).expanduser() if home else Path.home() / ".kode"
-    return base.resolve() / "memory.md"
+    return kode_home().resolve() / "memory.md"
 
 
 def _user_target() -> Target:

@@ -20,11 +20,15 @@ block-list of the obviously destructive, refused before anything runs; a ``secur
 - ``sandbox`` (``workspace-write | read-only | off``): *what a command that skips approval may
   touch*. Every such command runs in an OS sandbox (Linux, bubblewrap; see
   `kode.trust.sandbox`): the file system read-only except the workspace
-  (``workspace-write``; ``read-only`` keeps that read-only too) and a private ``/tmp``; the
-  workspace's ``.git`` read-only; credentials and keys hidden (``hidden_paths``:
-  ``~/.ssh``, ``~/.aws``, ``~/.config/gcloud``, ``~/.netrc``, ``/etc/shadow``, ...); no
-  network unless ``network=True``, and no Unix sockets; a PID namespace of its own, killed
-  with the kode process, from which no process outside can be seen or signalled. A command a
+  (``workspace-write``; ``read-only`` keeps that read-only too) and a private ``/tmp``; what
+  kode or a person later trusts read-only even in the workspace (``.git``, ``.kode``, a
+  virtual environment at the root, kode's databases: `kode.trust.protected`); the home
+  directory replaced by an empty scratch one, but for per-user toolchains (``home_paths``)
+  and the workspace; credentials and keys hidden (``hidden_paths``: ``~/.ssh``, ``~/.aws``,
+  ``~/.netrc``, ``/etc/shadow``, ...); no network unless ``network=True``, no Unix sockets,
+  no io_uring, and none of the system calls a command never needs; a PID namespace of its
+  own, killed with the kode process, from which no process outside can be seen or
+  signalled. A command a
   person approved runs outside the sandbox, with the kode process's rights (it may need the
   network, or a cache in the home directory). ``sandbox="off"`` runs every command that way.
 
@@ -104,6 +108,10 @@ from kode.tools.invocation import Display
 from kode.tools.results import TextBlock, ToolResult
 from kode.tools.services import ServiceKey
 from kode.trust.sandbox import (
+    DEFAULT_HOME_PATHS,
+    IO_URING_CALLS,
+    REFUSED_CALLS,
+    SOCKET_FAMILIES,
     Sandbox,
     SandboxSupport,
     announce_unavailable,
@@ -114,10 +122,14 @@ from kode.trust.sandbox import (
 __all__ = [
     "DEFAULT_BLOCKED",
     "DEFAULT_HIDDEN_PATHS",
+    "DEFAULT_HOME_PATHS",
     "DEFAULT_SAFE_COMMANDS",
     "GROUP",
+    "IO_URING_CALLS",
     "POLICY",
     "PROCESSES",
+    "REFUSED_CALLS",
+    "SOCKET_FAMILIES",
     "BlockRule",
     "CommandCheck",
     "ProcessManager",
@@ -328,6 +340,7 @@ def _sandbox_for(
         roots=_roots(ctx),
         network=policy.network,
         hidden=policy.hidden_paths,
+        home_paths=policy.home_paths,
         user_namespace=support.user_namespace,
     )
 

