@@ -19,7 +19,8 @@ from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
 
 import anyio
 import anyio.to_thread
-from pydantic.json_schema import GenerateJsonSchema
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
 from kode.tools.blocking import BLOCKED_LOOP_SECONDS, StepTimer, drive, report_blocked
 from kode.tools.context import ToolContext
@@ -35,6 +36,7 @@ from kode.tools.display import format_signature, tool_markdown
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.invocation import DescribeFunc
 from kode.tools.kinds import Kind
+from kode.tools.numbers import is_gate
 from kode.tools.results import (
     Image,
     ToolResult,
@@ -68,6 +70,12 @@ class JsonSchemaGenerator(GenerateJsonSchema):
         if kind in _PLAIN_DEFAULTS and (kind is not float or math.isfinite(dft)):
             return dft
         return super().encode_default(dft)
+
+    def chain_schema(self, schema: core_schema.ChainSchema) -> JsonSchemaValue:
+        """A number behind kode's boolean gate is shown as the number it is."""
+        if is_gate(schema):
+            return self.generate_inner(schema["steps"][-1])
+        return super().chain_schema(schema)
 
 
 _PLAIN_DEFAULTS = frozenset({str, int, float, bool, type(None)})
