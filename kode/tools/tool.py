@@ -22,7 +22,13 @@ import anyio.to_thread
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
 from pydantic_core import core_schema
 
-from kode.tools.blocking import BLOCKED_LOOP_SECONDS, StepTimer, drive, report_blocked
+from kode.tools.blocking import (
+    BLOCKED_LOOP_SECONDS,
+    StepTimer,
+    drive,
+    report_blocked,
+    stopped_since,
+)
 from kode.tools.context import ToolContext
 from kode.tools.dialects import (
     Dialect,
@@ -593,6 +599,8 @@ class Tool(Generic[P, R]):
                 if self.is_async:  # a slow call: time the next one's steps too
                     self._watch_next = True
                     held = 0.0 if timer is None else timer.longest
+                elif stopped_since(started):  # the whole process was stopped, not the tool
+                    held = 0.0
                 if held >= BLOCKED_LOOP_SECONDS:
                     return report_blocked(
                         result, self.name, held, limit, inline=not self.is_async, ctx=ctx
@@ -643,8 +651,16 @@ class Tool(Generic[P, R]):
 
     def _failure(self, exc: BaseException, ctx: ToolContext[Any] | None = None) -> ToolResult:
         logger = ctx.logger if ctx is not None else _logger
-        logger.error("Tool %r raised %s", self.name, type(exc).__name__, exc_info=exc)
         text = str(exc)
+        # Handled: the model is told. One line says so (Python's last-resort handler prints
+        # warnings to stderr when nothing is configured); the traceback is for those who ask.
+        logger.warning(
+            "Tool %r raised %s%s (the error went to the model; its traceback is logged at DEBUG)",
+            self.name,
+            type(exc).__name__,
+            f": {text.splitlines()[0][:200]}" if text.strip() else "",
+        )
+        logger.debug("Tool %r raised %s", self.name, type(exc).__name__, exc_info=exc)
         return error_result(
             f"Tool '{self.name}' failed: {type(exc).__name__}: {text}"
             if text
