@@ -513,11 +513,18 @@ class ToolServer:
         port: int = 8000,
         path: str = "/mcp",
         access: HTTPAccess | None = None,
+        on_listening: Callable[[int], None] | None = None,
     ) -> None:
         """Serve over streamable HTTP on ``http://host:port/path`` until cancelled.
 
-        `host`, `path` and `access` are `streamable_http_app`'s.
+        `host`, `path` and `access` are `streamable_http_app`'s. The socket is bound first, so
+        `on_listening` is called with the port it got (port 0: one the system chose).
+
+        Raises:
+            OSError: the address cannot be bound (the port is taken, the host is not local).
         """
+        import socket
+
         import uvicorn
 
         app = self.streamable_http_app(host=host, path=path, access=access)
@@ -528,10 +535,21 @@ class ToolServer:
             log_level="warning",
             lifespan="on",
         )
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self.watch)
-            await uvicorn.Server(config).serve()
-            tg.cancel_scope.cancel()
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(config.backlog)  # connections wait from here, before uvicorn starts
+        except OSError:
+            sock.close()
+            raise
+        with sock:
+            if on_listening is not None:
+                on_listening(int(sock.getsockname()[1]))
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.watch)
+                await uvicorn.Server(config).serve(sockets=[sock])
+                tg.cancel_scope.cancel()
 
 
 async def serve_async(

@@ -426,6 +426,22 @@ def openai_strict_schema(schema: JsonSchema) -> JsonSchema | None:
     return _strict_or_reason(schema)[0]
 
 
+_SAID: set[str] = set()
+
+
+def strict_limit_message(name: str, reason: str) -> str:
+    """The warning for a tool sent without strict mode because of one of OpenAI's limits."""
+    return f"tool {name!r} is sent to OpenAI without strict mode: its schema has {reason}"
+
+
+def strict_limit_said(message: str) -> bool:
+    """Whether this process logged `message` already; from now on, it has."""
+    if message in _SAID:
+        return True
+    _SAID.add(message)
+    return False
+
+
 def openai_declaration(
     name: str, description: str, schema: JsonSchema, *, strict: bool | None = None
 ) -> JsonSchema:
@@ -447,10 +463,11 @@ def openai_declaration(
             )
         if parameters is None and "OpenAI strict mode's limit" in reason:
             # Unlike a dict or a tuple, which strict mode can never take, a limit is passed
-            # by a schema that looks strict-ready: say why it is not.
-            _logger.warning(
-                "tool %r is sent to OpenAI without strict mode: its schema has %s", name, reason
-            )
+            # by a schema that looks strict-ready: say why it is not (once: a declaration is
+            # made for every request, and a registry may have said it already).
+            message = strict_limit_message(name, reason)
+            if not strict_limit_said(message):
+                _logger.warning("%s", message)
     use_strict = parameters is not None
     function: JsonSchema = {
         "name": name,

@@ -653,12 +653,14 @@ class Tool(Generic[P, R]):
         logger = ctx.logger if ctx is not None else _logger
         text = str(exc)
         # Handled: the model is told. One line says so (Python's last-resort handler prints
-        # warnings to stderr when nothing is configured); the traceback is for those who ask.
+        # warnings to stderr when nothing is configured); the traceback is for those who ask,
+        # at DEBUG. The exception rides along for handlers that say where it was raised.
         logger.warning(
-            "Tool %r raised %s%s (the error went to the model; its traceback is logged at DEBUG)",
+            "Tool %r raised %s%s",
             self.name,
             type(exc).__name__,
-            f": {text.splitlines()[0][:200]}" if text.strip() else "",
+            f": {text.strip().splitlines()[0][:200]}" if text.strip() else "",
+            extra={"kode_exception": exc},
         )
         logger.debug("Tool %r raised %s", self.name, type(exc).__name__, exc_info=exc)
         return error_result(
