@@ -226,7 +226,11 @@ def _misfit_defaults(model: type[BaseModel], field_to_param: Mapping[str, str]) 
                 f"parameter '{field_to_param.get(fname, fname)}' has the default "
                 f"{reprlib.repr(info.default)}, which does not fit its type"
                 f"{' at ' + where if where else ''} ({error['msg'][:1].lower()}{error['msg'][1:]}):"
-                " give a default of the parameter's type"
+                + (
+                    " say the parameter may be None, `X | None = None`"
+                    if info.default is None
+                    else " give a default of the parameter's type"
+                )
             )
     return problems
 

@@ -769,6 +769,13 @@ def test_a_default_that_does_not_fit_its_type_is_refused() -> None:
     assert "parameter 'count' has the default '1', which does not fit its type" in message
     assert "'ratio'" not in message  # an int for a float is a float's value
 
+    def implicit(name: str = None) -> str:  # type: ignore[assignment]  # noqa: RUF013
+        """Implicit Optional."""
+        return name
+
+    with pytest.raises(ToolDefinitionError, match=r"say the parameter may be None, `X \| None"):
+        make(implicit)
+
 
 def test_a_default_outside_its_constraints_is_refused() -> None:
     def page(size: Annotated[int, Field(ge=1)] = 0, tags: list[str] = [1]) -> str:  # type: ignore[list-item]  # noqa: B006
