@@ -130,7 +130,8 @@ def test_the_cli_adds_lists_and_refuses_with_what_to_write(tmp_path: Path) -> No
     db = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
     empty = kode("schedules", "list", db=db)
     assert empty.returncode == 2
-    assert "holds no DBOS tables yet: start a worker on it first" in empty.stderr
+    assert "does not exist: start a worker on it first" in empty.stderr
+    assert not (tmp_path / "dbos.sqlite").exists()
     Worker(tmp_path, db).stop()  # a worker creates the system database's tables
     added = kode(
         "schedules",
