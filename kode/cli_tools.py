@@ -753,14 +753,17 @@ def _busy_threads() -> list[threading.Thread]:
 
 
 def _abandon(busy: list[threading.Thread]) -> None:
-    """End the process now: Python would wait for `busy` (a sync tool's thread) to return.
+    """End the process now: Python would wait for `busy` to return before exiting.
 
-    A thread cannot be stopped from outside; the interrupted call's result would be discarded
-    anyway, and its history already says it was interrupted. What the tool had done stays done.
+    They are the threads of sync tool calls (kode's own threads are daemons), or threads a
+    tool started. A thread cannot be stopped from outside; the interrupted call's result would
+    be discarded anyway, and its history already says it was interrupted. What the tool had
+    done stays done.
     """
+    count = f"{len(busy)} thread{'s' if len(busy) > 1 else ''}"
     print(
-        f"kode: interrupted ({len(busy)} sync tool call{'s' if len(busy) > 1 else ''} still "
-        "running in a thread, abandoned: what it had done stays done)",
+        f"kode: interrupted ({count} of a tool still running, abandoned: what it had done "
+        "stays done)",
         file=sys.stderr,
     )
     sys.stdout.flush()

@@ -459,8 +459,8 @@ def test_ctrl_c_ends_the_run_while_a_sync_tool_sleeps(
     assert not (marks / "woke").exists()  # ended before the tool's thread did
     assert code == 130, stderr
     assert stderr == (
-        "kode: interrupted (1 sync tool call still running in a thread, abandoned: what it "
-        "had done stays done)\n"
+        "kode: interrupted (1 thread of a tool still running, abandoned: what it had done "
+        "stays done)\n"
     )
     assert "never said" not in stdout
 
