@@ -12,7 +12,7 @@ else: the schema published to a model is the model's own and is not touched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, GetCoreSchemaHandler
@@ -46,15 +46,35 @@ _VALUE_KEYS = frozenset(
 )
 
 
-def _gated(node: Any, own: type[BaseModel]) -> Any:
+def _ours(definition: Mapping[str, Any]) -> bool:
+    """Whether a referenced definition is made for this build alone, so it may be changed.
+
+    A TypedDict's or a plain dataclass's is; a pydantic dataclass keeps its own schema (and
+    rules), as a model does.
+    """
+    kind = definition.get("type")
+    if kind == "typed-dict":
+        return True
+    cls = definition.get("cls")
+    return kind == "dataclass" and "__pydantic_core_schema__" not in vars(cls or object)
+
+
+def _gated(
+    node: Any,
+    own: type[BaseModel],
+    resolve: Callable[[Any], Any] | None = None,
+) -> Any:
     """A copy of core schema `node` with every lax int and float gated.
 
     Only dicts and lists are copied; other values (classes, functions) are shared. A nested
     model other than `own` is left whole: pydantic uses that model's own validator for it.
-    Iterative over an explicit stack, so a deep schema does not exhaust Python's.
+    The definitions `resolve` finds for a reference (a TypedDict's, a plain dataclass's) are
+    gated where they are, being this build's own. Iterative over an explicit stack, so a deep
+    schema does not exhaust Python's.
     """
     root: list[Any] = [node]
     stack: list[tuple[Any, Any]] = [(root, 0)]
+    seen: set[str] = set()
     while stack:
         parent, key = stack.pop()
         value = parent[key]
@@ -66,6 +86,18 @@ def _gated(node: Any, own: type[BaseModel]) -> Any:
                 )
                 continue
             if kind == "model" and value.get("cls") is not own:
+                continue
+            if kind == "definition-ref":
+                ref = value.get("schema_ref")
+                if resolve is not None and isinstance(ref, str) and ref not in seen:
+                    seen.add(ref)
+                    target = resolve(value)
+                    if isinstance(target, dict) and _ours(target):
+                        stack.extend(
+                            (target, k)
+                            for k, v in target.items()
+                            if k not in _VALUE_KEYS and isinstance(v, dict | list)
+                        )
                 continue
             copied = dict(value)
             parent[key] = copied
@@ -87,8 +119,9 @@ class ArgumentsModel(BaseModel):
     """The base of every tool's argument model: lax ints and floats refuse booleans.
 
     pydantic calls this hook while it builds the subclass, so the validator it makes is built
-    from the gated schema. A nested pydantic model of the user's keeps its own validator
-    (pydantic reuses it), and with it its own rules.
+    from the gated schema. A nested pydantic model or pydantic dataclass of the user's keeps
+    its own validator (pydantic reuses it), and with it its own rules; a TypedDict or a plain
+    dataclass, whose schema pydantic makes for this model alone, is gated too.
     """
 
     model_config = ConfigDict(
@@ -103,7 +136,7 @@ class ArgumentsModel(BaseModel):
         cls, source: type[BaseModel], handler: GetCoreSchemaHandler
     ) -> core_schema.CoreSchema:
         """The schema pydantic makes for the arguments, with booleans refused for numbers."""
-        schema: core_schema.CoreSchema = _gated(handler(source), source)
+        schema: core_schema.CoreSchema = _gated(handler(source), source, handler.resolve_ref_schema)
         return schema
 
 

@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel, Field, StrictInt
+from pydantic.dataclasses import dataclass as pydantic_dataclass
+from typing_extensions import TypedDict
 
 from kode import Tool, ToolError, define_tool
 
@@ -21,7 +23,16 @@ class Window:
     scale: float = 1.0
 
 
+class Span(TypedDict):
+    width: float
+
+
 class Inner(BaseModel):
+    count: int
+
+
+@pydantic_dataclass
+class Exact:
     count: int
 
 
@@ -33,6 +44,7 @@ def counts(
     by_name: dict[str, float] | None = None,
     pair: tuple[int, float] | None = None,
     window: Window | None = None,
+    span: Span | None = None,
     either: int | bool = 0,
 ) -> str:
     """Count.
@@ -45,6 +57,7 @@ def counts(
         by_name: Ratios by name.
         pair: A count and a ratio.
         window: A window.
+        span: A span.
         either: A count or a flag.
     """
     return "ok"
@@ -59,6 +72,8 @@ def counts(
         ({"n": 1, "ratio": 1, "items": [1, True]}, "'items[1]'", "should be a valid integer"),
         ({"n": 1, "ratio": 1, "by_name": {"a": True}}, "'by_name.a'", "should be a valid number"),
         ({"n": 1, "ratio": 1, "pair": [1, True]}, "'pair[1]'", "should be a valid number"),
+        ({"n": 1, "ratio": 1, "window": {"start": True}}, "'window.start'", "valid integer"),
+        ({"n": 1, "ratio": 1, "span": {"width": False}}, "'span.width'", "valid number"),
     ],
 )
 def test_booleans_are_refused_for_numbers(
@@ -118,25 +133,32 @@ def test_the_published_schema_is_unchanged() -> None:
     assert props["items"]["anyOf"][0] == {"items": {"type": "integer"}, "type": "array"}
 
 
-def test_a_users_own_model_or_dataclass_keeps_its_own_rules() -> None:
-    # pydantic validates a nested model with that model's own validator, and a dataclass by its
-    # own definition: their fields follow their own rules (StrictInt there is the user's choice).
-    def take(inner: Inner, exact: StrictInt = 1) -> str:
+def test_a_pydantic_model_or_dataclass_keeps_its_own_rules() -> None:
+    # pydantic validates them with their own validators: their fields follow their own rules
+    # (StrictInt there is the user's choice). A plain dataclass and a TypedDict are gated.
+    def take(inner: Inner, made: Exact, exact: StrictInt = 1) -> str:
         """Take.
 
         Args:
             inner: A model.
+            made: A pydantic dataclass.
             exact: An exact count.
         """
         return "ok"
 
     tool = make(take)
-    assert tool.validate({"inner": {"count": True}})["inner"] == Inner(count=1)
-    assert make(counts).validate({"n": 1, "ratio": 1, "window": {"start": True}})[
-        "window"
-    ] == Window(start=1)
+    taken = tool.validate({"inner": {"count": True}, "made": {"count": True}})
+    assert taken["inner"] == Inner(count=1)
+    assert taken["made"] == Exact(count=1)
     with pytest.raises(ToolError, match="'exact' should be a valid integer"):
-        tool.validate({"inner": {"count": 1}, "exact": "1"})
+        tool.validate({"inner": {"count": 1}, "made": {"count": 1}, "exact": "1"})
+
+
+def test_a_plain_dataclass_outside_a_tool_keeps_lax_mode() -> None:
+    from pydantic import TypeAdapter
+
+    make(counts)  # gating its definition for the tool changes nothing elsewhere
+    assert TypeAdapter(Window).validate_python({"start": True}) == Window(start=1)
 
 
 def test_validation_stays_pure() -> None:
