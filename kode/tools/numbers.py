@@ -91,7 +91,10 @@ def _gated(
                 ref = value.get("schema_ref")
                 if resolve is not None and isinstance(ref, str) and ref not in seen:
                     seen.add(ref)
-                    target = resolve(value)
+                    try:
+                        target = resolve(value)
+                    except LookupError:  # not made yet (pydantic makes it later): left as is
+                        continue
                     if isinstance(target, dict) and _ours(target):
                         stack.extend(
                             (target, k)

@@ -163,3 +163,25 @@ def test_a_plain_dataclass_outside_a_tool_keeps_lax_mode() -> None:
 
 def test_validation_stays_pure() -> None:
     assert make(counts).pure_validation is True
+
+
+@dataclasses.dataclass
+class Node:
+    value: int
+    children: list[Node] = dataclasses.field(default_factory=list)
+
+
+def test_a_recursive_dataclass_is_gated_at_every_level() -> None:
+    def walk(root: Node) -> str:
+        """Walk a tree.
+
+        Args:
+            root: The root.
+        """
+        return "ok"
+
+    tool = make(walk)
+    tree = tool.validate({"root": {"value": 1, "children": [{"value": "2"}]}})["root"]
+    assert tree == Node(value=1, children=[Node(value=2)])
+    with pytest.raises(ToolError, match=r"'root.children\[0\].value' should be a valid integer"):
+        tool.validate({"root": {"value": 1, "children": [{"value": True}]}})
