@@ -95,12 +95,17 @@ class OneLineFormatter(logging.Formatter):
         level = "" if record.levelno >= logging.ERROR else f"{record.levelname.lower()}: "
         exc = record.exc_info[1] if record.exc_info else None
         if exc is None:
-            return f"kode: {level}{message}"
-        name = type(exc).__name__
-        said = _first_line(str(exc))
-        if not message.endswith(name):  # "Tool 'x' raised KeyError" names the type already
-            message = f"{message}: {name}"
-        line = f"kode: {level}{message}" + (f": {said}" if said else "")
+            # A handled tool error names its exception's type and message itself.
+            exc = getattr(record, "kode_exception", None)
+            if not isinstance(exc, BaseException):
+                return f"kode: {level}{message}"
+            line = f"kode: {level}{message}"
+        else:
+            name = type(exc).__name__
+            said = _first_line(str(exc))
+            if not message.endswith(name):  # "Tool 'x' raised KeyError" names the type already
+                message = f"{message}: {name}"
+            line = f"kode: {level}{message}" + (f": {said}" if said else "")
         where = where_raised(exc, function=True)
         if where is not None:
             line += f" (at {where})"
@@ -108,6 +113,10 @@ class OneLineFormatter(logging.Formatter):
             self._hinted = True
             line += " [--verbose shows the traceback]"
         return line
+
+
+def _with_traceback_or_info(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.INFO or record.exc_info is not None
 
 
 class LogFileError(Exception):
@@ -170,8 +179,13 @@ def logging_for(args: argparse.Namespace) -> Iterator[None]:
         handlers.append(to_file)
     level = logger.level
     if verbose or log_file:
-        if logger.getEffectiveLevel() > logging.INFO:
-            logger.setLevel(logging.INFO)
+        # INFO and up, and the DEBUG records that carry a traceback (a tool that raised).
+        if logger.getEffectiveLevel() > logging.DEBUG:
+            logger.setLevel(logging.DEBUG)
+        for handler in handlers:
+            if handler.level <= logging.INFO:
+                handler.setLevel(logging.DEBUG)
+                handler.addFilter(_with_traceback_or_info)
     for handler in handlers:
         logger.addHandler(handler)
     try:

@@ -11,8 +11,10 @@ import argparse
 import importlib
 import importlib.util
 import json
+import logging
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -537,8 +539,16 @@ async def _elicit(request: Any) -> Any:
     return ElicitationReply(action="accept", content=content)
 
 
+_ASKED = "asked:"
+"""`_show`'s key prefix for the seconds a call waited at its approval prompt."""
+
+
 async def _show(agent: Any, event: Any, started: dict[str, float]) -> int:
-    """Print one event of ``kode run``; return 1 for an error event."""
+    """Print one event of ``kode run``; return 1 for an error event.
+
+    `started` holds when each call started, and (under ``asked:<call id>``) how long it waited
+    for an approval, left out of the duration shown.
+    """
     from kode.agent import events as ev
 
     if isinstance(event, ev.TextDelta):
@@ -554,11 +564,18 @@ async def _show(agent: Any, event: Any, started: dict[str, float]) -> int:
     elif isinstance(event, ev.ToolEnd):
         mark = "✗" if event.is_error else "✓"
         first = _first_line(event.result.text, 100)
-        print(f"  {mark} {event.name} ({event.duration:.2f} s) {first}", flush=True)
+        # The call's own time: not the time a person took to answer its approval prompt.
+        took = max(0.0, event.duration - started.pop(_ASKED + event.call_id, 0.0))
+        print(f"  {mark} {event.name} ({took:.2f} s) {first}", flush=True)
         if event.display is not None and event.display.text:
             print(_indented(event.display.text), flush=True)
     elif isinstance(event, ev.ApprovalRequired):
-        await _approve(agent, event)
+        asked = time.monotonic()
+        try:
+            await _approve(agent, event)
+        finally:
+            key = _ASKED + event.call_id
+            started[key] = started.get(key, 0.0) + time.monotonic() - asked
     elif isinstance(event, ev.Done):
         print()
     elif isinstance(event, ev.ErrorEvent):
@@ -667,8 +684,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
     reg = _load(args)
     try:
         template = AgentTemplate.from_file(args.template)
-    except (OSError, TemplateError) as exc:
+    except FileNotFoundError:
+        raise CommandError(
+            f"the template {args.template} does not exist: give the path of a .toml or .json "
+            "agent template"
+        ) from None
+    except OSError as exc:
+        raise CommandError(
+            f"the template {args.template} cannot be read ({exc.strerror or exc})"
+        ) from None
+    except TemplateError as exc:
         raise CommandError(str(exc)) from None
+    if args.workspace is not None and not Path(args.workspace).is_dir():
+        raise CommandError(
+            f"--workspace {args.workspace}: "
+            + ("not a directory" if Path(args.workspace).exists() else "no such directory")
+            + "; give an existing directory for the tools to work in"
+        )
     model = _model_from(args.model)
     deps = _deps(args)
     flush = _otel() if args.otel else None  # before the agent: it is made traced
@@ -720,9 +752,48 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if flush is not None:
             flush()  # the spans still batched are sent before the command ends
     if interrupted:
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # already ending: no traceback for another
+        busy = _busy_threads()
+        if busy:
+            _abandon(busy)
         print("kode: interrupted", file=sys.stderr)
         return 130
     return code
+
+
+def _busy_threads() -> list[threading.Thread]:
+    """Threads still running a sync tool's call (idle worker threads end within moments)."""
+    deadline = time.monotonic() + 0.5
+    busy = []
+    for thread in threading.enumerate():
+        if thread is threading.main_thread() or thread.daemon:
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            busy.append(thread)
+    return busy
+
+
+def _abandon(busy: list[threading.Thread]) -> None:
+    """End the process now: Python would wait for `busy` to return before exiting.
+
+    They are the threads of sync tool calls (kode's own threads are daemons), or threads a
+    tool started. A thread cannot be stopped from outside; the interrupted call's result would
+    be discarded anyway, and its history already says it was interrupted. What the tool had
+    done stays done.
+    """
+    count = f"{len(busy)} thread{'s' if len(busy) > 1 else ''}"
+    print(
+        f"kode: interrupted ({count} of a tool still running, abandoned: what it had done "
+        "stays done)",
+        file=sys.stderr,
+    )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    logging.shutdown()  # --log-file's records are written
+    os._exit(130)
 
 
 # --- wiring ----------------------------------------------------------------------------------

@@ -59,7 +59,7 @@ def kode(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 ONE_LINE = (
-    f"kode: Tool 'lookup' raised KeyError: 'zz' (at bad_tools.py:{RAISING_LINE} in find) "
+    f"kode: warning: Tool 'lookup' raised KeyError: 'zz' (at bad_tools.py:{RAISING_LINE} in find) "
     "[--verbose shows the traceback]"
 )
 
@@ -76,7 +76,8 @@ def test_verbose_shows_the_traceback(project: Path) -> None:
         "tools", "call", "lookup", '{"key": "zz"}', "-m", "bad_tools.py", "--verbose", cwd=project
     )
     assert out.returncode == 1
-    assert "ERROR kode.tools: Tool 'lookup' raised KeyError" in out.stderr
+    assert "WARNING kode.tools: Tool 'lookup' raised KeyError: 'zz'" in out.stderr
+    assert "DEBUG kode.tools: Tool 'lookup' raised KeyError" in out.stderr
     assert "Traceback (most recent call last):" in out.stderr
     assert f'bad_tools.py", line {RAISING_LINE}, in find' in out.stderr
 

@@ -414,3 +414,69 @@ def test_ctrl_c_at_an_approval_prompt(tools: Path, tmp_path: Path, marks: Path) 
     assert stderr == "kode: interrupted\n"
     assert not (marks / "erased-n2").exists()
     assert "never said" not in stdout
+
+
+SLEEPY = '''
+import os
+import time
+from pathlib import Path
+
+from kode import define_tool
+
+MARKS = Path(os.environ["KODE_TEST_MARKS"])
+
+
+@define_tool
+def sleepy() -> str:
+    """Sleep in a worker thread (a sync tool), then say so."""
+    (MARKS / "sleeping").touch()
+    time.sleep(30)
+    (MARKS / "woke").touch()
+    return "woke"
+'''
+
+
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_ends_the_run_while_a_sync_tool_sleeps(
+    presses: int, tmp_path: Path, marks: Path
+) -> None:
+    # A thread cannot be stopped: the process ends without waiting for it, and says so. A
+    # second Ctrl-C while it ends prints no traceback.
+    tools = tmp_path / "sleepy_tools.py"
+    tools.write_text(SLEEPY, encoding="utf-8")
+    model = turns(tmp_path, [{"name": "sleepy", "input": {}}], "never said")
+    proc = start(
+        ["run", str(template(tmp_path, ["sleepy"])), "Sleep", "--model", model,
+         "-m", str(tools)],
+        tmp_path, marks,
+    )  # fmt: skip
+    out = collect(proc)
+    assert wait_until((marks / "sleeping").exists), "the tool never started"
+    for _ in range(presses):
+        proc.send_signal(signal.SIGINT)
+        time.sleep(0.1)
+    code, stdout, stderr = finish(proc, out)
+    assert not (marks / "woke").exists()  # ended before the tool's thread did
+    assert code == 130, stderr
+    assert stderr == (
+        "kode: interrupted (1 thread of a tool still running, abandoned: what it had done "
+        "stays done)\n"
+    )
+    assert "never said" not in stdout
+
+
+def test_a_missing_template_and_workspace_are_clear_errors(tmp_path: Path) -> None:
+    missing = kode_run("run", "nothere.toml", "Hi", cwd=tmp_path)
+    assert missing.returncode == 2
+    assert missing.stderr == (
+        "kode: the template nothere.toml does not exist: give the path of a .toml or .json "
+        "agent template\n"
+    )
+    agent = template(tmp_path, [])
+    for given, what in (("/nonexistent", "no such directory"), (str(agent), "not a directory")):
+        bad = kode_run("run", str(agent), "Hi", "--workspace", given, cwd=tmp_path)
+        assert bad.returncode == 2
+        assert bad.stderr == (
+            f"kode: --workspace {given}: {what}; give an existing directory for the tools to "
+            "work in\n"
+        )

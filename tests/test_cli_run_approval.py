@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -143,3 +144,34 @@ def test_check_explain_names_the_rule_that_decides(tmp_path: Path) -> None:
                cwd=tmp_path)  # fmt: skip
     assert bad.returncode == 2
     assert "give TIER=FILE, with TIER one of defaults, user, project, admin" in bad.stderr
+
+
+def test_the_time_waiting_for_approval_is_not_the_tools(tmp_path: Path) -> None:
+    # The answer comes 1.5 s after the prompt; the write itself takes milliseconds.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "agent.json").write_text(
+        json.dumps({"id": "t", "tools": ["fs_write"], "permission": {"mode": "approval"}}),
+        encoding="utf-8",
+    )
+    write = {"name": "fs_write", "input": {"path": "a.txt", "content": "a\n"}}
+    (tmp_path / "turns.json").write_text(json.dumps([[write], "Done."]), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC", "OPENAI"))}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kode", "run", "agent.json", "Write", "--builtin",
+         "--workspace", "ws", "--model", "scripted:turns.json"],
+        cwd=tmp_path, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    seen = ""
+    while "Allow?" not in seen:
+        char = proc.stdout.read(1)
+        assert char, seen
+        seen += char
+    time.sleep(1.5)
+    out, err = proc.communicate("y\n", timeout=120)
+    assert proc.returncode == 0, err
+    [done] = [line for line in out.splitlines() if line.startswith("  ✓ fs_write")]
+    took = float(done.split("(", 1)[1].split(" s)", 1)[0])
+    assert took < 1.0, done

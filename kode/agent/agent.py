@@ -700,10 +700,21 @@ class Agent:
         return self.tool_search.waiting(self.session.messages)
 
     def unknown_tool_result(self, name: str) -> ToolResult:
-        """The error result for a call to a tool the agent does not have (names close ones)."""
+        """The error result for a call to a tool the agent does not have (names close ones).
+
+        A tool a policy layer left out is ``policy_violation``, with the layer and the reason;
+        any other name is ``tool_not_registered``.
+        """
         names = [t.name for t in self.request_tools()]
         if self.tool_search is not None:
             names.append("and more that tool_search finds")
+        denied = self.resolution.denied.get(normalize_name(name))
+        if denied is not None:
+            return error_result(
+                f"Tool '{name.strip()}' is not allowed for this agent ({denied}). Available "
+                f"tools: {', '.join(names) or 'none'}.",
+                type=ToolErrorType.POLICY_VIOLATION,
+            )
         close = difflib.get_close_matches(normalize_name(name), list(self._by_name), n=1)
         hint = f" Did you mean '{self._by_name[close[0]].name}'?" if close else ""
         return error_result(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -91,12 +92,30 @@ def _dbos() -> Any:
     return dbos
 
 
+def _refuse_a_missing_file(url: str) -> None:
+    """Refuse a SQLite system database that does not exist: opening it would create it."""
+    from pathlib import Path
+
+    from sqlalchemy.engine import make_url
+
+    try:
+        path = make_url(url).database if url.startswith("sqlite:") else None
+    except Exception:  # a URL SQLAlchemy cannot read: opening it says why
+        return
+    if path and path != ":memory:" and not Path(path).exists():
+        raise _Refused(
+            f"the system database {url} does not exist: start a worker on it first (kode "
+            f"worker -m MODULE --db {url}), which creates it"
+        )
+
+
 def _with_client(args: argparse.Namespace, work: Callable[[Any], _T]) -> _T:
     """Run `work` with a ``DBOSClient`` on the system database; say what a missing one needs."""
     dbos = _dbos()
     from sqlalchemy.exc import OperationalError, ProgrammingError
 
     url = _database(args)
+    _refuse_a_missing_file(url)
     try:
         client = dbos.DBOSClient(system_database_url=url, application_name=args.app)
     except (OperationalError, ProgrammingError) as exc:
@@ -172,6 +191,24 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
     return config
 
 
+def _one_line_for_kode_errors(record: logging.LogRecord) -> bool:
+    """DBOS logs a failed workflow with its traceback; a kode error says all in its message.
+
+    A scheduled prompt naming an agent this worker does not make fails on every firing: one
+    line each, not thirty.
+    """
+    from kode.tools.errors import KodeError
+
+    exc = record.exc_info[1] if record.exc_info else None
+    if isinstance(exc, KodeError):
+        said = record.getMessage().rstrip(": ")
+        record.msg = "%s: %s: %s"
+        record.args = (said, type(exc).__name__, exc)
+        record.exc_info = None
+        record.exc_text = None
+    return True
+
+
 def _cmd_worker(args: argparse.Namespace) -> int:
     import signal
 
@@ -216,6 +253,7 @@ def _cmd_worker(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         dbos.DBOS(config=config)
+        logging.getLogger("dbos").addFilter(_one_line_for_kode_errors)
         dbos.DBOS.launch()
         try:
             await dbos.DBOS.register_queue_async(
@@ -292,11 +330,26 @@ def _cmd_add(args: argparse.Namespace) -> int:
             client=client,
         )
 
+    def add_and_look(client: Any) -> tuple[Any, bool]:
+        added = anyio.run(add, client)
+        # No worker says which agents it makes; the runs it kept do. A name with none may be
+        # a typo, or an agent no worker makes: each firing of it would fail.
+        names = list(dict.fromkeys((args.agent, f"kode.agent.{args.agent}")))
+        ran = bool(client.list_workflows(name=names, limit=1, load_input=False))
+        return added, ran
+
     try:
-        added = _with_client(args, lambda client: anyio.run(add, client))
+        added, ran = _with_client(args, add_and_look)
     except ValueError as exc:
         raise _Refused(str(exc)) from None
     print(f"Added {added.describe()}\nNext run: {upcoming.isoformat()}")
+    if not ran:
+        print(
+            f"kode schedules: warning: no run of a durable agent {args.agent!r} is recorded in "
+            "this system database: unless a worker makes it (kode worker -m MODULE, or "
+            "--template FILE), each firing fails",
+            file=sys.stderr,
+        )
     return 0
 
 

@@ -203,11 +203,15 @@ def _serve_logged(args: argparse.Namespace) -> int:
     if transport == "http":
         shown_host = f"[{args.host}]" if ":" in args.host else args.host
         how = "bearer token required" if access.token_verifier else "no authentication"
-        print(
-            f"kode mcp serve: {len(server.tools)} tools at "
-            f"http://{shown_host}:{args.http}{args.path} ({how})",
-            file=sys.stderr,
-        )
+
+        def announce(port: int) -> None:  # once bound: --http 0 gets a port of the system's
+            print(
+                f"kode mcp serve: {len(server.tools)} tools at "
+                f"http://{shown_host}:{port}{args.path} ({how})",
+                file=sys.stderr,
+                flush=True,
+            )
+
         runner: Any = functools.partial(
             server.run_http,
             host=args.host,
@@ -215,6 +219,7 @@ def _serve_logged(args: argparse.Namespace) -> int:
             path=args.path,
             access=access,
             **({} if args.header_timeout is None else {"header_timeout": args.header_timeout}),
+            on_listening=announce,
         )
     else:
         runner = server.run_stdio
@@ -231,6 +236,12 @@ def _serve_logged(args: argparse.Namespace) -> int:
         anyio.run(runner, backend="asyncio")
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:  # the address cannot be bound
+        print(
+            f"kode mcp serve: cannot listen on {args.host}:{args.http}: {exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
     finally:
         if flush is not None:
             flush()

@@ -9,7 +9,7 @@ This module owns the relay of one call's events (``ctx.progress`` as
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +63,11 @@ class ForwardingLogger(logging.LoggerAdapter[logging.Logger]):
             text = f"{msg} {args}"
         self._forward(LogItem(level=mcp_level(level), text=text))
         super().log(level, msg, *args, **kwargs)
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, Any]:
+        """Keep a record's own ``extra`` (LoggerAdapter's own would replace it)."""
+        kwargs["extra"] = {**(self.extra or {}), **(kwargs.get("extra") or {})}
+        return msg, kwargs
 
 
 async def relay(

@@ -520,13 +520,21 @@ class ToolServer:
         path: str = "/mcp",
         access: HTTPAccess | None = None,
         header_timeout: float = HEADER_TIMEOUT,
+        on_listening: Callable[[int], None] | None = None,
     ) -> None:
         """Serve over streamable HTTP on ``http://host:port/path`` until cancelled.
 
         `host`, `path` and `access` are `streamable_http_app`'s; a connection that has not
         sent a request's headers `header_timeout` seconds after it connected, or after the
-        previous response, is closed (see `kode.mcp.http.header_timeout_protocol`).
+        previous response, is closed (see `kode.mcp.http.header_timeout_protocol`). The socket
+        is bound first, so `on_listening` is called with the port it got (port 0: one the
+        system chose).
+
+        Raises:
+            OSError: the address cannot be bound (the port is taken, the host is not local).
         """
+        import socket
+
         import uvicorn
 
         protocol = header_timeout_protocol(header_timeout)
@@ -539,10 +547,21 @@ class ToolServer:
             lifespan="on",
             http=protocol,
         )
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self.watch)
-            await uvicorn.Server(config).serve()
-            tg.cancel_scope.cancel()
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((host, port))
+            sock.listen(config.backlog)  # connections wait from here, before uvicorn starts
+        except OSError:
+            sock.close()
+            raise
+        with sock:
+            if on_listening is not None:
+                on_listening(int(sock.getsockname()[1]))
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self.watch)
+                await uvicorn.Server(config).serve(sockets=[sock])
+                tg.cancel_scope.cancel()
 
 
 async def serve_async(

@@ -382,6 +382,7 @@ class _Assembler:
     def __init__(self) -> None:
         self.blocks: dict[int, _Block] = {}
         self.model = ""
+        self.id = ""
         self.usage = Usage()
         self.stop_reason: str | None = None
         self.started = False
@@ -392,6 +393,7 @@ class _Assembler:
         if kind == "message_start":
             self.started = True
             self.model = event.message.model
+            self.id = getattr(event.message, "id", None) or ""
             usage = event.message.usage
             self.usage = Usage(
                 input_tokens=_input_tokens(usage) or 0, output_tokens=usage.output_tokens
@@ -480,6 +482,7 @@ class _Assembler:
             stop_reason=_STOP_REASONS.get(self.stop_reason or "", "end_turn"),
             usage=self.usage,
             model=self.model,
+            id=self.id,
         )
 
 

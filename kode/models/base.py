@@ -186,6 +186,8 @@ class ModelResponse:
     """Tokens used."""
     model: str = ""
     """The model that answered."""
+    id: str = ""
+    """The provider's id of the response (``msg_...``, ``chatcmpl-...``), when it sent one."""
 
 
 ModelEvent = TextDelta | ThinkingDelta | ToolInputDelta | ModelRetry | ModelResponse

@@ -374,11 +374,14 @@ class _Assembler:
         self.blocked: str | None = None
         self.usage = Usage()
         self.model = ""
+        self.id = ""
         self.calls = 0
 
     def feed(self, chunk: Any) -> list[TextDelta | ThinkingDelta]:
         if chunk.model_version and not self.model:
             self.model = chunk.model_version
+        if chunk.response_id and not self.id:
+            self.id = chunk.response_id
         usage = chunk.usage_metadata
         if usage is not None:
             self.usage = Usage(
@@ -465,6 +468,7 @@ class _Assembler:
             stop_reason=self._stop_reason(),
             usage=self.usage,
             model=self.model,
+            id=self.id,
         )
 
     def _stop_reason(self) -> StopReason:

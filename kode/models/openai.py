@@ -327,10 +327,13 @@ class _Assembler:
         self.finish_reason: str | None = None
         self.usage = Usage()
         self.model = ""
+        self.id = ""
 
     def feed(self, chunk: Any) -> list[TextDelta | ThinkingDelta | ToolInputDelta]:
         if chunk.model and not self.model:
             self.model = chunk.model
+        if chunk.id and not self.id:
+            self.id = chunk.id
         if chunk.usage is not None:
             self.usage = Usage(
                 input_tokens=chunk.usage.prompt_tokens or 0,
@@ -402,6 +405,7 @@ class _Assembler:
             stop_reason=stop,
             usage=self.usage,
             model=self.model,
+            id=self.id,
         )
 
 

@@ -281,6 +281,7 @@ class _Assembler:
     def __init__(self) -> None:
         self.items: dict[int, _Item] = {}
         self.model = ""
+        self.id = ""
         self.usage = Usage()
         self.status: str | None = None
         self.incomplete: str | None = None
@@ -290,6 +291,7 @@ class _Assembler:
         kind = event.type
         if kind in ("response.created", "response.in_progress"):
             self.model = self.model or (event.response.model or "")
+            self.id = self.id or (event.response.id or "")
         elif kind == "response.output_item.added":
             self.items[event.output_index] = _start(event.item)
         elif kind == "response.output_text.delta" or kind == "response.refusal.delta":
@@ -357,6 +359,7 @@ class _Assembler:
         details = response.incomplete_details
         self.incomplete = details.reason if details is not None else None
         self.model = response.model or self.model
+        self.id = response.id or self.id
         usage = response.usage
         if usage is not None:
             self.usage = Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
@@ -398,6 +401,7 @@ class _Assembler:
             stop_reason=self._stop_reason(calls),
             usage=self.usage,
             model=self.model,
+            id=self.id,
         )
 
     def _stop_reason(self, calls: int) -> StopReason:

@@ -52,7 +52,7 @@ from kode.registries.policy import (
 )
 from kode.registries.resolve import Resolution, factory_tools, resolve
 from kode.registries.search import SearchHit, SearchIndex
-from kode.tools.dialects import openai_strict_limit
+from kode.tools.dialects import openai_strict_limit, strict_limit_message, strict_limit_said
 from kode.tools.errors import ToolDefinitionError, ToolNotFoundError
 from kode.tools.kinds import Kind
 from kode.tools.tool import Tool
@@ -215,13 +215,9 @@ class ToolRegistry:
         if self._add(entry, replace=replace) and tool.schema_made:
             limit = openai_strict_limit(tool.input_schema)
             if limit is not None:
-                self.report(
-                    "warning",
-                    f"tool {tool.name!r} is sent to OpenAI without strict mode: its schema has "
-                    f"{limit}",
-                    source=kind_source,
-                    plugin_id=plugin_id,
-                )
+                message = strict_limit_message(tool.name, limit)
+                self.report("warning", message, source=kind_source, plugin_id=plugin_id)
+                strict_limit_said(message)  # the declaration does not say it again
         return tool
 
     def register_lazy(

@@ -85,6 +85,8 @@ class Resolution:
     """Warnings and errors met while resolving (factories, policy typos)."""
     left_out: list[tuple[_SortKey, Exclusion]] = field(default_factory=list, repr=False)
     """Tools the template named but that were left out (optional, denied, not made)."""
+    denied: dict[str, str] = field(default_factory=dict)
+    """Tools a policy layer left out, by lower-cased name and alias: the layer and why."""
     unlisted: Callable[[], list[tuple[_SortKey, Exclusion]]] | None = field(
         default=None, repr=False
     )
@@ -356,6 +358,8 @@ def resolve(
             why = ToolPolicy.decide(patterns, meta, tool_aliases)
             if why is not None:
                 left_out.append((meta, f"{layer.name}: {why}"))
+                for key in (meta.name, *tool_aliases):
+                    out.denied.setdefault(key.strip().lower(), f"{layer.name}: {why}")
                 break
         else:
             chosen.append((meta, made_tool, tool_aliases))

@@ -11,12 +11,19 @@ Timing every step costs about a microsecond a call, so `kode.tools.tool` times t
 tool's first call and of each call that follows one that took `BLOCKED_LOOP_SECONDS` or longer
 in all; other calls cost two clock readings. This module does not decide what is done with a
 report (the tool logs a warning and marks its result; an agent emits an event).
+
+A step is not blamed on the tool when the whole process was stopped during it (SIGSTOP, a
+shell's Ctrl-Z, a debugger): the clock ran on while no thread did. The kernel sends SIGCONT
+when such a process goes on; a handler installed at import (from the main thread, where no
+other handler is set) notes the moment, and a slow step that saw one is not reported.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import signal
+import threading
 import time
 import types
 from collections.abc import Coroutine, Generator
@@ -34,6 +41,7 @@ __all__ = [
     "blocked_loop_message",
     "drive",
     "report_blocked",
+    "stopped_since",
 ]
 
 _logger = logging.getLogger("kode.tools")
@@ -46,6 +54,37 @@ slow callback."""
 BLOCKED_LOOP_KEY = "blocked_event_loop_seconds"
 """The key of `ToolResult.metadata` that holds the longest step, in seconds, of a call that
 held the event loop."""
+
+
+_CONTINUED_AT = [float("-inf")]
+"""When the process last went on after being stopped (``time.perf_counter``)."""
+
+
+def _on_continue(signum: int, frame: types.FrameType | None) -> None:
+    _CONTINUED_AT[0] = time.perf_counter()
+
+
+def _watch_for_continue() -> None:
+    """Note each SIGCONT, unless the platform has none or someone else handles it."""
+    sigcont = getattr(signal, "SIGCONT", None)
+    if sigcont is None or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(sigcont) == signal.SIG_DFL:
+            signal.signal(sigcont, _on_continue)
+    except (ValueError, OSError):  # an embedded interpreter that refuses handlers
+        return
+
+
+_watch_for_continue()
+
+
+def stopped_since(started: float) -> bool:
+    """Whether the process was stopped and went on since `started` (``time.perf_counter``).
+
+    Only known where kode's SIGCONT handler is installed (see the module's docstring).
+    """
+    return _CONTINUED_AT[0] >= started
 
 
 class StepTimer:
@@ -73,18 +112,14 @@ def drive(coro: Coroutine[Any, Any, Any], timer: StepTimer) -> Generator[Any, An
         try:
             step = send(value) if error is None else coro.throw(error)
         except StopIteration as stop:
-            took = clock() - start
-            if took > timer.longest:
-                timer.longest = took
+            _note_step(timer, start, clock() - start)
             return stop.value
         except BaseException:
-            took = clock() - start
-            if took > timer.longest:
-                timer.longest = took
+            _note_step(timer, start, clock() - start)
             raise
         took = clock() - start
         if took > timer.longest:
-            timer.longest = took
+            _note_step(timer, start, took)
         try:
             value = yield step
             error = None
@@ -93,6 +128,12 @@ def drive(coro: Coroutine[Any, Any, Any], timer: StepTimer) -> Generator[Any, An
             raise
         except BaseException as exc:  # a cancellation, thrown in by the event loop
             value, error = None, exc
+
+
+def _note_step(timer: StepTimer, start: float, took: float) -> None:
+    """Keep `took` as the longest step, unless the process was stopped during it."""
+    if took > timer.longest and not (took >= BLOCKED_LOOP_SECONDS and stopped_since(start)):
+        timer.longest = took
 
 
 def blocked_loop_message(

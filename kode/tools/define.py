@@ -19,6 +19,9 @@ from contextvars import ContextVar
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 
+from pydantic import BaseModel, TypeAdapter
+from pydantic.errors import PydanticInvalidForJsonSchema
+
 from kode.tools.dialects import clean_schema
 from kode.tools.errors import ToolDefinitionError
 from kode.tools.kinds import Kind
@@ -146,6 +149,30 @@ def _label(fn: Any) -> str:
     return f"{type(fn).__qualname__} object"
 
 
+def _unshowable(
+    model: type[BaseModel], field_to_param: Mapping[str, str], exc: Exception
+) -> list[str]:
+    """Which parameters have a type with no JSON schema (a `Callable`, say), each one named.
+
+    Only on the failure path: each parameter's type is tried on its own.
+    """
+    problems = []
+    for fname, info in model.model_fields.items():
+        try:
+            TypeAdapter(info.annotation or Any).json_schema(schema_generator=JsonSchemaGenerator)
+        except PydanticInvalidForJsonSchema:
+            shown = inspect.formatannotation(info.annotation)
+            problems.append(
+                f"parameter '{field_to_param.get(fname, fname)}' cannot be shown to a model: its "
+                f"type `{shown}` has no JSON schema (a model sends JSON, not a function or an "
+                "object); take a value the function can act on, such as a name to look up"
+            )
+        except Exception:  # another kind of problem, of another parameter: look on
+            continue
+    first_line = str(exc).strip().split("\n", 1)[0]
+    return problems or [f"its parameters have no JSON schema ({first_line})"]
+
+
 def build_tool(
     fn: Callable[P, R],
     *,
@@ -169,6 +196,17 @@ def build_tool(
         ToolDefinitionError: every problem of the function, in one message.
     """
     qualname = _label(fn)
+    if inspect.isclass(fn):
+        # Calling a class makes an instance of it: a tool made of one would hand the model its
+        # own arguments back. Its fields are parameters of a function that acts on them.
+        raise ToolDefinitionError(
+            qualname,
+            [
+                f"define_tool takes a function; got the class {fn.__name__}. To take its "
+                f"fields as arguments, define a function with a parameter of type "
+                f"{fn.__name__} and make that the tool"
+            ],
+        )
     method_problem = _method_problem(fn)
     if method_problem:
         raise ToolDefinitionError(qualname, [method_problem])
@@ -240,7 +278,13 @@ def build_tool(
     later = _BUILD_LATER.get()
 
     def input_schema() -> dict[str, Any]:
-        return clean_schema(spec.args_model.model_json_schema(schema_generator=JsonSchemaGenerator))
+        model = spec.args_model
+        try:
+            return clean_schema(model.model_json_schema(schema_generator=JsonSchemaGenerator))
+        except PydanticInvalidForJsonSchema as exc:
+            raise ToolDefinitionError(
+                qualname, _unshowable(model, spec.field_to_param or {}, exc)
+            ) from exc
 
     return Tool(
         fn,

@@ -89,17 +89,19 @@ def anthropic_declaration(name: str, description: str, schema: JsonSchema) -> Js
 
 # --- OpenAI -------------------------------------------------------------------------------
 
-# Keywords that OpenAI's strict mode does not accept: their meaning moves into the description
-# (kode still enforces them when it validates the arguments).
-_STRICT_UNSUPPORTED = (
-    "minLength",
-    "maxLength",
-    "uniqueItems",
-    "minProperties",
-    "maxProperties",
-    "contentEncoding",
-    "contentMediaType",
-)
+# The keywords OpenAI's strict mode accepts (its structured-outputs guide, "Supported
+# schemas"): the structure, and the few constraints it enforces. Every other keyword moves into
+# the description as a note (kode still enforces it when it validates the arguments), or is
+# dropped when it says nothing to a model (`$schema`, `$id`, `$comment`...).
+_STRICT_KEYWORDS = frozenset(
+    {
+        "type", "description", "title", "properties", "required", "additionalProperties",
+        "items", "enum", "const", "anyOf", "allOf", "$ref", "$defs", "definitions",
+        "pattern", "format",
+        "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+        "minItems", "maxItems",
+    }
+)  # fmt: skip
 _STRICT_FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )
@@ -231,9 +233,10 @@ def _strict_node(
     node = _type_enum(node)
     if not any(key in node for key in _STRICT_TYPED):
         raise _NotStrict("a value of any type (Any)" + _where(path))
-    for key in _STRICT_UNSUPPORTED:
-        if key in node:
-            _note(node, f"{key}: {json.dumps(node.pop(key))}")
+    for key in [k for k in node if k not in _STRICT_KEYWORDS]:
+        value = node.pop(key)
+        if not key.startswith("$"):
+            _note(node, f"{key}: {json.dumps(value, default=str)}")
     fmt = node.get("format")
     if fmt is not None and fmt not in _STRICT_FORMATS:
         _note(node, f"format: {node.pop('format')}")
@@ -423,6 +426,22 @@ def openai_strict_schema(schema: JsonSchema) -> JsonSchema | None:
     return _strict_or_reason(schema)[0]
 
 
+_SAID: set[str] = set()
+
+
+def strict_limit_message(name: str, reason: str) -> str:
+    """The warning for a tool sent without strict mode because of one of OpenAI's limits."""
+    return f"tool {name!r} is sent to OpenAI without strict mode: its schema has {reason}"
+
+
+def strict_limit_said(message: str) -> bool:
+    """Whether this process logged `message` already; from now on, it has."""
+    if message in _SAID:
+        return True
+    _SAID.add(message)
+    return False
+
+
 def openai_declaration(
     name: str, description: str, schema: JsonSchema, *, strict: bool | None = None
 ) -> JsonSchema:
@@ -444,10 +463,11 @@ def openai_declaration(
             )
         if parameters is None and "OpenAI strict mode's limit" in reason:
             # Unlike a dict or a tuple, which strict mode can never take, a limit is passed
-            # by a schema that looks strict-ready: say why it is not.
-            _logger.warning(
-                "tool %r is sent to OpenAI without strict mode: its schema has %s", name, reason
-            )
+            # by a schema that looks strict-ready: say why it is not (once: a declaration is
+            # made for every request, and a registry may have said it already).
+            message = strict_limit_message(name, reason)
+            if not strict_limit_said(message):
+                _logger.warning("%s", message)
     use_strict = parameters is not None
     function: JsonSchema = {
         "name": name,

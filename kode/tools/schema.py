@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, get_args, get_origin
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
+from pydantic import AliasChoices, BaseModel, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from typing_extensions import Doc
@@ -28,6 +28,7 @@ from typing_extensions import Doc
 from kode.tools.context import ToolContext
 from kode.tools.docstrings import STYLES, DocstringStyle, read_docstrings
 from kode.tools.errors import ToolDefinitionError
+from kode.tools.numbers import ArgumentsModel
 
 __all__ = [
     "DocstringStyle",
@@ -40,12 +41,6 @@ __all__ = [
 _BASEMODEL_ATTRS = frozenset(dir(BaseModel))
 # What the providers accept as a property name (Anthropic's rule, the strictest of the three).
 _PARAM_NAME = re.compile(r"^[a-zA-Z0-9_.-]{1,64}$")
-_ARGS_CONFIG = ConfigDict(
-    extra="forbid",
-    protected_namespaces=(),
-    arbitrary_types_allowed=False,
-    hide_input_in_errors=False,
-)
 
 
 class LazyModel:
@@ -204,6 +199,40 @@ def _default_problem(pname: str, annotation: Any, default: Any, empty: Any) -> s
     return f"parameter '{pname}' has two defaults, {first} and {others[0][0]}: give it once" + (
         "" if factory or others[0][2] else ", or give the same value in both places"
     )
+
+
+def _misfit_defaults(model: type[BaseModel], field_to_param: Mapping[str, str]) -> list[str]:
+    """A problem for each parameter whose default does not fit its own type.
+
+    A default is not validated when the function is called (pydantic leaves it as written), so
+    ``count: int = "1"`` would be published and passed on as the string. Each default is checked
+    once, here, in strict mode: a default is written in Python, where ``"1"`` for an int or a
+    member's value for an enum is a slip, not a model's habit. Default factories are not called.
+    """
+    problems: list[str] = []
+    validator = model.__pydantic_validator__
+    instance: BaseModel | None = None
+    for fname, info in model.model_fields.items():
+        if info.is_required() or info.default_factory is not None:
+            continue
+        if instance is None:
+            instance = model.model_construct()
+        try:
+            validator.validate_assignment(instance, fname, info.default, strict=True)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            where = "".join(f"[{p!r}]" for p in error["loc"][1:])
+            problems.append(
+                f"parameter '{field_to_param.get(fname, fname)}' has the default "
+                f"{reprlib.repr(info.default)}, which does not fit its type"
+                f"{' at ' + where if where else ''} ({error['msg'][:1].lower()}{error['msg'][1:]}):"
+                + (
+                    " say the parameter may be None, `X | None = None`"
+                    if info.default is None
+                    else " give a default of the parameter's type"
+                )
+            )
+    return problems
 
 
 def _hint_target(fn: Callable[..., Any]) -> Any:
@@ -403,7 +432,7 @@ def inspect_function(
 
     def build() -> type[BaseModel]:
         try:
-            return create_model(f"{name}_arguments", __config__=_ARGS_CONFIG, **fields)
+            model = create_model(f"{name}_arguments", __base__=ArgumentsModel, **fields)
         except Exception as exc:  # pydantic's PydanticSchemaGenerationError, TypeError, ...
             # pydantic's messages run to several paragraphs of advice; the first line says what.
             first_line = str(exc).strip().split("\n", 1)[0]
@@ -411,6 +440,10 @@ def inspect_function(
                 qualname,
                 [f"its parameters cannot be validated ({type(exc).__name__}: {first_line})"],
             ) from exc
+        misfits = _misfit_defaults(model, field_to_param)
+        if misfits:
+            raise ToolDefinitionError(qualname, misfits)
+        return model
 
     model_builder = LazyModel(build)
     if not build_later:

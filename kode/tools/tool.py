@@ -19,9 +19,16 @@ from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
 
 import anyio
 import anyio.to_thread
-from pydantic.json_schema import GenerateJsonSchema
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
-from kode.tools.blocking import BLOCKED_LOOP_SECONDS, StepTimer, drive, report_blocked
+from kode.tools.blocking import (
+    BLOCKED_LOOP_SECONDS,
+    StepTimer,
+    drive,
+    report_blocked,
+    stopped_since,
+)
 from kode.tools.context import ToolContext
 from kode.tools.dialects import (
     Dialect,
@@ -35,6 +42,7 @@ from kode.tools.display import format_signature, tool_markdown
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.invocation import DescribeFunc
 from kode.tools.kinds import Kind
+from kode.tools.numbers import is_gate
 from kode.tools.results import (
     Image,
     ToolResult,
@@ -68,6 +76,12 @@ class JsonSchemaGenerator(GenerateJsonSchema):
         if kind in _PLAIN_DEFAULTS and (kind is not float or math.isfinite(dft)):
             return dft
         return super().encode_default(dft)
+
+    def chain_schema(self, schema: core_schema.ChainSchema) -> JsonSchemaValue:
+        """A number behind kode's boolean gate is shown as the number it is."""
+        if is_gate(schema):
+            return self.generate_inner(schema["steps"][-1])
+        return super().chain_schema(schema)
 
 
 _PLAIN_DEFAULTS = frozenset({str, int, float, bool, type(None)})
@@ -592,6 +606,8 @@ class Tool(Generic[P, R]):
                 if self.is_async:  # a slow call: time the next one's steps too
                     self._watch_next = True
                     held = 0.0 if timer is None else timer.longest
+                elif stopped_since(started):  # the whole process was stopped, not the tool
+                    held = 0.0
                 if held >= BLOCKED_LOOP_SECONDS:
                     return report_blocked(
                         result, self.name, held, limit, inline=not self.is_async, ctx=ctx
@@ -642,8 +658,18 @@ class Tool(Generic[P, R]):
 
     def _failure(self, exc: BaseException, ctx: ToolContext[Any] | None = None) -> ToolResult:
         logger = ctx.logger if ctx is not None else _logger
-        logger.error("Tool %r raised %s", self.name, type(exc).__name__, exc_info=exc)
         text = str(exc)
+        # Handled: the model is told. One line says so (Python's last-resort handler prints
+        # warnings to stderr when nothing is configured); the traceback is for those who ask,
+        # at DEBUG. The exception rides along for handlers that say where it was raised.
+        logger.warning(
+            "Tool %r raised %s%s",
+            self.name,
+            type(exc).__name__,
+            f": {text.strip().splitlines()[0][:200]}" if text.strip() else "",
+            extra={"kode_exception": exc},
+        )
+        logger.debug("Tool %r raised %s", self.name, type(exc).__name__, exc_info=exc)
         return error_result(
             f"Tool '{self.name}' failed: {type(exc).__name__}: {text}"
             if text

@@ -243,6 +243,7 @@ class Tracing:
             "gen_ai.request.model": model.name,
             "gen_ai.conversation.id": agent.session_id,
             "gen_ai.request.max_tokens": settings.max_tokens,
+            "gen_ai.request.stream": True,  # every Model streams its response
         }
         if settings.temperature is not None:
             attributes["gen_ai.request.temperature"] = settings.temperature
@@ -274,11 +275,18 @@ class Tracing:
                     ),
                 )
         started = time.perf_counter()
+        first_chunk: float | None = None
         error: str | None = None
         response: Any = None
         try:
             async for event in stream:
                 kind = getattr(event, "type", None)
+                if first_chunk is None and kind != "model_retry":
+                    # From issuing the request to the first piece of the answer (a delta, or
+                    # the whole response when the model sends no deltas), retries included.
+                    first_chunk = time.perf_counter() - started
+                    if recording:
+                        span.set_attribute("gen_ai.response.time_to_first_chunk", first_chunk)
                 if kind == "model_retry" and recording:
                     span.add_event(
                         "kode.model.retry",
@@ -321,6 +329,7 @@ class Tracing:
                         {
                             "gen_ai.response.model": answered,
                             "gen_ai.response.finish_reasons": [response.stop_reason],
+                            **({"gen_ai.response.id": response.id} if response.id else {}),
                             "gen_ai.usage.input_tokens": usage.input_tokens,
                             "gen_ai.usage.output_tokens": usage.output_tokens,
                         }

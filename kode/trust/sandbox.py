@@ -371,7 +371,7 @@ def announce_unavailable(program: str) -> SandboxSupport:
         return support
     _announced.add(key)
     _log.warning(
-        "kode: no OS sandbox for shell commands: %s. Commands that are not on the safe list of "
+        "no OS sandbox for shell commands: %s. Commands that are not on the safe list of "
         "read-only commands will ask for approval, whatever the policy's ask level. Install "
         "bubblewrap, or set RuntimePolicy(sandbox='off') to run commands unconfined on "
         "purpose.",

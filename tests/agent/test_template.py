@@ -17,7 +17,7 @@ from kode.agent import (
     TemplateError,
     TemplateRegistry,
 )
-from kode.models import ModelSettings, ScriptedModel
+from kode.models import ModelSettings, ScriptedModel, tool_use
 from kode.registries import ToolRegistry
 
 pytestmark = pytest.mark.anyio
@@ -293,6 +293,35 @@ def test_policy_given_to_create_comes_before_the_templates(tools: ToolRegistry) 
         policy=ToolPolicy(deny=["search_*"], name="app"),
     )
     assert [t.name for t in agent.tools] == ["fs_read"]
+
+
+def test_a_call_of_a_tool_the_policy_denies_is_a_policy_violation(tools: ToolRegistry) -> None:
+    from kode.registries import ToolPolicy
+
+    template = AgentTemplate(id="p", tools=["*"], policy={"deny": ["fs_write"]})
+    model = ScriptedModel(
+        [
+            [
+                tool_use("fs_write", {"path": "a", "text": "b"}),
+                tool_use("search_files", {"pattern": "*"}),
+                tool_use("nothere", {}),
+            ],
+            "Done.",
+        ]
+    )
+    agent = Agent.create(
+        template, model=model, registry=tools, policy=ToolPolicy(deny=["search_*"], name="app")
+    )
+    agent.send_sync("Go.")
+    write, search, unknown = agent.state.tool_calls
+    assert write.error_type == "policy_violation"
+    assert write.result is not None
+    assert write.result.text.startswith(
+        "Tool 'fs_write' is not allowed for this agent (template 'p': denied by 'fs_write')."
+    )
+    assert search.error_type == "policy_violation"
+    assert search.result is not None and "(app: denied by 'search_*')" in search.result.text
+    assert unknown.error_type == "tool_not_registered"
 
 
 def test_an_unknown_profile_is_an_agent_error(tools: ToolRegistry) -> None:

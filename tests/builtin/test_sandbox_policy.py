@@ -27,6 +27,7 @@ from kode.builtin.runtime import (
     set_default_runtime_policy,
     using_runtime_policy,
 )
+from kode.cli_log import OneLineFormatter
 from kode.models import ScriptedModel, ToolResultContent, tool_use
 
 pytestmark = pytest.mark.anyio
@@ -104,6 +105,14 @@ async def test_without_a_sandbox_agent_creation_says_so_once(
     (message,) = warnings_about_the_sandbox(caplog)
     assert str(missing) in message and "not installed" in message
     assert "will ask for approval" in message and "sandbox='off'" in message
+    # The logger's name says kode; the command line adds its own "kode: " once.
+    assert message.startswith("no OS sandbox for shell commands: ")
+    [record] = [r for r in caplog.records if NO_SANDBOX in r.getMessage()]
+    assert (
+        OneLineFormatter()
+        .format(record)
+        .startswith("kode: warning: no OS sandbox for shell commands: ")
+    )
 
 
 async def test_without_a_sandbox_commands_off_the_safe_list_ask_whatever_ask_says(

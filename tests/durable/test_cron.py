@@ -131,7 +131,8 @@ def test_the_cli_adds_lists_and_refuses_with_what_to_write(tmp_path: Path) -> No
     db = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
     empty = kode("schedules", "list", db=db)
     assert empty.returncode == 2
-    assert "holds no DBOS tables yet: start a worker on it first" in empty.stderr
+    assert "does not exist: start a worker on it first" in empty.stderr
+    assert not (tmp_path / "dbos.sqlite").exists()
     Worker(tmp_path, db).stop()  # a worker creates the system database's tables
     added = kode(
         "schedules",
@@ -427,3 +428,34 @@ def test_adding_asks_for_approval_unless_allowed_listing_does_not(tmp_path: Path
     template = tmp_path / "allowed.toml"
     template.write_text('id = "allowed"\ntools = ["cron"]\n[permission]\nallow = ["cron"]\n')
     assert explain(add, "--template", str(template)).startswith("cron: allow")
+
+
+def test_an_agent_no_worker_makes_is_a_warning_at_add_and_one_line_per_firing(
+    tmp_path: Path,
+) -> None:
+    from dbos import DBOSClient
+
+    db = f"sqlite:///{tmp_path / 'dbos.sqlite'}"
+    missing = tmp_path / "missing.sqlite"
+    for command in (("schedules", "list"), ("schedules", "add", EVERY_2S, "hi", "--agent", "a")):
+        refused = kode(*command, db=f"sqlite:///{missing}")
+        assert refused.returncode == 2
+        assert f"the system database sqlite:///{missing} does not exist" in refused.stderr
+    assert not missing.exists()  # reading schedules makes no database
+
+    worker = Worker(tmp_path, db)
+    client = DBOSClient(system_database_url=db, application_name="kode")
+    try:
+        added = kode("schedules", "add", EVERY_2S, "Anyone?", "--agent", "nobody", db=db)
+        assert added.returncode == 0, added.stderr
+        assert "warning: no run of a durable agent 'nobody' is recorded" in added.stderr
+        wait_for_workflow(client, "kode.cron.run", "ERROR")
+        for schedule in json.loads(kode("schedules", "list", "--json", db=db).stdout):
+            assert kode("schedules", "remove", schedule["id"], db=db).returncode == 0
+    finally:
+        client.destroy()
+        err = worker.stop()
+    failures = [line for line in err.splitlines() if "names the durable agent 'nobody'" in line]
+    assert failures
+    assert all(": AgentError: scheduled prompt " in line for line in failures)
+    assert "Traceback" not in err

@@ -4,8 +4,10 @@ bearer tokens, refusing an open non-loopback bind, and cancelling a call whose c
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import socket
+import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -20,7 +22,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_peers import HttpServer, free_port, wait_until
+from mcp_peers import HttpServer, free_port, serve_command, wait_until
 
 from kode import define_tool
 from kode.cli import main
@@ -425,3 +427,44 @@ async def test_a_client_that_hangs_up_cancels_its_call(start: Any, marks: Path) 
     # The server is still fine for the next client.
     status, _, text = await apost(server, INITIALIZE)
     assert status == 200, text
+
+
+def test_port_0_announces_the_port_it_got(kode_tools: Path) -> None:
+    proc = subprocess.Popen(
+        serve_command(kode_tools, "--http", "0"),
+        cwd=kode_tools.parent,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        found = re.search(r" tools at http://127\.0\.0\.1:(\d+)/mcp \(no authentication\)$", line)
+        assert found is not None, line
+        port = int(found.group(1))
+        assert port != 0
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()  # listening there
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+def test_a_port_in_use_is_a_clear_error(kode_tools: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            serve_command(kode_tools, "--http", str(port)),
+            cwd=kode_tools.parent,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 2
+    assert f"kode mcp serve: cannot listen on 127.0.0.1:{port}: " in done.stderr
+    assert "Traceback" not in done.stderr

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import itertools
 import logging
+import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import anyio
 import pytest
@@ -166,3 +170,48 @@ async def test_a_timed_call_sees_exceptions_thrown_into_it() -> None:
     result = await tidy.run({})
     assert result.error_type is not None and result.error_type.value == "timeout"
     assert cleaned == [True]
+
+
+STEPPING = """
+import sys, time
+import anyio
+from kode import define_tool
+
+@define_tool(registry=None)
+async def stepping(n: int) -> str:
+    '''Work in short blocking steps, each under the threshold.'''
+    print("ready", flush=True)
+    for _ in range(n):
+        time.sleep(0.05)
+        await anyio.sleep(0)
+    return "done"
+
+result = stepping.run_sync({"n": 30})
+print(result.text, result.metadata.get("blocked_event_loop_seconds"), flush=True)
+"""
+
+
+@pytest.mark.parametrize("stop", [True, False], ids=["stopped", "running"])
+def test_a_stopped_process_is_not_blamed_on_the_tool(stop: bool, tmp_path: Path) -> None:
+    # SIGSTOP lands inside one of the tool's 50 ms steps (the loop's thread sleeps in them
+    # nearly all the time); the clock runs on for the second the process is stopped.
+    script = tmp_path / "stepping.py"
+    script.write_text(STEPPING)
+    child = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        if stop:
+            time.sleep(0.3)
+            child.send_signal(signal.SIGSTOP)
+            time.sleep(1.0)
+            child.send_signal(signal.SIGCONT)
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+        child.wait()
+    assert out.strip() == "done None"
+    assert "held the event loop" not in err
+    assert err == ""

@@ -316,3 +316,16 @@ def test_param_aliases_must_name_parameters() -> None:
         "param_aliases maps 'x' to 'nope', which is not a parameter shown to the model",
         "param_aliases maps 'limit', which is itself a parameter",
     ]
+
+
+def test_a_class_is_refused_for_what_it_is() -> None:
+    class SearchQuery(BaseModel):
+        """A query."""
+
+        query: str
+
+    with pytest.raises(ToolDefinitionError) as caught:
+        define_tool(registry=None)(SearchQuery)
+    message = str(caught.value)
+    assert "define_tool takes a function; got the class SearchQuery" in message
+    assert "no type annotation" not in message

@@ -432,3 +432,39 @@ def test_declarations_never_change_the_input_schema() -> None:
         tool.schema(dialect)
     assert tool.input_schema == before
     assert gemini_schema(before) == gemini_schema(copy.deepcopy(before))
+
+
+def test_openai_strict_keeps_only_the_keywords_strict_mode_accepts() -> None:
+    class Order(BaseModel):
+        model_config = ConfigDict(json_schema_extra={"example": {"sku": "A-1"}})
+
+        sku: Annotated[str, Field(pattern="^[A-Z]-[0-9]+$", examples=["B-2"], deprecated=True)]
+        quantity: Annotated[int, Field(ge=1, multiple_of=2)]
+
+    def place(
+        order: Order, note: Annotated[str, Field(json_schema_extra={"x-internal": 1})]
+    ) -> str:
+        """Place an order."""
+        return "ok"
+
+    schema = make(place).input_schema
+    strict = openai_strict_schema(schema)
+    assert strict is not None
+    order = strict["$defs"]["Order"]
+    assert order["description"] == '(example: {"sku": "A-1"})'
+    sku = order["properties"]["sku"]
+    assert sku == {
+        "pattern": "^[A-Z]-[0-9]+$",
+        "type": "string",
+        "description": '(deprecated: true) (examples: ["B-2"])',
+    }
+    assert order["properties"]["quantity"] == {"minimum": 1, "multipleOf": 2, "type": "integer"}
+    assert strict["properties"]["note"] == {"type": "string", "description": "(x-internal: 1)"}
+    supported = {
+        "type", "description", "title", "properties", "required", "additionalProperties",
+        "items", "enum", "const", "anyOf", "$ref", "$defs", "pattern", "format",
+        "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+        "minItems", "maxItems",
+    }  # fmt: skip
+    for path, node in schema_nodes(strict):
+        assert set(node) <= supported, (path, set(node) - supported)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import pytest
@@ -745,3 +747,81 @@ def test_a_field_after_equals_without_a_default_keeps_the_annotated_default() ->
         "type": "integer",
     }
     assert tool.run_sync({}).text == "1"
+
+
+# --- defaults are checked against their parameter's type, once, at definition -------------------
+
+
+class Role(enum.Enum):
+    ADMIN = "admin"
+    USER = "user"
+
+
+def test_a_default_that_does_not_fit_its_type_is_refused() -> None:
+    def grant(role: Role = "WRONG_ENUM", count: int = "1", ratio: float = 1) -> str:  # type: ignore[assignment]
+        """Grant."""
+        return "ok"
+
+    with pytest.raises(ToolDefinitionError) as caught:
+        make(grant)
+    message = str(caught.value)
+    assert "parameter 'role' has the default 'WRONG_ENUM', which does not fit its type" in message
+    assert "parameter 'count' has the default '1', which does not fit its type" in message
+    assert "'ratio'" not in message  # an int for a float is a float's value
+
+    def implicit(name: str = None) -> str:  # type: ignore[assignment]  # noqa: RUF013
+        """Implicit Optional."""
+        return name
+
+    with pytest.raises(ToolDefinitionError, match=r"say the parameter may be None, `X \| None"):
+        make(implicit)
+
+
+def test_a_default_outside_its_constraints_is_refused() -> None:
+    def page(size: Annotated[int, Field(ge=1)] = 0, tags: list[str] = [1]) -> str:  # type: ignore[list-item]  # noqa: B006
+        """Page."""
+        return "ok"
+
+    with pytest.raises(ToolDefinitionError) as caught:
+        make(page)
+    message = str(caught.value)
+    assert "parameter 'size' has the default 0" in message
+    assert "greater than or equal to 1" in message
+    assert "parameter 'tags' has the default [1], which does not fit its type at [0]" in message
+
+
+def test_defaults_that_fit_are_accepted() -> None:
+    def fine(
+        role: Role = Role.USER,
+        ratio: float = 1,
+        names: tuple[str, ...] = (),
+        size: Annotated[int, Field(ge=1)] = 5,
+        note: str | None = None,
+        renamed: Annotated[int, Field(default=3)] = 3,
+    ) -> str:
+        """Fine."""
+        return "ok"
+
+    tool = make(fine)
+    assert tool.validate({}) == {
+        "role": Role.USER,
+        "ratio": 1,
+        "names": (),
+        "size": 5,
+        "note": None,
+        "renamed": 3,
+    }
+
+
+def test_a_callable_parameter_is_named() -> None:
+    def apply(callback: Callable[[int], str], n: int = 1) -> str:
+        """Apply."""
+        return callback(n)
+
+    with pytest.raises(ToolDefinitionError) as caught:
+        make(apply)
+    message = str(caught.value)
+    assert message.startswith("test_a_callable_parameter_is_named.<locals>.apply: ")
+    assert "parameter 'callback' cannot be shown to a model" in message
+    assert "has no JSON schema" in message
+    assert "'n'" not in message

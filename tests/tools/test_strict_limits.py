@@ -141,3 +141,19 @@ def test_an_ordinary_tool_stays_strict_and_quiet() -> None:
 
     assert strict(search)
     assert registry.diagnostics == []
+
+
+def test_the_limit_warning_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    registry = ToolRegistry(name="once")
+    with caplog.at_level(logging.WARNING):
+        registry.register(tool_taking(nested(10), "deep_once"))
+        tool = registry.get("deep_once")
+        assert tool is not None
+        for _ in range(3):  # a declaration for each request
+            assert not strict(tool)
+    said = [r for r in caplog.records if "deep_once" in r.getMessage()]
+    assert len(said) == 1
+    assert (
+        "tool 'deep_once' is sent to OpenAI without strict mode: its schema has objects nested"
+        in said[0].getMessage()
+    )

@@ -5,8 +5,11 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import logging
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -441,14 +444,39 @@ async def test_other_exceptions_name_type_and_message_and_log_traceback(
         """F."""
         return 10 // n
 
-    with caplog.at_level(logging.ERROR, logger="kode.tools"):
+    with caplog.at_level(logging.DEBUG, logger="kode.tools"):
         result = await make(boom).run({"n": 0})
     assert result.is_error and result.error_type is ToolErrorType.EXECUTION_FAILED
     assert (
         result.text == "Tool 'boom' failed: ZeroDivisionError: integer division or modulo by zero"
     )
     assert "Traceback" not in result.text
-    assert caplog.records and caplog.records[0].exc_info is not None
+    warning, debug = caplog.records
+    assert warning.levelno == logging.WARNING and warning.exc_info is None
+    assert warning.getMessage().startswith(
+        "Tool 'boom' raised ZeroDivisionError: integer division or modulo by zero"
+    )
+    assert debug.levelno == logging.DEBUG and debug.exc_info is not None
+
+
+def test_a_handled_tool_error_prints_one_line_in_library_use(tmp_path: Path) -> None:
+    # Nothing configures logging in a script: Python's last-resort handler prints warnings.
+    script = tmp_path / "script.py"
+    script.write_text(
+        "from kode import define_tool\n"
+        "@define_tool(registry=None)\n"
+        "def boom(n: int) -> int:\n"
+        "    '''Divide.'''\n"
+        "    return 10 // n\n"
+        "print(boom.run_sync({'n': 0}).text)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip().startswith("Tool 'boom' failed: ZeroDivisionError")
+    assert done.stderr.splitlines() == [
+        "Tool 'boom' raised ZeroDivisionError: integer division or modulo by zero"
+    ]
 
 
 async def test_async_tool_errors_too() -> None:

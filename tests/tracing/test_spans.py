@@ -24,6 +24,9 @@ from kode.agent import (
 )
 from kode.models import ScriptedModel, tool_use
 from kode.models.anthropic import AnthropicModel
+from kode.models.gemini import GeminiModel
+from kode.models.openai import OpenAIModel
+from kode.models.openai_responses import OpenAIResponsesModel
 from kode.registries import ToolRegistry
 from kode.testing.providers import FakeProviderServer, Reply
 
@@ -401,3 +404,63 @@ async def test_a_chat_span_names_the_server_of_a_model_with_a_base_url(
     )
     await scripted.send("Hi.")
     assert "server.address" not in dict(telemetry.one("chat scripted").attributes or {})
+
+
+def _provider_model(kind: str, server: FakeProviderServer) -> Any:
+    if kind == "anthropic":
+        return AnthropicModel("claude-test-1", base_url=server.url, api_key="k")
+    if kind == "openai":
+        return OpenAIModel("gpt-test-1", base_url=server.openai_base_url, api_key="k")
+    if kind == "responses":
+        return OpenAIResponsesModel("gpt-test-1", base_url=server.openai_base_url, api_key="k")
+    return GeminiModel("gemini-test-1", base_url=server.url, api_key="k")
+
+
+# On trio the openai SDK leaves its finished stream's async generators to the garbage collector,
+# which trio reports (see tests/models/test_openai.py); the stream itself is complete.
+@pytest.mark.filterwarnings(
+    r"ignore:Exception ignored in. <async_generator object "
+    r"(Response\.aiter_bytes|SSEDecoder\.aiter_bytes|AsyncStream\._iter_events) "
+    ":pytest.PytestUnraisableExceptionWarning"
+)
+@pytest.mark.parametrize(
+    ("kind", "response_id"),
+    [
+        ("anthropic", "msg_fake_0001"),
+        ("openai", "chatcmpl-fake0001"),
+        ("responses", "resp_fake_0001"),
+        ("gemini", "resp_fake_0001"),
+    ],
+)
+async def test_a_chat_span_has_the_response_id_streaming_and_time_to_first_chunk(
+    kind: str, response_id: str, telemetry: Telemetry
+) -> None:
+    with FakeProviderServer([Reply(content=["Hi there, in a few pieces."])]) as server:
+        model = _provider_model(kind, server)
+        agent = Agent.create(
+            AgentTemplate(id="hello"), model=model, instrument=telemetry.settings()
+        )
+        assert (await agent.send("Hi.")).text == "Hi there, in a few pieces."
+        await model.aclose()
+    [chat] = [s for s in telemetry.spans() if (s.name or "").startswith("chat ")]
+    attrs = dict(chat.attributes or {})
+    assert attrs["gen_ai.response.id"] == response_id
+    assert attrs["gen_ai.request.stream"] is True
+    first = attrs["gen_ai.response.time_to_first_chunk"]
+    assert isinstance(first, float)
+    assert chat.end_time is not None and chat.start_time is not None
+    assert 0 < first <= (chat.end_time - chat.start_time) / 1e9
+
+
+async def test_time_to_first_chunk_leaves_out_nothing_but_is_measured_after_retries(
+    telemetry: Telemetry,
+) -> None:
+    # A model that sends no deltas: its whole response is the first chunk. No id: no attribute.
+    agent = Agent.create(
+        AgentTemplate(id="flaky"), model=FlakyModel(), instrument=telemetry.settings()
+    )
+    await agent.send("Hi.")
+    attrs = dict(telemetry.one("chat flaky-1").attributes or {})
+    assert attrs["gen_ai.request.stream"] is True
+    assert attrs["gen_ai.response.time_to_first_chunk"] > 0
+    assert "gen_ai.response.id" not in attrs
