@@ -29,6 +29,7 @@ from kode.agent.pipeline import truncate_result
 from kode.agent.reply import AgentHandle, AgentReply
 from kode.agent.run import AgentRun, EventCallbackFunc
 from kode.agent.session import Session
+from kode.agent.skills import agent_skills, system_prompt
 from kode.agent.state import AgentState, AgentStatus, CallRecords
 from kode.agent.stream import AgentStream
 from kode.agent.template import AgentTemplate, TemplateError, templates
@@ -49,6 +50,7 @@ from kode.tools.context import ToolContext
 from kode.tools.errors import KodeError, ToolErrorType
 from kode.tools.results import ToolResult, error_result, to_result
 from kode.tools.services import CALLER, SESSIONS, SUBAGENTS, TODOS
+from kode.tools.skills import SKILLS, SkillError
 from kode.tools.sync import run_sync
 from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool, Workspace
@@ -102,6 +104,8 @@ class Agent:
     ) -> None:
         self.template = template
         """The template the agent was made from."""
+        self.system_prompt = template.system_prompt
+        """The system prompt its requests carry: the template's, then its skills' names."""
         self.model = model
         """The model it talks to."""
         self.resolution = resolution
@@ -329,6 +333,10 @@ class Agent:
                 f"agent template {template.id!r}: {'; '.join(problems)}. Pass the deps its "
                 "tools need with Agent.create(deps=...) (kode run: --deps module:factory)."
             )
+        try:
+            skills = agent_skills(template, resolution.tools, space.root if space else None)
+        except (ValueError, SkillError) as exc:
+            raise AgentError(str(exc)) from None
         merged = (template.hooks or AgentHooks()).merged(hooks)
         made = cls(
             template=template,
@@ -349,6 +357,9 @@ class Agent:
             ),
         )
         made.workspace = space
+        if skills is not None:
+            SKILLS.set(made.services, skills)
+            made.system_prompt = system_prompt(template, skills)
         made.elicitation = elicitation
         made.tracing = tracing_for(instrument)
         made.subagent_models = dict(subagent_models or {})

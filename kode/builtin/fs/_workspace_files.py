@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from kode.builtin.fs._safe_open import is_swapped, open_dir, open_file, open_parent, write_at
+from kode.builtin.fs._skill_dirs import in_skill_dir
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.workspace import Workspace
@@ -487,8 +488,9 @@ def in_git_dir(arguments: dict[str, Any], ctx: ToolContext[Any] | None = None) -
     way that looks like a git directory once the file is written (``HEAD`` beside ``objects``,
     ``refs``, ``commondir`` or ``gitdir``), whatever its name: git takes such a directory for
     a repository, and a model could otherwise build one file by file. Names are compared
-    without case, for case-insensitive file systems. Any other path: `None`, no opinion (the
-    agent's permission mode decides, as for a write tool without this function).
+    without case, for case-insensitive file systems. A path inside a skill's folder asks too
+    (`in_skill_dir`). Any other path: `None`, no opinion (the agent's permission mode
+    decides, as for a write tool without this function).
     """
     path = arguments.get("path")
     if not isinstance(path, str):
@@ -508,6 +510,8 @@ def in_git_dir(arguments: dict[str, Any], ctx: ToolContext[Any] | None = None) -
         return GIT_WRITE_REASON
     if found is not None and _makes_git_dir(*found):
         return GIT_DIR_REASON
+    if space is not None:
+        return in_skill_dir(path, space, ctx)
     return None  # no opinion: the agent's mode decides, as for any write
 
 

@@ -17,6 +17,7 @@ What a sandboxed command gets:
   there would run outside the sandbox, the next time a person uses git);
 - the hidden paths (`DEFAULT_HIDDEN_PATHS`, or the policy's): a directory is replaced by an
   empty read-only one, a file by an empty file;
+- the agent's skill folders read-only, wherever they are (in the workspace, under ``/tmp``);
 - no network (a network namespace of its own, with only a loopback nobody listens on) unless
   the policy allows it; no Unix-domain socket either way (a system-call filter refuses to
   make one, on x86-64 and arm64); no kernel keyrings;
@@ -372,6 +373,9 @@ class Sandbox:
     """The paths it sees empty (see `DEFAULT_HIDDEN_PATHS` for the syntax)."""
     user_namespace: bool = True
     """Whether to give it a user namespace of its own (see `SandboxSupport.user_namespace`)."""
+    read_only: tuple[Path, ...] = ()
+    """Folders it sees read-only wherever they are, over the workspace, a private ``/tmp`` or
+    a hidden path: the agent's skills."""
 
     def argv(self, inner: Sequence[str], *, cwd: Path, seccomp: int | None) -> list[str]:
         """The command line running `inner` in this sandbox, in `cwd`.
@@ -413,6 +417,9 @@ class Sandbox:
                 emptied.append(path)
             else:
                 mounts.append((_depth(path), 2, ["--ro-bind", "/dev/null", path]))
+        for folder in self.read_only:  # last of its depth: nothing mounted makes it writable
+            if os.path.isdir(folder) and not os.path.islink(folder):
+                mounts.append((_depth(str(folder)), 3, ["--ro-bind", str(folder), str(folder)]))
         # bubblewrap mounts in order: a deeper path, or one of a later kind, goes on top.
         for _, _, arguments in sorted(mounts, key=lambda m: (m[0], m[1])):
             argv += arguments
