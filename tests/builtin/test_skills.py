@@ -181,7 +181,7 @@ def test_template_entries_that_are_wrong_are_errors(tmp_path: Path) -> None:
     with pytest.raises(SkillError, match="no folder at"):
         skill_sources([str(tmp_path / "missing")], plugins=False)
     (tmp_path / "empty").mkdir()
-    with pytest.raises(SkillError, match="holds no SKILL.md"):
+    with pytest.raises(SkillError, match=r"holds no SKILL\.md"):
         skill_sources([str(tmp_path / "empty")], plugins=False)
     with pytest.raises(SkillError, match="names no skill found"):
         skill_sources(["nowhere"], plugins=False)
