@@ -61,6 +61,12 @@ def _short(text: str) -> str:
     return text if len(text) <= _DESCRIPTION_WIDTH else text[: _DESCRIPTION_WIDTH - 1] + "…"
 
 
+def _shown(path: Path) -> str:
+    """`path` relative to the current directory when it is inside it, else absolute."""
+    here = Path.cwd().resolve()
+    return path.relative_to(here).as_posix() if here in path.parents else str(path)
+
+
 def _cmd_list(args: argparse.Namespace) -> int:
     catalog = _catalog(args)
     skills = sorted(catalog.skills.values(), key=lambda s: s.name)
@@ -135,7 +141,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    print(f"{found.name} ({found.source}: {found.path})")
+    print(f"{found.name} ({found.source}: {_shown(found.path)})")
     print("front matter:")
     for key, value in front.items():
         print(f"  {key}: {value}")

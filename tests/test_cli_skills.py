@@ -80,9 +80,8 @@ def test_show_prints_front_matter_files_and_body(world: tuple[Path, Path]) -> No
     home, workspace = world
     out = kode("skills", "show", "lint-fix", cwd=workspace, home=home)
     assert out.returncode == 0, out.stderr
-    folder = (workspace / ".kode" / "skills" / "lint-fix").resolve()
     assert out.stdout == (
-        f"lint-fix (workspace: {folder})\n"
+        "lint-fix (workspace: .kode/skills/lint-fix)\n"
         "front matter:\n"
         "  name: lint-fix\n"
         "  description: Fix lint errors.\n"

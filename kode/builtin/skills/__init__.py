@@ -4,7 +4,8 @@ The model sees only each skill's name and description (the agent adds them to it
 prompt); ``skill`` returns one skill's body, its folder's absolute path and its files. The
 skills are the agent's `SkillCatalog` (``ctx.services["skills"]``, made from its template):
 a name outside it is refused. A skill's scripts run through ``bash_run`` like any command,
-under its policy and sandbox, where the skill's folder is read-only.
+under its policy and sandbox, where the skill's folder is read-only. See the Skills page
+(``docs/skills.md``).
 """
 
 from __future__ import annotations
