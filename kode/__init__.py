@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from kode.mcp.errors import MCPConnectionError
     from kode.models import Message, Model, ModelError
     from kode.models.script_file import ScriptError
+    from kode.tools.skills import SkillError
     from kode.registries import (
         PluginApi,
         PolicyError,
@@ -88,6 +89,7 @@ _SOURCES: dict[str, str] = {
     "SchemaVersionError": "kode.sessions.errors",
     "ScriptError": "kode.models.script_file",
     "SessionError": "kode.sessions.errors",
+    "SkillError": "kode.tools.skills",
     "SessionExistsError": "kode.sessions.errors",
     "SessionLeaseError": "kode.sessions.errors",
     "SessionNotFoundError": "kode.sessions.errors",
@@ -149,6 +151,7 @@ __all__ = [
     "SessionLeaseError",
     "SessionNotFoundError",
     "SessionRecordError",
+    "SkillError",
     "StoreError",
     "StoreURLError",
     "TemplateError",

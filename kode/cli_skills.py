@@ -20,7 +20,7 @@ __all__ = ["register"]
 _DESCRIPTION_WIDTH = 72
 
 
-class _Stop(Exception):
+class CommandError(Exception):
     """The command cannot go on: its message is printed and the exit code is 2."""
 
 
@@ -35,14 +35,14 @@ def _catalog(args: argparse.Namespace) -> Any:
             from_workspace=True,
         )
     except SkillError as exc:
-        raise _Stop(str(exc).replace("template skills entry", "--skills", 1)) from None
+        raise CommandError(str(exc).replace("template skills entry", "--skills", 1)) from None
 
 
 def _guard(handler: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
         try:
             code: int = handler(args)
-        except _Stop as exc:
+        except CommandError as exc:
             print(f"kode skills: {exc}", file=sys.stderr)
             return 2
         return code

@@ -431,3 +431,18 @@ async def test_fs_write_into_a_skill_folder_asks_first(tmp_path: Path, where: st
     ]
     assert "skill's folder" in (approver.asked[0].reason or "")
     assert "Run scripts/hello.sh" in (folder / "SKILL.md").read_text()
+
+
+def test_the_template_field_is_a_list_and_the_workspace_opt_in_loads(tmp_path: Path) -> None:
+    from kode.agent import TemplateError
+
+    with pytest.raises(TemplateError, match="skills must be a list of folders or names"):
+        AgentTemplate.from_dict({"id": "t", "tools": ["skill"], "skills": "./skills"})
+    make_skill(tmp_path / ".kode" / "skills", "local", "A workspace skill.")
+    template = AgentTemplate.from_dict(
+        {"id": "t", "tools": ["skill"], "skills_from_workspace": True}
+    )
+    model = ScriptedModel(["ok"])
+    agent = Agent.create(template, model=model, registry=registry(), workspace=tmp_path)
+    agent.send_sync("hi")
+    assert model.requests[0].system.endswith("- local: A workspace skill.")
