@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from kode.mcp.errors import MCPConnectionError
     from kode.models import Message, Model, ModelError
     from kode.models.script_file import ScriptError
-    from kode.tools.skills import SkillError
     from kode.registries import (
         PluginApi,
         PolicyError,
@@ -63,6 +62,7 @@ if TYPE_CHECKING:
         tool,
     )
     from kode.tools.declared import declare_tool
+    from kode.tools.skills import SkillError
     from kode.tools.workspace import FilePool, Workspace
 
 __version__ = "0.1.0"
