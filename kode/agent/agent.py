@@ -335,7 +335,9 @@ class Agent:
             )
         try:
             skills = agent_skills(template, resolution.tools, space.root if space else None)
-        except (ValueError, SkillError) as exc:
+        except SkillError as exc:
+            raise AgentError(f"agent template {template.id!r}: {exc}") from None
+        except ValueError as exc:  # skills without the skill tool: the message names the template
             raise AgentError(str(exc)) from None
         merged = (template.hooks or AgentHooks()).merged(hooks)
         made = cls(
