@@ -445,10 +445,17 @@ def skill_sources(
                 for skill in found:
                     shared.add(skill)
     if from_workspace and workspace is not None:
-        found, problems = find_skills(workspace_skills_dir(workspace), source="workspace")
+        inside = workspace_skills_dir(workspace)
+        found, problems = find_skills(inside, source="workspace")
         shared.problems += problems
         for skill in found:
-            shared.add(skill)
+            if inside in skill.path.parents:
+                shared.add(skill)
+            else:  # a link out of the workspace: its author cannot vouch for what it points at
+                shared.problems.append(
+                    f"{inside / skill.name}: it is a link to {skill.path}, outside the "
+                    "workspace's skills; a workspace skill must be a folder inside .kode/skills"
+                )
     catalog.problems += shared.problems
     catalog.shadowed += shared.shadowed
     for name in names:

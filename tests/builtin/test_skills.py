@@ -446,3 +446,37 @@ def test_the_template_field_is_a_list_and_the_workspace_opt_in_loads(tmp_path: P
     agent = Agent.create(template, model=model, registry=registry(), workspace=tmp_path)
     agent.send_sync("hi")
     assert model.requests[0].system.endswith("- local: A workspace skill.")
+
+
+def test_a_workspace_skill_linking_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
+    outside = make_skill(tmp_path / "outside", "linked")
+    workspace = tmp_path / "ws"
+    (workspace / ".kode" / "skills").mkdir(parents=True)
+    (workspace / ".kode" / "skills" / "linked").symlink_to(outside, target_is_directory=True)
+    found = skill_sources([], workspace=workspace, from_workspace=True, plugins=False)
+    assert "linked" not in found.skills
+    (problem,) = found.problems
+    assert "outside the workspace's skills" in problem and str(outside.resolve()) in problem
+
+
+def test_a_skill_inside_a_hidden_path_stays_hidden_in_the_sandbox(
+    tmp_path: Path, outside_home: Path
+) -> None:
+    """The read-only mount of a skill's folder never brings back what the policy hides."""
+    from kode.builtin.runtime._sandbox import Sandbox
+
+    kept = make_skill(outside_home / "skills", "kept").resolve()
+    secret = make_skill(outside_home / "secrets", "inside").resolve()
+    sandbox = Sandbox(
+        program="bwrap",
+        mode="workspace-write",
+        roots=(tmp_path,),
+        hidden=(str(outside_home.resolve() / "secrets"),),
+        read_only=(kept, secret),
+    )
+    argv = sandbox.argv(["true"], cwd=tmp_path, seccomp=None)
+    mounts = [argv[i : i + 3] for i in range(len(argv) - 2)]
+    assert ["--ro-bind", str(kept), str(kept)] in mounts
+    assert ["--ro-bind", str(secret), str(secret)] not in mounts
+    hidden = str(outside_home.resolve() / "secrets")
+    assert ["--tmpfs", hidden] in [argv[i : i + 2] for i in range(len(argv) - 1)]

@@ -409,7 +409,8 @@ class Sandbox:
             for path in _git_paths(root):
                 mounts.append((_depth(path), 1, ["--ro-bind", path, path]))
         emptied: list[str] = []
-        for path in _hidden(self.hidden, self.roots[0] if self.roots else cwd):
+        hidden = _hidden(self.hidden, self.roots[0] if self.roots else cwd)
+        for path in hidden:
             if os.path.islink(path) or any(_under(path, p) for p in private):
                 continue  # a link is hidden through its target; a private tmpfs is empty
             if os.path.isdir(path):
@@ -418,6 +419,8 @@ class Sandbox:
             else:
                 mounts.append((_depth(path), 2, ["--ro-bind", "/dev/null", path]))
         for folder in self.read_only:  # last of its depth: nothing mounted makes it writable
+            if any(_under(str(folder), h) for h in hidden):
+                continue  # a skill inside a hidden path does not bring the path back
             if os.path.isdir(folder) and not os.path.islink(folder):
                 mounts.append((_depth(str(folder)), 3, ["--ro-bind", str(folder), str(folder)]))
         # bubblewrap mounts in order: a deeper path, or one of a later kind, goes on top.
