@@ -72,6 +72,7 @@ if TYPE_CHECKING:
         tool,
     )
     from kode.tools.declared import declare_tool
+    from kode.tools.skills import SkillError
     from kode.tools.workspace import FilePool, Workspace
 
 __version__ = "0.1.0"
@@ -99,6 +100,7 @@ _SOURCES: dict[str, str] = {
     "ScriptError": "kode.models.script_file",
     "SessionConflictError": "kode.sessions.errors",
     "SessionError": "kode.sessions.errors",
+    "SkillError": "kode.tools.skills",
     "SessionExistsError": "kode.sessions.errors",
     "SessionLeaseError": "kode.sessions.errors",
     "SessionNotFoundError": "kode.sessions.errors",
@@ -166,6 +168,7 @@ __all__ = [
     "SessionLeaseError",
     "SessionNotFoundError",
     "SessionRecordError",
+    "SkillError",
     "StoreError",
     "StoreURLError",
     "TemplateError",

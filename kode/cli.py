@@ -1,7 +1,8 @@
 """The ``kode`` command: inspect, call and check tools, run agents, serve tools over MCP.
 
 Each command group lives next to what it drives and adds itself to the parser here:
-``kode tools ...`` and ``kode run ...`` (`kode.cli_tools`), ``kode mcp ...`` (`kode.mcp.cli`),
+``kode tools ...`` and ``kode run ...`` (`kode.cli_tools`), ``kode skills ...``
+(`kode.cli_skills`), ``kode mcp ...`` (`kode.mcp.cli`),
 ``kode worker`` and ``kode schedules ...`` (`kode.durable.cli`).
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 
 __all__ = ["build_parser", "main", "version"]
 
-_GROUPS = ("kode.cli_tools", "kode.mcp.cli", "kode.durable.cli")
+_GROUPS = ("kode.cli_tools", "kode.cli_skills", "kode.mcp.cli", "kode.durable.cli")
 _DISTRIBUTION = "kode-sdk"
 
 

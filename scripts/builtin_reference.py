@@ -39,6 +39,7 @@ _TITLES = {
     "memory": "Memory",
     "media": "Images",
     "browser": "Browser",
+    "skills": "Skills",
 }
 
 _HEADER = """\

@@ -3,8 +3,8 @@
 The page's files are the ones it shows: a fenced block named by the sentence before it
 ("saved as `weather.py`", "With `forecaster.toml`:"), by a first-line comment (`# app_deps.py`)
 or by a `$ cat NAME` in a transcript. Every ```text block that starts with `$ ` is a
-transcript: its commands run in order with bash, in a folder holding the files shown up to
-there, with `kode` on the PATH, and what each prints (stdout and stderr) must equal the lines
+transcript: its commands run in order with bash, in a folder holding the files shown (and the
+checkout's `examples/`, as from its root), with `kode` on the PATH, and what each prints (stdout and stderr) must equal the lines
 after it. Three things are read loosely: a line `...` stands for any lines, durations
 (`(0.01 s)`) for any, and an answer typed at an approval prompt (`...(n NOTE: say why): a`)
 is sent on stdin, since a terminal would show it. The few commands that cannot run here are
@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -184,6 +185,7 @@ def test_cli_transcript(block: Block, tmp_path: Path) -> None:
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
+    shutil.copytree(ROOT / "examples", tmp_path / "examples")  # as from a checkout's root
     env = _env(tmp_path)
     commands = _transcript(block)
     if all(_skip_reason(c) for c in commands):

@@ -33,6 +33,7 @@ from kode.agent.pipeline import truncate_result
 from kode.agent.reply import AgentHandle, AgentReply
 from kode.agent.run import AgentRun, EventCallbackFunc
 from kode.agent.session import Session
+from kode.agent.skills import agent_skills, system_prompt
 from kode.agent.state import AgentState, AgentStatus, CallRecords
 from kode.agent.stream import AgentStream
 from kode.agent.subagents import subagent_rights
@@ -56,6 +57,7 @@ from kode.tools.context import ToolContext
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult, error_result, to_result
 from kode.tools.services import CALLER, SESSIONS, SUBAGENTS, TODOS
+from kode.tools.skills import SKILLS, SkillError
 from kode.tools.sync import run_sync
 from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool, Workspace
@@ -107,6 +109,8 @@ class Agent:
     ) -> None:
         self.template = template
         """The template the agent was made from."""
+        self.system_prompt = template.system_prompt
+        """The system prompt its requests carry: the template's, then its skills' names."""
         self.model = model
         """The model it talks to."""
         self.resolution = resolution
@@ -339,6 +343,12 @@ class Agent:
                 f"agent template {template.id!r}: {'; '.join(problems)}. Pass the deps its "
                 "tools need with Agent.create(deps=...) (kode run: --deps module:factory)."
             )
+        try:
+            skills = agent_skills(template, resolution.tools, space.root if space else None)
+        except SkillError as exc:
+            raise AgentError(f"agent template {template.id!r}: {exc}") from None
+        except ValueError as exc:  # skills without the skill tool: the message names the template
+            raise AgentError(str(exc)) from None
         merged = (template.hooks or AgentHooks()).merged(hooks)
         made = cls(
             template=template,
@@ -361,6 +371,9 @@ class Agent:
         made.workspace = space
         for name, value in (services or {}).items():
             made.services.setdefault(name, value)  # the agent's own (todos, sub-agents) stay
+        if skills is not None:
+            SKILLS.set(made.services, skills)
+            made.system_prompt = system_prompt(template, skills)
         made.elicitation = elicitation
         made.tracing = tracing_for(instrument)
         made.subagent_models = dict(subagent_models or {})

@@ -51,6 +51,7 @@ class AgentLike(Protocol):
     """What the parts of an agent use of it: `kode.agent.agent.Agent` is the one."""
 
     template: AgentTemplate
+    system_prompt: str
     model: Model
     registry: ToolRegistry
     deps: Any

@@ -474,7 +474,7 @@ class AgentRun:
         """Stream one model response, passing its text and thinking on as events."""
         agent = self.agent
         request = ModelRequest(
-            system=agent.template.system_prompt,
+            system=agent.system_prompt,
             messages=self._history(),
             tools=agent.request_tools() if output is None else output.tools(agent.request_tools()),
             settings=settings,

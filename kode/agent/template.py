@@ -125,6 +125,13 @@ class AgentTemplate(BaseModel):
     deferred: list[str] = Field(default_factory=list)
     """Entries like `tools` whose tools the agent has deferred: their definitions are sent
     only once the agent's ``tool_search`` has found them (see the "Many tools" page)."""
+    skills: list[str] = Field(default_factory=list)
+    """Skills the agent may load with its ``skill`` tool: folders (a path with a ``/``, or
+    starting with ``.`` or ``~``) that are a skill or hold skill folders, and names of skills
+    in ``~/.kode/skills`` or a plugin (without names, all of those; see the "Skills" page)."""
+    skills_from_workspace: bool = False
+    """Whether the workspace's ``.kode/skills`` may load too (whoever controls the workspace,
+    the model included, wrote them)."""
     policy: PolicyConfig | None = None
     """A policy layer applied on top of the tool list."""
     permission: PermissionConfig = Field(default_factory=PermissionConfig)
@@ -170,6 +177,13 @@ class AgentTemplate(BaseModel):
     def _tools_is_a_list(cls, value: Any) -> Any:
         if isinstance(value, str):
             raise ValueError(f"tools must be a list of names, got the string {value!r}")
+        return value
+
+    @field_validator("skills", mode="before")
+    @classmethod
+    def _skills_is_a_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            raise ValueError(f"skills must be a list of folders or names, got the string {value!r}")
         return value
 
     @field_validator("output_type")

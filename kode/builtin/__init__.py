@@ -6,7 +6,8 @@ first needed (an agent choosing it, `ToolRegistry.get`, a search). Importing one
 (``kode.builtin.fs``) defines and registers its tools at once. Groups: ``group:fs``,
 ``group:runtime``, ``group:web``, ``group:think`` (todo), ``group:sessions`` (sub-agents, the
 sessions of the agent's store), ``group:memory`` (facts kept across sessions), ``group:media``
-(images drawn or generated), ``group:browser`` (a headless Chromium, extra ``browser``).
+(images drawn or generated), ``group:browser`` (a headless Chromium, extra ``browser``),
+``group:skills`` (``skill``: the agent's skills, loaded on demand).
 See ``docs/builtin-tools.md``.
 
 What configures them is importable from here too: `RuntimePolicy` (what ``bash_run`` may run)
@@ -30,7 +31,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MODULES", "RuntimePolicy", "set_default_runtime_policy", "using_runtime_policy"]
 
-MODULES = ("fs", "runtime", "web", "todo", "tasks", "sessions", "memory", "media", "browser")
+MODULES = (
+    *("fs", "runtime", "web", "todo", "tasks", "sessions", "memory", "media", "browser"),
+    "skills",
+)
 """The built-in tool modules, in registration order."""
 
 # fmt: off
@@ -69,6 +73,7 @@ TOOLS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
     ("image_generate", "kode.builtin.media:image_generate", "fetch", "group:media",
      ("generate_image",)),
     ("browser", "kode.builtin.browser:browser", "fetch", "group:browser", ("browse",)),
+    ("skill", "kode.builtin.skills:skill", "read", "group:skills", ("use_skill",)),
 )
 # fmt: on
 """Every built-in tool as the registry knows it before its module is imported: name, where it

@@ -25,6 +25,7 @@ Hierarchy (docs/errors.md has it too; tests/test_errors.py checks both against t
     │   ├── SessionRecordError   a record cannot follow the records before it
     │   ├── StoreError           the database itself failed
     │   └── StoreURLError        a store URL kode cannot open (also a ValueError)
+    ├── SkillError               a skill is malformed or not available (also a ValueError)
     ├── TemplateError            an agent template is malformed or unknown (also a ValueError)
     ├── ToolDefinitionError      a function cannot be a tool (raised at decoration time)
     ├── ToolError                raised by a tool on purpose; becomes an error result

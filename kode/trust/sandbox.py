@@ -23,6 +23,8 @@ What a sandboxed command gets:
   runs the supervisor in it;
 - the hidden paths (`DEFAULT_HIDDEN_PATHS`, or the policy's, and kode's home): a directory
   is replaced by an empty read-only one, a file by an empty file;
+- the agent's skill folders read-only, wherever they are (in the workspace, under ``/tmp``,
+  in kode's home);
 - no network (a network namespace of its own, with only a loopback nobody listens on) unless
   the policy allows it; a system-call filter (x86-64 and arm64) that refuses sockets of any
   family but the network's and netlink (so no Unix-domain socket), io_uring, and
@@ -434,6 +436,9 @@ class Sandbox:
     """What it sees of the home directory (see `DEFAULT_HOME_PATHS`)."""
     user_namespace: bool = True
     """Whether to give it a user namespace of its own (see `SandboxSupport.user_namespace`)."""
+    read_only: tuple[Path, ...] = ()
+    """Folders it sees read-only wherever they are, over the workspace, a private ``/tmp`` or
+    a hidden path: the agent's skills."""
 
     def argv(self, inner: Sequence[str], *, cwd: Path, seccomp: int | None) -> list[str]:
         """The command line running `inner` in this sandbox, in `cwd`.
@@ -498,7 +503,8 @@ class Sandbox:
                 home is not None and _under(path, home) and not any(_under(path, p) for p in shown)
             )
 
-        for path in _hidden(hidden, self.roots[0] if self.roots else cwd, unseen=unseen):
+        hidden_paths = _hidden(hidden, self.roots[0] if self.roots else cwd, unseen=unseen)
+        for path in hidden_paths:
             if os.path.islink(path) or any(_under(path, p) for p in private):
                 continue  # a link is hidden through its target; a private tmpfs is empty
             if home is not None and _under(path, home):
@@ -509,6 +515,16 @@ class Sandbox:
                 emptied.append(path)
             else:
                 mounts.append((_depth(path), 2, ["--ro-bind", "/dev/null", path]))
+        # Every hidden path, those the home's tmpfs hides already included: a skill in one is
+        # not shown (but kode's own home, hidden for its memory and databases, shows skills).
+        kept_hidden = (
+            _hidden(self.hidden, self.roots[0] if self.roots else cwd) if self.read_only else []
+        )
+        for folder in self.read_only:  # last of its depth: nothing mounted makes it writable
+            if any(_under(str(folder), h) for h in kept_hidden):
+                continue  # a skill inside a hidden path does not bring the path back
+            if os.path.isdir(folder) and not os.path.islink(folder):
+                mounts.append((_depth(str(folder)), 3, ["--ro-bind", str(folder), str(folder)]))
         # bubblewrap mounts in order: a deeper path, or one of a later kind, goes on top.
         for _, _, arguments in sorted(mounts, key=lambda m: (m[0], m[1])):
             argv += arguments

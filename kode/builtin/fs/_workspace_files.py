@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from kode.builtin.fs._safe_open import is_swapped, open_dir, open_file, open_parent, write_at
+from kode.builtin.fs._skill_dirs import in_skill_dir
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.workspace import Workspace
@@ -490,7 +491,8 @@ def in_git_dir(arguments: dict[str, Any], ctx: ToolContext[Any] | None = None) -
     a repository, and a model could otherwise build one file by file. Names are compared
     without case, for case-insensitive file systems. So does a path the sandbox never lets a
     command write either (`kode.trust.protected.protected_reason`: ``.kode/``, a virtual
-    environment at the root, kode's databases). Any other path: `None`, no opinion (the
+    environment at the root, kode's databases). A path inside a skill's folder asks too
+    (`in_skill_dir`). Any other path: `None`, no opinion (the
     agent's permission mode decides, as for a write tool without this function).
     """
     path = arguments.get("path")
@@ -511,6 +513,8 @@ def in_git_dir(arguments: dict[str, Any], ctx: ToolContext[Any] | None = None) -
         return GIT_WRITE_REASON
     if found is not None and _makes_git_dir(*found):
         return GIT_DIR_REASON
+    if space is not None and (skill := in_skill_dir(path, space, ctx)) is not None:
+        return skill  # a skill's folder, the workspace's in .kode/skills too: said as such
     if found is not None:  # .kode/, a virtual environment, kode's databases: as the sandbox
         reason = protected_reason(*found)
         if reason is not None:

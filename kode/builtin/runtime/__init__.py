@@ -107,6 +107,7 @@ from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.invocation import Display
 from kode.tools.results import TextBlock, ToolResult
 from kode.tools.services import ServiceKey
+from kode.tools.skills import SKILLS, workspace_skills_dir
 from kode.trust.sandbox import (
     DEFAULT_HOME_PATHS,
     IO_URING_CALLS,
@@ -342,7 +343,20 @@ def _sandbox_for(
         hidden=policy.hidden_paths,
         home_paths=policy.home_paths,
         user_namespace=support.user_namespace,
+        read_only=_skill_folders(ctx),
     )
+
+
+def _skill_folders(ctx: ToolContext[Any]) -> tuple[Path, ...]:
+    """The agent's skill folders and the workspace's ``.kode/skills``: read-only to commands."""
+    folders: list[Path] = []
+    with contextlib.suppress(TypeError):  # a value of another type: no skills to protect
+        catalog = SKILLS.get(ctx.services)
+        if catalog is not None:
+            folders += catalog.folders()
+    if ctx.workspace is not None:
+        folders.append(workspace_skills_dir(ctx.workspace.root))
+    return tuple(folders)
 
 
 def _environment_for(policy: RuntimePolicy, *, confined: bool) -> dict[str, str]:
