@@ -1,14 +1,14 @@
 """docs/cli.md's transcripts are what the commands print: each `$ kode ...` line is run.
 
-The page's files are the ones it shows: a fenced block named by the sentence before it
-("saved as `weather.py`", "With `forecaster.toml`:"), by a first-line comment (`# app_deps.py`)
-or by a `$ cat NAME` in a transcript. Every ```text block that starts with `$ ` is a
-transcript: its commands run in order with bash, in a folder holding the files shown (and the
-checkout's `examples/`, as from its root), with `kode` on the PATH, and what each prints (stdout and stderr) must equal the lines
-after it. Three things are read loosely: a line `...` stands for any lines, durations
-(`(0.01 s)`) for any, and an answer typed at an approval prompt (`...(n NOTE: say why): a`)
-is sent on stdin, since a terminal would show it. The few commands that cannot run here are
-listed in `NOT_RUN`, each with the reason.
+The page's files are the ones it shows: a fenced block named by the sentence before it ("saved
+as `weather.py`", "With `forecaster.toml`:"), by a first-line comment (`# app_deps.py`) or by a
+`$ cat NAME` in a transcript. Every ```text block that starts with `$ ` is a transcript: its
+commands run in order with bash, in a folder holding the files shown (and the checkout's
+`examples/`, as from its root), with `kode` on the PATH, and what each prints (stdout and
+stderr) must equal the lines after it. Three things are read loosely: a line `...` stands for
+any lines, durations (`(0.01 s)`) for any, and an answer typed at an approval prompt (`...(n
+NOTE: say why): a`) is sent on stdin, since a terminal would show it. The few commands that
+cannot run here are listed in `NOT_RUN`, each with the reason.
 
 To rewrite the transcripts from what the commands print now, run
 
