@@ -14,8 +14,8 @@ What a client sees:
   failure (invalid arguments, `ToolError`, an exception, a timeout) is an ``isError`` result
   with the text kode gives a model. A tool with an output schema sends ``structuredContent``
   only after checking it against that schema; a result that does not match is an ``isError``
-  result naming the problems (and a warning on the ``kode.mcp`` logger). An unknown name is a protocol error (``-32602``), as the
-  MCP specification requires, with kode's message;
+  result naming the problems (and a warning on the ``kode.mcp`` logger). An unknown name is a
+  protocol error (``-32602``), as the MCP specification requires, with kode's message;
 - ``ctx.progress(...)`` becomes ``notifications/progress`` for the call, when the client asked
   for progress; ``ctx.emit(...)`` and records logged on ``ctx.logger`` become
   ``notifications/message`` log messages (level ``info`` for events);
@@ -417,7 +417,8 @@ class ToolServer:
             tool_name=tool.name,
         )
         if sent.is_error and not result.is_error:  # the tool broke its own output schema
-            _log.warning("%s", sent.content[0].text if sent.content else "")
+            said = sent.content[0] if sent.content else None
+            _log.warning("%s", said.text if isinstance(said, types.TextContent) else "")
         return sent
 
     # --- list changes --------------------------------------------------------------------------

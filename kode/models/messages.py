@@ -174,6 +174,12 @@ class Usage(BaseModel):
     """Of `input_tokens`, those written to the provider's prompt cache (billed at a premium, so
     that later requests can read them)."""
 
+    def __repr_args__(self) -> Any:
+        # The cache counts are shown only when there are some: most providers report none.
+        for name, value in super().__repr_args__():
+            if value or not (name or "").startswith("cache_"):
+                yield name, value
+
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,

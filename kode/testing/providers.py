@@ -521,7 +521,7 @@ def _raw(dialect: Dialect, reply: RawEvents) -> Iterator[bytes]:
 
 
 def _anthropic_usage(usage: Usage) -> dict[str, int]:
-    """kode's usage as Anthropic reports it: ``input_tokens`` without the cached ones."""
+    """A `Usage` as Anthropic reports it: ``input_tokens`` without the cached ones."""
     read, written = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
     out = {"input_tokens": max(usage.input_tokens - read - written, 0), "output_tokens": 0}
     if read or written:

@@ -86,10 +86,10 @@ def _recursive_definition(root: JsonSchema) -> str | None:
     defs = root.get("$defs")
     if not isinstance(defs, dict):
         return None
-    graph = {name: _refs(node) for name, node in defs.items()}
+    graph: dict[str, set[str]] = {str(name): _refs(node) for name, node in defs.items()}
     for start in graph:
         seen: set[str] = set()
-        stack = list(graph[start])
+        stack: list[str] = list(graph[start])
         while stack:
             name = stack.pop()
             if name == start:
