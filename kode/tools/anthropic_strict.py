@@ -103,12 +103,15 @@ def _recursive_definition(root: JsonSchema) -> str | None:
 def anthropic_strict_counts(schema: JsonSchema) -> tuple[int, int]:
     """How many optional parameters and parameters with a union type a strict schema has.
 
-    Every object in the schema counts, nested ones and those in ``$defs`` (each definition
-    once): a property not in its object's ``required`` is optional, and a schema node with an
-    ``anyOf`` or a list of types is a union. These are the counts `ANTHROPIC_STRICT_LIMITS`
-    bounds across a request.
+    Every object the schema reaches counts, nested ones and the ``$defs`` it refers to (each
+    definition once, however often it is referred to): a property not in its object's
+    ``required`` is optional, and a schema node with an ``anyOf`` or a list of types is a
+    union. These are the counts `ANTHROPIC_STRICT_LIMITS` bounds across a request.
     """
+    found = schema.get("$defs")
+    defs: dict[str, Any] = found if isinstance(found, dict) else {}
     optional = unions = 0
+    followed: set[str] = set()
     stack: list[Any] = [schema]
     while stack:
         node = stack.pop()
@@ -117,6 +120,10 @@ def anthropic_strict_counts(schema: JsonSchema) -> tuple[int, int]:
             continue
         if not isinstance(node, dict):
             continue
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref not in followed:
+            followed.add(ref)
+            stack.append(defs.get(ref[len("#/$defs/") :]))
         props = node.get("properties")
         if isinstance(props, dict):
             required = set(node.get("required") or ())
@@ -124,7 +131,7 @@ def anthropic_strict_counts(schema: JsonSchema) -> tuple[int, int]:
         if isinstance(node.get("anyOf"), list) or isinstance(node.get("type"), list):
             unions += 1
         for key, value in node.items():
-            if key not in ("enum", "const", "default", "examples"):
+            if key not in ("$defs", "enum", "const", "default", "examples"):
                 stack.append(value)
     return optional, unions
 
