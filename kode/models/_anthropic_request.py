@@ -51,17 +51,27 @@ def cache_minimum(model: str) -> int:
     return _DEFAULT_MINIMUM
 
 
-def declarations(tools: Sequence[Tool[..., Any]], *, strict: bool, warned: set[str]) -> list[Any]:
+def declarations(
+    tools: Sequence[Tool[..., Any]],
+    *,
+    strict: bool,
+    warned: set[str],
+    counts: dict[int, tuple[Tool[..., Any], int, int]] | None = None,
+) -> list[Any]:
     """The tools' Anthropic declarations, strict where allowed when `strict` is set.
 
     A tool is strict when its schema can be made strict and the strict tools before it leave
-    room under `ANTHROPIC_STRICT_LIMITS`; one left plain for lack of room is named once (in
-    `warned`) on the ``kode.models`` logger.
+    room under `ANTHROPIC_STRICT_LIMITS`. The tools left plain for lack of room are named in
+    one warning on the ``kode.models`` logger, once for each such set of tools (kept in
+    `warned`), not on every request. `counts` keeps each tool's `anthropic_strict_counts`
+    between requests (by the tool's identity; the tool is kept with them, so the identity
+    stays its own).
     """
     if not strict:
         return [tool.schema("anthropic") for tool in tools]
     limits = ANTHROPIC_STRICT_LIMITS
     out: list[Any] = []
+    crowded: list[str] = []
     count = optional = unions = 0
     for tool in tools:
         try:
@@ -69,29 +79,40 @@ def declarations(tools: Sequence[Tool[..., Any]], *, strict: bool, warned: set[s
         except ValueError:  # the schema cannot be strict: plain, as OpenAI's would be
             out.append(tool.schema("anthropic"))
             continue
-        more_optional, more_unions = anthropic_strict_counts(decl["input_schema"])
+        known = counts.get(id(tool)) if counts is not None else None
+        if known is None:
+            known = (tool, *anthropic_strict_counts(decl["input_schema"]))
+            if counts is not None:
+                counts[id(tool)] = known
+        _, more_optional, more_unions = known
         if (
             count + 1 > limits["tools"]
             or optional + more_optional > limits["optional"]
             or unions + more_unions > limits["unions"]
         ):
-            if tool.name not in warned:
-                warned.add(tool.name)
-                _logger.warning(
-                    "tool %r is sent to Anthropic without strict mode: the strict tools before "
-                    "it reach Anthropic's limits for one request (%d tools, %d optional "
-                    "parameters, %d parameters with a union type)",
-                    tool.name,
-                    limits["tools"],
-                    limits["optional"],
-                    limits["unions"],
-                )
+            crowded.append(tool.name)
             out.append(tool.schema("anthropic"))
             continue
         count += 1
         optional += more_optional
         unions += more_unions
         out.append(decl)
+    key = ",".join(crowded)
+    if crowded and key not in warned:
+        warned.add(key)
+        shown = ", ".join(repr(name) for name in crowded[:10])
+        more = f" and {len(crowded) - 10} more" if len(crowded) > 10 else ""
+        _logger.warning(
+            "%d tools are sent to Anthropic without strict mode (%s%s): the strict tools before "
+            "them reach Anthropic's limits for one request (%d tools, %d optional parameters, "
+            "%d parameters with a union type)",
+            len(crowded),
+            shown,
+            more,
+            limits["tools"],
+            limits["optional"],
+            limits["unions"],
+        )
     return out
 
 

@@ -178,6 +178,7 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         self.cache = cache
         """Whether requests carry prompt-cache breakpoints."""
         self._strict_warned: set[str] = set()
+        self._strict_counts: dict[int, tuple[Any, int, int]] = {}
         super().__init__(
             model,
             client=client,
@@ -219,7 +220,12 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         }
         if request.system:
             params["system"] = request.system
-        tools = declarations(request.tools, strict=self.strict_tools, warned=self._strict_warned)
+        tools = declarations(
+            request.tools,
+            strict=self.strict_tools,
+            warned=self._strict_warned,
+            counts=self._strict_counts,
+        )
         if self.tool_search is not None and (
             request.deferred or _has_server_blocks(request.messages)
         ):

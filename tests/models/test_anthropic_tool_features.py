@@ -133,7 +133,11 @@ async def test_strict_tools_stay_within_the_request_limits(
     strict = [t["name"] for t in body["tools"] if t.get("strict")]
     assert strict == [f"tool_{n}" for n in range(20)]
     warned = [r.getMessage() for r in caplog.records if r.name == "kode.models"]
-    assert len(warned) == 2 and "'tool_20'" in warned[0] and "20 tools" in warned[0]
+    assert warned == [
+        "2 tools are sent to Anthropic without strict mode ('tool_20', 'tool_21'): the strict "
+        "tools before them reach Anthropic's limits for one request (20 tools, 24 optional "
+        "parameters, 16 parameters with a union type)"
+    ]
 
 
 # --- prompt-cache breakpoints ------------------------------------------------------------------
