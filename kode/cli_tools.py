@@ -211,6 +211,14 @@ def _cmd_search(args: argparse.Namespace) -> int:
 def _cmd_show(args: argparse.Namespace) -> int:
     reg = _load(args)
     tool = _get(reg, args.name)
+    if args.strict and args.dialect == "anthropic":
+        # As AnthropicModel(strict_tools=True) sends it: strict when the schema allows.
+        try:
+            _print_json(tool.schema("anthropic", strict=True))
+        except ValueError as exc:
+            print(f"note: {exc}; it is sent without strict mode", file=sys.stderr)
+            _print_json(tool.schema("anthropic"))
+        return 0
     _print_json(tool.schema(args.dialect))
     return 0
 
@@ -863,6 +871,12 @@ def register(commands: Any) -> None:
     p = sub.add_parser("show", help="print a tool's declaration in a provider's format")
     p.add_argument("name", help="the tool's name")
     p.add_argument("--dialect", choices=["anthropic", "openai", "gemini"], default="anthropic")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="Anthropic: as AnthropicModel(strict_tools=True) sends it (strict: true where the "
+        "schema allows); OpenAI's declaration is strict where it allows already",
+    )
     common(p)
     p.set_defaults(handler=_guard(_cmd_show))
 

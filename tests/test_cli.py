@@ -73,6 +73,18 @@ def test_tools_show(dialect: str) -> None:
         assert "additionalProperties" not in json.dumps(declaration)
 
 
+def test_tools_show_anthropic_strict() -> None:
+    out = kode("tools", "show", "search_notes", "--strict", "-m", QUICKSTART)
+    assert out.returncode == 0, out.stderr
+    declaration = json.loads(out.stdout)
+    assert declaration["strict"] is True
+    schema = declaration["input_schema"]
+    assert schema["additionalProperties"] is False
+    assert schema["required"] == ["query"]  # optional stays optional for Anthropic
+    limit = schema["properties"]["limit"]
+    assert "minimum" not in limit and "(minimum: 1) (maximum: 20)" in limit["description"]
+
+
 def test_tools_call_ok_error_and_stdin() -> None:
     ok = kode(
         "tools", "call", "search_notes", '{"query": "coffee", "limit": "1"}', "-m", QUICKSTART

@@ -20,7 +20,9 @@ is not read-only or gives a ``destructiveHint``, and ``other`` when it says noth
 Results: a `ToolResult`'s text and image blocks become MCP content, its ``is_error`` becomes
 ``isError``, and a tool whose return type gives an output schema also returns
 ``structuredContent`` (wrapped as ``{"result": ...}`` when the schema is not an object, as
-MCP requires before 2026-07-28). The other way, MCP text and images become blocks, an
+MCP requires before 2026-07-28), checked against the advertised schema before it is sent (a
+mismatch is an ``isError`` result saying so, never content contradicting the schema). The
+other way, MCP text and images become blocks, an
 embedded resource's text becomes text and its binary content an image (``image/*``), text
 (textual types in UTF-8) or a file saved by `BlobFiles` and named in the text; audio and
 resource links are described in text. Content annotations (audience, priority) are kept in
@@ -51,6 +53,7 @@ __all__ = [
     "annotations_for_kind",
     "call_result",
     "kind_from_annotations",
+    "output_problems",
     "output_schema_for",
     "resource_block",
     "tool_result",
@@ -113,13 +116,40 @@ def _mcp_content(block: ContentBlock) -> types.TextContent | types.ImageContent:
     return types.TextContent(text=block.text)
 
 
+def output_problems(value: Any, schema: dict[str, Any]) -> list[str]:
+    """How `value` fails to match the JSON `schema`, one line per problem (empty: it matches).
+
+    Each line names the place (``city.celsius: 'warm' is not of type 'number'``); the
+    ``jsonschema`` package (which comes with the ``mcp`` extra) judges, by JSON Schema 2020-12.
+    """
+    import jsonschema  # type: ignore[import-untyped]
+
+    validator = jsonschema.Draft202012Validator(schema)
+    found = []
+    for error in sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.path]):
+        where = ".".join(str(p) for p in error.path)
+        found.append(f"{where}: {error.message}" if where else error.message)
+    return found
+
+
+_MAX_PROBLEMS = 5
+
+
 def call_result(
-    result: ToolResult, *, has_output_schema: bool, wrapped: bool
+    result: ToolResult,
+    *,
+    has_output_schema: bool,
+    wrapped: bool,
+    output_schema: dict[str, Any] | None = None,
+    tool_name: str = "",
 ) -> types.CallToolResult:
     """A kode `ToolResult` as an MCP ``CallToolResult``.
 
     `has_output_schema` and `wrapped` come from `output_schema_for`: structured content is
-    sent for a successful call of a tool that advertises an output schema.
+    sent for a successful call of a tool that advertises an output schema. Given the advertised
+    `output_schema`, that structured content is checked against it first: a result with none,
+    or one that does not match, becomes an ``isError`` result naming `tool_name` and the
+    problems (at most five), instead of content that contradicts the schema.
     """
     content: list[types.ContentBlock] = [_mcp_content(b) for b in result.content]
     structured: Any = None
@@ -128,10 +158,33 @@ def call_result(
             structured = {"result": result.details}
         elif isinstance(result.details, dict):
             structured = result.details
+        if output_schema is not None:
+            problem = _mismatch(structured, output_schema, tool_name)
+            if problem is not None:
+                return types.CallToolResult(
+                    content=[types.TextContent(text=problem)], is_error=True
+                )
     if structured is None:
         return types.CallToolResult(content=content, is_error=result.is_error)
     return types.CallToolResult(
         content=content, structured_content=structured, is_error=result.is_error
+    )
+
+
+def _mismatch(structured: Any, schema: dict[str, Any], tool_name: str) -> str | None:
+    if structured is None:
+        return (
+            f"Tool {tool_name!r} returned no structured result (a JSON object), though its "
+            "output schema promises one: the result was not sent."
+        )
+    problems = output_problems(structured, schema)
+    if not problems:
+        return None
+    more = len(problems) - _MAX_PROBLEMS
+    listed = "; ".join(problems[:_MAX_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
+    return (
+        f"Tool {tool_name!r} returned a result that does not match its output schema "
+        f"({listed}): the result was not sent."
     )
 
 

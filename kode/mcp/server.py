@@ -12,8 +12,10 @@ What a client sees:
   and annotations from its kind (`kode.mcp.convert`);
 - ``tools/call``: kode validates the arguments and runs the tool as an agent would; every
   failure (invalid arguments, `ToolError`, an exception, a timeout) is an ``isError`` result
-  with the text kode gives a model. An unknown name is a protocol error (``-32602``), as the
-  MCP specification requires, with kode's message;
+  with the text kode gives a model. A tool with an output schema sends ``structuredContent``
+  only after checking it against that schema; a result that does not match is an ``isError``
+  result naming the problems (and a warning on the ``kode.mcp`` logger). An unknown name is a
+  protocol error (``-32602``), as the MCP specification requires, with kode's message;
 - ``ctx.progress(...)`` becomes ``notifications/progress`` for the call, when the client asked
   for progress; ``ctx.emit(...)`` and records logged on ``ctx.logger`` become
   ``notifications/message`` log messages (level ``info`` for events);
@@ -412,9 +414,18 @@ class ToolServer:
             result = error_result(
                 "The call was cancelled: the client disconnected.", type=ToolErrorType.CANCELLED
             )
-        return call_result(
-            result, has_output_schema=listed.entry.output_schema is not None, wrapped=listed.wrapped
+        schema = listed.entry.output_schema
+        sent = call_result(
+            result,
+            has_output_schema=schema is not None,
+            wrapped=listed.wrapped,
+            output_schema=schema,
+            tool_name=tool.name,
         )
+        if sent.is_error and not result.is_error:  # the tool broke its own output schema
+            said = sent.content[0] if sent.content else None
+            _log.warning("%s", said.text if isinstance(said, types.TextContent) else "")
+        return sent
 
     # --- list changes --------------------------------------------------------------------------
 

@@ -167,9 +167,25 @@ class Usage(BaseModel):
     """Tokens read."""
     output_tokens: int = 0
     """Tokens written."""
+    cache_read_input_tokens: int = 0
+    """Of `input_tokens`, those read from the provider's prompt cache (billed at a fraction of
+    the price)."""
+    cache_creation_input_tokens: int = 0
+    """Of `input_tokens`, those written to the provider's prompt cache (billed at a premium, so
+    that later requests can read them)."""
+
+    def __repr_args__(self) -> Any:
+        # The cache counts are shown only when there are some: most providers report none.
+        for name, value in super().__repr_args__():
+            if value or not (name or "").startswith("cache_"):
+                yield name, value
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cache_creation_input_tokens=(
+                self.cache_creation_input_tokens + other.cache_creation_input_tokens
+            ),
         )

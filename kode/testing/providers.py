@@ -102,7 +102,8 @@ class Reply:
     OpenAI's ``finish_reason`` for Chat Completions, Gemini's ``finishReason``, and the
     Responses API's final event (``max_tokens`` cuts the last item short)."""
     usage: Usage = field(default_factory=Usage)
-    """The usage reported."""
+    """The usage reported (the Anthropic endpoint reports the cache counts it holds apart, and
+    ``input_tokens`` without them, as the API does)."""
     model: str | None = None
     """The model named in the response (`None`: the request's model)."""
     chunk_size: int = 4
@@ -519,6 +520,15 @@ def _raw(dialect: Dialect, reply: RawEvents) -> Iterator[bytes]:
         yield b"data: [DONE]\n\n"
 
 
+def _anthropic_usage(usage: Usage) -> dict[str, int]:
+    """A `Usage` as Anthropic reports it: ``input_tokens`` without the cached ones."""
+    read, written = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+    out = {"input_tokens": max(usage.input_tokens - read - written, 0), "output_tokens": 0}
+    if read or written:
+        out |= {"cache_read_input_tokens": read, "cache_creation_input_tokens": written}
+    return out
+
+
 def _anthropic(reply: Reply, body: Mapping[str, Any], number: int) -> Iterator[bytes]:
     blocks = blocks_of(reply, "anthropic")
     message: dict[str, Any] = {
@@ -529,7 +539,7 @@ def _anthropic(reply: Reply, body: Mapping[str, Any], number: int) -> Iterator[b
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": reply.usage.input_tokens, "output_tokens": 0},
+        "usage": _anthropic_usage(reply.usage),
     }
     yield sse({"type": "message_start", "message": message}, "message_start")
     yield sse({"type": "ping"}, "ping")

@@ -10,7 +10,9 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import re
 from collections import deque
+from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
@@ -201,8 +203,57 @@ def _where(path: str) -> str:
     return f" at '{path}'" if path else ""
 
 
+@dataclass(kw_only=True, frozen=True, slots=True)
+class StrictRules:
+    """What one provider's strict mode takes (the rules `_strict_node` applies)."""
+
+    provider: str
+    """Named in the reasons a schema cannot be strict."""
+    keywords: frozenset[str]
+    """The keywords strict mode takes; any other moves into the description (or is dropped,
+    for ``$``-keywords)."""
+    formats: frozenset[str]
+    """String formats kept; any other moves into the description."""
+    all_required: bool
+    """Every property is required, and an optional one becomes nullable (OpenAI); else
+    ``required`` and ``default`` stay as they are (Anthropic)."""
+    min_items: frozenset[int] | None = None
+    """``minItems`` values kept as they are (Anthropic: 0 and 1); any other moves into the
+    description. `None`: any value (OpenAI)."""
+    plain_patterns: bool = False
+    """A ``pattern`` using backreferences, lookaround or word boundaries moves into the
+    description (Anthropic's regular expressions have none of them)."""
+
+
+OPENAI_RULES = StrictRules(
+    provider="OpenAI",
+    keywords=_STRICT_KEYWORDS,
+    formats=_STRICT_FORMATS,
+    all_required=True,
+)
+
+# Regular-expression features Anthropic's strict mode lacks: \1 (and \k<name>) references,
+# lookahead and lookbehind, word boundaries.
+_REGEX_UNSUPPORTED = re.compile(r"\\[1-9]|\\k<|\(\?<?[=!]|\\[bB]")
+
+
+# Notes about bounds read lower first; any other keyword keeps the schema's order.
+_NOTE_ORDER = {"minimum": 0, "exclusiveMinimum": 1, "maximum": 2, "exclusiveMaximum": 3}
+
+
+def _moved(key: str, value: object, rules: StrictRules) -> bool:
+    """Whether a keyword leaves a strict schema node (into the description, or dropped)."""
+    if key not in rules.keywords:
+        return True
+    return key == "minItems" and rules.min_items is not None and value not in rules.min_items
+
+
 def _strict_node(
-    node: JsonSchema, root: JsonSchema, path: str = "", unravelling: tuple[str, ...] = ()
+    node: JsonSchema,
+    root: JsonSchema,
+    path: str = "",
+    unravelling: tuple[str, ...] = (),
+    rules: StrictRules = OPENAI_RULES,
 ) -> JsonSchema:
     for key, what in _STRICT_BLOCKERS.items():
         if key in node:
@@ -229,17 +280,22 @@ def _strict_node(
             raise _NotStrict("both anyOf and oneOf" + _where(path))
         node["anyOf"] = node.pop("oneOf")
     node.pop("discriminator", None)
-    node.pop("default", None)
+    if rules.all_required:
+        node.pop("default", None)
     node = _type_enum(node)
     if not any(key in node for key in _STRICT_TYPED):
         raise _NotStrict("a value of any type (Any)" + _where(path))
-    for key in [k for k in node if k not in _STRICT_KEYWORDS]:
+    moved = [k for k in node if _moved(k, node[k], rules)]
+    for key in sorted(moved, key=lambda k: _NOTE_ORDER.get(k, 9)):
         value = node.pop(key)
-        if not key.startswith("$"):
+        if not key.startswith("$"):  # ($schema, $id, $comment... say nothing to a model)
             _note(node, f"{key}: {json.dumps(value, default=str)}")
     fmt = node.get("format")
-    if fmt is not None and fmt not in _STRICT_FORMATS:
+    if fmt is not None and fmt not in rules.formats:
         _note(node, f"format: {node.pop('format')}")
+    pattern = node.get("pattern")
+    if rules.plain_patterns and isinstance(pattern, str) and _REGEX_UNSUPPORTED.search(pattern):
+        _note(node, f"pattern: {json.dumps(node.pop('pattern'))}")
     is_object = node.get("type") == "object" or "properties" in node
     if is_object:
         extra = node.get("additionalProperties", False)
@@ -250,17 +306,20 @@ def _strict_node(
         required = set(node.get("required", ()))
         props = node["properties"]
         for key, sub in list(props.items()):
-            sub = _strict_node(sub, root, f"{path}.{key}" if path else key, unravelling)
-            props[key] = sub if key in required else _nullable(sub)
-        node["required"] = list(props)
+            sub = _strict_node(sub, root, f"{path}.{key}" if path else key, unravelling, rules)
+            props[key] = sub if key in required or not rules.all_required else _nullable(sub)
+        if rules.all_required:
+            node["required"] = list(props)
         node["additionalProperties"] = False
     for key in ("anyOf", "allOf"):
         if isinstance(node.get(key), list):
-            node[key] = [_strict_node(v, root, path, unravelling) for v in node[key]]
+            node[key] = [_strict_node(v, root, path, unravelling, rules) for v in node[key]]
     if isinstance(node.get("items"), dict):
-        node["items"] = _strict_node(node["items"], root, f"{path}[]", unravelling)
+        node["items"] = _strict_node(node["items"], root, f"{path}[]", unravelling, rules)
     if isinstance(node.get("$defs"), dict):
-        node["$defs"] = {k: _strict_node(v, root, f"$defs.{k}") for k, v in node["$defs"].items()}
+        node["$defs"] = {
+            k: _strict_node(v, root, f"$defs.{k}", (), rules) for k, v in node["$defs"].items()
+        }
     return node
 
 

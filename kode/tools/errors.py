@@ -166,11 +166,7 @@ class ToolRetry(ToolError):
 
         @define_tool(retries=2)
         def book_room(day: str) -> str:
-            '''Book the meeting room for a day.
-
-    Args:
-                day: The day, as YYYY-MM-DD.
-            '''
+            '''Book the meeting room for a day, given as YYYY-MM-DD.'''
             try:
                 booked = date.fromisoformat(day)
             except ValueError:

@@ -208,7 +208,7 @@ class Tool(Generic[P, R]):
         """Whether the function is a coroutine function."""
         self.context_param = context_param
         """The parameter that receives the `ToolContext` (`None`: the tool takes none)."""
-        self._declarations: dict[tuple[str, bool | None], dict[str, Any]] = {}
+        self._declarations: dict[tuple[str, bool | None], dict[str, Any] | str] = {}
         self._output_schema: dict[str, Any] | bool | None = output_schema
         self._ctx_positional = context_positional
         self._validator = validator
@@ -388,7 +388,10 @@ class Tool(Generic[P, R]):
                 (Chat Completions ``{"type": "function", "function": {...}}``, strict mode when
                 the schema allows it) or ``"gemini"`` (a ``FunctionDeclaration`` in Gemini's
                 OpenAPI subset).
-            strict: OpenAI only: `None` chooses, `True` requires strict mode, `False` disables it.
+            strict: OpenAI: `None` chooses, `True` requires strict mode, `False` disables it.
+                Anthropic, whose strict tool use is opt-in: `True` requires it (``strict:
+                true`` and the schema rewritten for it), `None` and `False` send the schema
+                as it is. Gemini: ignored.
 
         Raises:
             ValueError: an unknown dialect, or `strict=True` for a schema strict mode cannot take.
@@ -396,20 +399,29 @@ class Tool(Generic[P, R]):
         key = (dialect, strict)
         cached = self._declarations.get(key)
         if cached is None:
-            if dialect == "anthropic":
-                cached = anthropic_declaration(self.name, self.description, self.input_schema)
-            elif dialect == "openai":
-                cached = openai_declaration(
-                    self.name, self.description, self.input_schema, strict=strict
-                )
-            elif dialect == "gemini":
-                cached = gemini_declaration(self.name, self.description, self.input_schema)
-            else:
-                raise ValueError(
-                    f"unknown dialect {dialect!r}: use 'anthropic', 'openai' or 'gemini'"
-                )
+            try:
+                cached = self._declaration(dialect, strict)
+            except ValueError as exc:
+                if dialect not in ("anthropic", "openai", "gemini"):
+                    raise
+                cached = str(exc)  # asked again, it is refused again without the work
             self._declarations[key] = cached
+        if isinstance(cached, str):
+            raise ValueError(cached)
         return copy.deepcopy(cached)  # the caller may add to it (cache_control, ...)
+
+    def _declaration(self, dialect: str, strict: bool | None) -> dict[str, Any]:
+        if dialect == "anthropic" and strict:
+            from kode.tools.anthropic_strict import anthropic_strict_declaration
+
+            return anthropic_strict_declaration(self.name, self.description, self.input_schema)
+        if dialect == "anthropic":
+            return anthropic_declaration(self.name, self.description, self.input_schema)
+        if dialect == "openai":
+            return openai_declaration(self.name, self.description, self.input_schema, strict=strict)
+        if dialect == "gemini":
+            return gemini_declaration(self.name, self.description, self.input_schema)
+        raise ValueError(f"unknown dialect {dialect!r}: use 'anthropic', 'openai' or 'gemini'")
 
     @property
     def output_schema(self) -> dict[str, Any] | None:

@@ -212,6 +212,7 @@ class Tracing:
                 if usage is not None:
                     span.set_attribute("gen_ai.usage.input_tokens", usage.input_tokens)
                     span.set_attribute("gen_ai.usage.output_tokens", usage.output_tokens)
+                    _set_cache_usage(span, usage)
                 if getattr(last, "type", "") == "error":
                     cause = getattr(last, "error", None)
                     error = type(cause).__name__ if cause is not None else "agent_error"
@@ -334,6 +335,7 @@ class Tracing:
                             "gen_ai.usage.output_tokens": usage.output_tokens,
                         }
                     )
+                    _set_cache_usage(span, usage)
                     if self.capture_content:
                         out = _message(response.message)
                         out["finish_reason"] = response.stop_reason
@@ -479,6 +481,15 @@ class Tracing:
 
 
 # --- helpers -----------------------------------------------------------------------------------
+
+
+def _set_cache_usage(span: Span, usage: Any) -> None:
+    """The prompt-cache counts (already part of ``gen_ai.usage.input_tokens``), when any."""
+    read = getattr(usage, "cache_read_input_tokens", 0)
+    written = getattr(usage, "cache_creation_input_tokens", 0)
+    if read or written:
+        span.set_attribute("gen_ai.usage.cache_read.input_tokens", read)
+        span.set_attribute("gen_ai.usage.cache_creation.input_tokens", written)
 
 
 def _error_type(exc: BaseException) -> str:

@@ -297,7 +297,33 @@ async def test_usage_counts_cached_input_tokens(server: FakeProviderServer) -> N
     server.reply(RawEvents(events=events))
     async with model_for(server) as model:
         _, response = await collect(model, ask())
-    assert response.usage == Usage(input_tokens=1110, output_tokens=42)
+    assert response.usage == Usage(
+        input_tokens=1110,
+        output_tokens=42,
+        cache_read_input_tokens=1000,
+        cache_creation_input_tokens=100,
+    )
+
+
+async def test_cache_counts_of_message_delta_replace_those_of_message_start(
+    server: FakeProviderServer,
+) -> None:
+    events = _events(
+        start_usage={"input_tokens": 10, "output_tokens": 1, "cache_read_input_tokens": 5},
+        delta_usage={
+            "output_tokens": 42,
+            "input_tokens": 20,
+            "cache_read_input_tokens": 3000,
+            "cache_creation_input_tokens": 0,
+        },
+    )
+    server.reply(RawEvents(events=events))
+    async with model_for(server) as model:
+        _, response = await collect(model, ask())
+    assert response.usage == Usage(
+        input_tokens=3020, output_tokens=42, cache_read_input_tokens=3000
+    )
+    assert (response.usage + response.usage).cache_read_input_tokens == 6000
 
 
 async def test_redacted_thinking_and_unknown_blocks_are_dropped(server: FakeProviderServer) -> None:

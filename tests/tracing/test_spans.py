@@ -22,7 +22,7 @@ from kode.agent import (
     ApprovalRequest,
     Deny,
 )
-from kode.models import ScriptedModel, tool_use
+from kode.models import ScriptedModel, Usage, tool_use
 from kode.models.anthropic import AnthropicModel
 from kode.models.gemini import GeminiModel
 from kode.models.openai import OpenAIModel
@@ -464,3 +464,23 @@ async def test_time_to_first_chunk_leaves_out_nothing_but_is_measured_after_retr
     assert attrs["gen_ai.request.stream"] is True
     assert attrs["gen_ai.response.time_to_first_chunk"] > 0
     assert "gen_ai.response.id" not in attrs
+
+
+async def test_prompt_cache_counts_are_span_attributes(telemetry: Telemetry) -> None:
+    usage = Usage(
+        input_tokens=1200, output_tokens=7, cache_read_input_tokens=1000,
+        cache_creation_input_tokens=150,
+    )  # fmt: skip
+    with FakeProviderServer([Reply(content=["Hi there."], usage=usage)]) as server:
+        model = AnthropicModel("claude-test-1", base_url=server.url, api_key="k")
+        agent = Agent.create(
+            AgentTemplate(id="hello"), model=model, instrument=telemetry.settings()
+        )
+        done = await agent.send("Hi.")
+        await model.aclose()
+    assert done.usage == usage  # read back from Anthropic's counts through the real client
+    for span in (telemetry.one("chat claude-test-1"), telemetry.one("invoke_agent hello")):
+        attrs = dict(span.attributes or {})
+        assert attrs["gen_ai.usage.input_tokens"] == 1200
+        assert attrs["gen_ai.usage.cache_read.input_tokens"] == 1000
+        assert attrs["gen_ai.usage.cache_creation.input_tokens"] == 150
