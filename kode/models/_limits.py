@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import anyio
 
@@ -239,54 +239,73 @@ def guard_response(response: Any, wire: WireLimits) -> Guard:
     any read after `Guard.stop`.
     """
     original = response.aiter_bytes
-    limits = wire.limits
-    max_bytes, max_line = limits.max_bytes, limits.max_line_bytes
     guard = Guard(wire)
 
-    def over(total: int, run: int) -> ModelError | None:
-        if total > max_bytes:
-            return _error(
-                wire.provider,
-                f"{wire.label} reply is larger than max_reply_bytes ({max_bytes:,} bytes of "
-                "HTTP body); the stream was cut off there. If a reply this large is expected, "
-                'raise max_reply_bytes (a model option, or settings.extra["max_reply_bytes"] '
-                "for one request).",
-            )
-        if run > max_line:
-            return _error(
-                wire.provider,
-                f"{wire.label} stream sent a line longer than {max_line:,} bytes (the longest "
-                "one event of a reply within max_reply_chars can be); the stream was cut off "
-                "there. If so long a line is expected, raise max_reply_chars (a model option, "
-                'or settings.extra["max_reply_chars"] for one request).',
-            )
-        return None
-
-    async def aiter_bytes(chunk_size: int | None = None) -> AsyncGenerator[bytes, None]:
-        total = run = 0
-        parts = original(chunk_size)
-        try:
-            while True:
-                if guard.stopped:  # before waiting for the network, which may say nothing
-                    await _fail_reads(response, parts)
-                    raise _error(wire.provider, f"{wire.label} stream was given up.")
-                try:
-                    chunk = await parts.__anext__()
-                except StopAsyncIteration:
-                    break
-                total += len(chunk)
-                end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
-                run = run + len(chunk) if end < 0 else len(chunk) - end - 1
-                error = over(total, run)
-                if error is not None:
-                    await _fail_reads(response, parts)
-                    raise error
-                yield chunk
-        finally:
-            await parts.aclose()
+    def aiter_bytes(chunk_size: int | None = None) -> _GuardedBytes:
+        return _GuardedBytes(response, original(chunk_size), guard)
 
     response.aiter_bytes = aiter_bytes
     return guard
+
+
+class _GuardedBytes:
+    """The body's chunks as `guard_response` lets them through.
+
+    An iterator object, not an async generator: an SDK that stops reading before the end
+    (OpenAI's stops at ``data: [DONE]``) drops it unfinished, which trio reports for an async
+    generator.
+    """
+
+    def __init__(self, response: Any, parts: AsyncIterator[bytes], guard: Guard) -> None:
+        self._response = response
+        self._parts = parts
+        self._guard = guard
+        self._total = 0
+        self._run = 0
+
+    def __aiter__(self) -> _GuardedBytes:
+        return self
+
+    async def __anext__(self) -> bytes:
+        guard, wire = self._guard, self._guard.wire
+        if guard.stopped:  # before waiting for the network, which may say nothing
+            await self._fail(_error(wire.provider, f"{wire.label} stream was given up."))
+        chunk = await self._parts.__anext__()
+        self._total += len(chunk)
+        end = max(chunk.rfind(b"\n"), chunk.rfind(b"\r"))
+        self._run = self._run + len(chunk) if end < 0 else len(chunk) - end - 1
+        limits = wire.limits
+        if self._total > limits.max_bytes:
+            await self._fail(
+                _error(
+                    wire.provider,
+                    f"{wire.label} reply is larger than max_reply_bytes ({limits.max_bytes:,} "
+                    "bytes of HTTP body); the stream was cut off there. If a reply this large "
+                    "is expected, raise max_reply_bytes (a model option, or "
+                    'settings.extra["max_reply_bytes"] for one request).',
+                )
+            )
+        if self._run > limits.max_line_bytes:
+            await self._fail(
+                _error(
+                    wire.provider,
+                    f"{wire.label} stream sent a line longer than {limits.max_line_bytes:,} "
+                    "bytes (the longest one event of a reply within max_reply_chars can be); "
+                    "the stream was cut off there. If so long a line is expected, raise "
+                    'max_reply_chars (a model option, or settings.extra["max_reply_chars"] '
+                    "for one request).",
+                )
+            )
+        return chunk
+
+    async def _fail(self, error: ModelError) -> NoReturn:
+        await _fail_reads(self._response, self._parts)
+        raise error
+
+    async def aclose(self) -> None:
+        closer = getattr(self._parts, "aclose", None)
+        if closer is not None:
+            await closer()
 
 
 def limit_error(exc: BaseException) -> ModelError | None:
