@@ -22,6 +22,7 @@ from typing import Any
 import anyio.to_thread
 import mcp_types as types
 
+from kode.mcp._limits import MAX_MESSAGE_BYTES
 from kode.mcp.answers import ClientAnswers, ElicitationOption, RootsOption, SamplingOption
 from kode.mcp.convert import BlobFiles, kind_from_annotations, tool_result
 from kode.mcp.names import check_server_name, kode_tool_names, server_prefix
@@ -540,6 +541,7 @@ def connect(
     trust: bool = False,
     timeout: float | None = 60.0,
     connect_timeout: float = 30.0,
+    max_message_bytes: int = MAX_MESSAGE_BYTES,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     headers: Mapping[str, str] | None = None,
@@ -570,6 +572,9 @@ def connect(
         trust: Trust the server's annotations: see the module docstring.
         timeout: Seconds one call may take before it is cancelled (`None`: no limit).
         connect_timeout: Seconds to start the server and list its tools.
+        max_message_bytes: The longest message read from the server (default 32 MiB): a
+            longer answer (a resource, a tool result) fails its call with an error naming
+            this limit, without being read into memory; the connection stays usable.
         env: Environment variables for the command (over PATH, HOME and the other variables
             the SDK passes on; the rest of kode's environment is not inherited).
         cwd: The command's working directory.
@@ -598,9 +603,19 @@ def connect(
             directory removed when the connection closes).
 
     Raises:
-        ValueError: the name is invalid, or not exactly one of `command` and `url` is given.
+        ValueError: the name is invalid, not exactly one of `command` and `url` is given,
+            or `max_message_bytes` is not a whole number greater than 0.
     """
     check_server_name(name)
+    if (
+        isinstance(max_message_bytes, bool)
+        or not isinstance(max_message_bytes, int)
+        or max_message_bytes < 1
+    ):
+        raise ValueError(
+            f"MCP server {name!r}: max_message_bytes must be a whole number of bytes greater "
+            f"than 0, got {max_message_bytes!r}"
+        )
     if (command is None) == (url is None):
         raise ValueError(
             f"MCP server {name!r}: give exactly one of command= (stdio) or url= (HTTP)"
@@ -615,6 +630,7 @@ def connect(
         cwd=str(cwd) if cwd is not None else None,
         headers=dict(headers) if headers is not None else None,
         connect_timeout=connect_timeout,
+        max_message_bytes=max_message_bytes,
     )
     answers = ClientAnswers(
         name, sampling=sampling, elicitation=elicitation, roots=roots, trust=trust

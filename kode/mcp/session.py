@@ -39,6 +39,13 @@ from mcp.client.session import ClientRequestContext, ClientSession, IncomingMess
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
+from kode.mcp._limits import (
+    MAX_MESSAGE_BYTES,
+    done_reading,
+    guard_json,
+    install,
+    reading_with,
+)
 from kode.mcp.answers import ClientAnswers
 from kode.mcp.errors import MCPConnectionError
 from kode.mcp.routing import AmbiguousCallError, CallSlot, InFlight, SlotClosedError, run_in_call
@@ -93,6 +100,8 @@ class ServerSpec:
     """HTTP headers for every request (authorisation, ...)."""
     connect_timeout: float = 30.0
     """Seconds to start the server and list its tools."""
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    """The longest message read from the server (see `kode.mcp._limits`)."""
 
     def describe(self) -> str:
         """The server as a person recognises it, for messages."""
@@ -251,7 +260,12 @@ class RemoteServer:
             params = StdioServerParameters(
                 command=spec.command[0], args=list(spec.command[1:]), env=spec.env, cwd=spec.cwd
             )
-            return await stack.enter_async_context(stdio_client(params, errlog=errlog))
+            install()
+            token = reading_with(spec.max_message_bytes)  # the SDK's reader task starts in here
+            try:
+                return await stack.enter_async_context(stdio_client(params, errlog=errlog))
+            finally:
+                done_reading(token)
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
@@ -267,11 +281,13 @@ class RemoteServer:
             httpx2.AsyncClient(
                 headers=spec.headers,
                 timeout=httpx2.Timeout(30.0, read=300.0),
-                event_hooks={"response": [note_session]},
+                event_hooks={"response": [note_session, guard_json(spec.max_message_bytes)]},
             )
         )
         streams = await stack.enter_async_context(
-            streamable_http_client(spec.url, http_client=client)
+            streamable_http_client(
+                spec.url, http_client=client, max_sse_event_size=spec.max_message_bytes
+            )
         )
         return streams[0], streams[1]
 

@@ -2,9 +2,10 @@
 
 `SDKModel` owns the clients' lives, the settings sent with every request, how a request's
 settings combine with them, the options that are not request fields (``timeout``,
-``max_retries``) and the retries of a request that failed before its stream began (see
-`kode.models._retry`). Each provider module makes its own client and translates the
-conversation.
+``max_retries``, and the bounds on a reply: ``max_reply_chars``, ``max_reply_bytes``,
+``idle_timeout``, see `kode.models._limits`) and the retries of a request that failed before
+its stream began (see `kode.models._retry`). Each provider module makes its own client and
+translates the conversation.
 
 kode retries, not the SDK: the clients a model makes are made with the SDK's own retries off,
 and a client passed in is used through a copy with them off, so that every retry is seen (a
@@ -33,6 +34,15 @@ from typing import Any, Generic, Self, TypeVar
 
 import anyio
 
+from kode.models._limits import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_MAX_REPLY_CHARS,
+    ReplyBudget,
+    ReplyLimits,
+    check_count,
+    check_seconds,
+)
 from kode.models._retry import retry_event
 from kode.models.base import ModelError, ModelRequest, ModelRetry
 
@@ -45,7 +55,7 @@ DEFAULT_MAX_RETRIES = 2
 """How many times a model retries a request that failed in a way worth retrying."""
 
 # Options a request's ``settings.extra`` may carry that are not request fields.
-_OPTIONS = ("timeout", "max_retries")
+_OPTIONS = ("timeout", "max_retries", "max_reply_chars", "max_reply_bytes", "idle_timeout")
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -56,6 +66,8 @@ class RequestOptions:
     """Seconds to wait for the connection and for each read (`None`: the SDK's default)."""
     max_retries: int
     """How many retries at most."""
+    limits: ReplyLimits
+    """The bounds on the reply."""
 
 
 @dataclass(slots=True)
@@ -117,6 +129,10 @@ def _current_loop() -> object | None:
 class SDKModel(Generic[ClientT]):
     """A model behind a provider SDK's async client (a base class; not public API)."""
 
+    # The provider's name in errors (``ModelError.provider``), and how messages name it.
+    _provider = ""
+    _label = ""
+
     def __init__(
         self,
         model: str,
@@ -128,6 +144,9 @@ class SDKModel(Generic[ClientT]):
         settings: dict[str, Any],
         timeout: float | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         owner = type(self).__name__
         if client is not None and (api_key is not None or base_url is not None):
@@ -140,6 +159,13 @@ class SDKModel(Generic[ClientT]):
         """How many times a request that failed in a way worth retrying is retried (a
         `ModelRetry` event before each). A request's ``settings.extra["max_retries"]`` takes
         precedence."""
+        self.limits = ReplyLimits(
+            max_chars=check_count(owner, "max_reply_chars", max_reply_chars),
+            max_bytes=check_count(owner, "max_reply_bytes", max_reply_bytes),
+            idle_timeout=check_seconds(owner, "idle_timeout", idle_timeout),
+        )
+        """The bounds on each reply (``max_reply_chars``, ``max_reply_bytes``,
+        ``idle_timeout``); a request's ``settings.extra`` takes precedence, key by key."""
         self.name = model
         """The model name."""
         self.max_tokens = max_tokens
@@ -259,8 +285,8 @@ class SDKModel(Generic[ClientT]):
     def _extra_body(self, request: ModelRequest) -> dict[str, Any]:
         """`settings`, then the request's temperature and extra fields (which win).
 
-        ``timeout`` and ``max_retries`` in the request's extra fields are options (see
-        `_options`), not request fields: they are left out.
+        ``timeout``, ``max_retries`` and the reply limits in the request's extra fields are
+        options (see `_options`), not request fields: they are left out.
 
         Raises:
             ModelError: the request's settings set ``stream``.
@@ -278,21 +304,41 @@ class SDKModel(Generic[ClientT]):
         return extra
 
     def _options(self, request: ModelRequest) -> RequestOptions:
-        """The timeout and retries for `request`: the model's, or its settings' ``extra``.
+        """The timeout, retries and reply limits for `request` (the model's, or ``extra``'s).
 
         Raises:
-            ModelError: a ``timeout`` or ``max_retries`` in the request's settings is invalid.
+            ModelError: an option in the request's settings is invalid.
         """
         given = request.settings.extra
         if not any(k in given for k in _OPTIONS):
-            return RequestOptions(timeout=self.timeout, max_retries=self.max_retries)
+            return RequestOptions(
+                timeout=self.timeout, max_retries=self.max_retries, limits=self.limits
+            )
         owner = f"{type(self).__name__} (model settings)"
+        mine = self.limits
         try:
             timeout = _check_timeout(owner, given.get("timeout", self.timeout))
             retries = _check_max_retries(owner, given.get("max_retries", self.max_retries))
+            limits = ReplyLimits(
+                max_chars=check_count(
+                    owner, "max_reply_chars", given.get("max_reply_chars", mine.max_chars)
+                ),
+                max_bytes=check_count(
+                    owner, "max_reply_bytes", given.get("max_reply_bytes", mine.max_bytes)
+                ),
+                idle_timeout=check_seconds(
+                    owner, "idle_timeout", given.get("idle_timeout", mine.idle_timeout)
+                ),
+            )
         except ValueError as exc:
             raise ModelError(str(exc)) from None
-        return RequestOptions(timeout=timeout, max_retries=retries)
+        return RequestOptions(timeout=timeout, max_retries=retries, limits=limits)
+
+    def _budget(self, options: RequestOptions) -> ReplyBudget:
+        """A fresh budget for one reply, named for this model's provider."""
+        return ReplyBudget(
+            options.limits, provider=self._provider, label=self._label, owner=type(self).__name__
+        )
 
     async def _open(
         self,

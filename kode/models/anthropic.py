@@ -52,6 +52,14 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from kode.models._anthropic_request import add_cache_breakpoints, declarations
+from kode.models._limits import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_MAX_REPLY_CHARS,
+    give_up,
+    guard_response,
+    limit_error,
+)
 from kode.models._retry import retry_after, worth_retrying
 from kode.models._sdk import DEFAULT_MAX_RETRIES, SDKModel
 from kode.models.base import (
@@ -125,6 +133,12 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         max_retries: How many times a request that failed in a way worth retrying (a rate
             limit, an overloaded server, a lost connection) is retried, honouring the server's
             ``retry-after``; a `ModelRetry` event comes before each retry.
+        max_reply_chars: The most characters of text, thinking and tool input one reply may
+            hold (default 4,000,000); a longer reply is cut off with a `ModelError`.
+        max_reply_bytes: The most bytes of one reply's HTTP body (default 256 MiB); no line
+            of it may be longer than 12 bytes per character of `max_reply_chars` (plus 1 MiB).
+        idle_timeout: The most seconds a reply may go without progress, a piece of text,
+            thinking or tool input (default 600); pings and keep-alive comments do not count.
         tool_search: ``"bm25"`` (words) or ``"regex"``: an agent's deferred tools are found
             by Anthropic's own tool search (the ``tool_search_tool_bm25`` or
             ``tool_search_tool_regex`` server tool) instead of kode's ``tool_search``; the
@@ -147,8 +161,8 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
 
     Raises:
         ValueError: `client` was given together with `api_key` or `base_url`; `settings` set
-            ``stream``; `timeout` or `max_retries` is not a valid value; `tool_search` is not
-            ``"bm25"``, ``"regex"`` or `None`.
+            ``stream``; `timeout`, `max_retries` or a reply limit is not a valid value;
+            `tool_search` is not ``"bm25"``, ``"regex"`` or `None`.
     """
 
     def __init__(
@@ -161,6 +175,9 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         max_tokens: int | None = None,
         timeout: float | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         tool_search: Literal["bm25", "regex"] | None = None,
         strict_tools: bool = False,
         cache: bool = True,
@@ -188,12 +205,18 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
             settings=settings,
             timeout=timeout,
             max_retries=max_retries,
+            max_reply_chars=max_reply_chars,
+            max_reply_bytes=max_reply_bytes,
+            idle_timeout=idle_timeout,
         )
 
     @property
     def native_tool_search(self) -> bool:
         """Whether deferred tools are found by Anthropic's tool search (``tool_search`` set)."""
         return self.tool_search is not None
+
+    _provider = "anthropic"
+    _label = "Anthropic"
 
     def _make_client(self) -> anthropic.AsyncAnthropic:
         return anthropic.AsyncAnthropic(
@@ -280,12 +303,23 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
             else:
                 events = item.stream
         assembler = _Assembler()
+        budget = self._budget(options)
+        guard = guard_response(events.response, budget.wire())
         try:
             async with events:
-                async for event in events:
-                    delta = assembler.feed(event)
-                    if delta is not None:
-                        yield delta
+                try:
+                    while True:
+                        try:
+                            event = await budget.next(events)
+                        except StopAsyncIteration:
+                            break
+                        delta = assembler.feed(event)
+                        if delta is not None:
+                            budget.took(delta)
+                            yield delta
+                except (Exception, GeneratorExit):
+                    await give_up(events, guard)
+                    raise
         except ModelError:
             raise
         except Exception as exc:  # transport errors mid-stream, undecodable events
@@ -293,8 +327,9 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         yield assembler.response()
 
     def _model_error(self, exc: Exception) -> ModelError:
-        if isinstance(exc, ModelError):
-            return exc
+        found = limit_error(exc)
+        if found is not None:
+            return found
         if isinstance(exc, anthropic.APIStatusError):
             return _status_error(exc)
         if isinstance(exc, anthropic.APIConnectionError):

@@ -34,12 +34,16 @@ How the stream becomes a response:
 
 The clients the model makes talk through an ``httpx2.AsyncClient`` of its own (one per event
 loop, like the other models), which works on asyncio and trio alike; they share one TLS
-context, made once per process.
+context, made once per process. That client's response hook puts the byte limits of
+`kode.models._limits` on the response of the request being opened (the SDK hides the response
+from its caller); a ``genai.Client`` passed in has no such hook, so its replies get the
+character limit and the idle timeout but not the byte limits.
 """
 
 from __future__ import annotations
 
 import base64
+import contextvars
 import functools
 import json
 import os
@@ -61,6 +65,17 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 import pydantic
 
+from kode.models._limits import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_MAX_REPLY_CHARS,
+    Guard,
+    ReplyBudget,
+    WireLimits,
+    give_up,
+    guard_response,
+    limit_error,
+)
 from kode.models._retry import retry_after, worth_retrying
 from kode.models._sdk import DEFAULT_MAX_RETRIES, SDKModel
 from kode.models.base import (
@@ -152,6 +167,12 @@ class GeminiModel(SDKModel["genai.Client"]):
         max_retries: How many times a request that failed in a way worth retrying (a rate
             limit, an overloaded server, a lost connection) is retried, honouring the server's
             ``retry-after``; a `ModelRetry` event comes before each retry.
+        max_reply_chars: The most characters of text, thinking and tool input one reply may
+            hold (default 4,000,000); a longer reply is cut off with a `ModelError`.
+        max_reply_bytes: The most bytes of one reply's HTTP body (default 256 MiB); no line
+            of it may be longer than 12 bytes per character of `max_reply_chars` (plus 1 MiB).
+        idle_timeout: The most seconds a reply may go without progress, a piece of text,
+            thinking or tool input (default 600); pings and keep-alive comments do not count.
         **settings: ``GenerateContentConfig`` fields sent with every request, in the SDK's
             names, e.g. ``temperature=0.2``, ``top_p=0.9``, ``safety_settings=[...]`` or
             ``thinking_config={"include_thoughts": True}``. A request's
@@ -160,8 +181,8 @@ class GeminiModel(SDKModel["genai.Client"]):
 
     Raises:
         ValueError: `client` was given together with `api_key` or `base_url`; `settings` set
-            ``stream`` or a field ``GenerateContentConfig`` does not have; `timeout` or
-            `max_retries` is not a valid value.
+            ``stream`` or a field ``GenerateContentConfig`` does not have; `timeout`,
+            `max_retries` or a reply limit is not a valid value.
     """
 
     def __init__(
@@ -174,6 +195,9 @@ class GeminiModel(SDKModel["genai.Client"]):
         max_tokens: int | None = None,
         timeout: float | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         **settings: Any,
     ) -> None:
         super().__init__(
@@ -185,6 +209,9 @@ class GeminiModel(SDKModel["genai.Client"]):
             settings=settings,
             timeout=timeout,
             max_retries=max_retries,
+            max_reply_chars=max_reply_chars,
+            max_reply_bytes=max_reply_bytes,
+            idle_timeout=idle_timeout,
         )
         unknown = sorted(set(settings) - set(genai_types.GenerateContentConfig.model_fields))
         if unknown:
@@ -194,6 +221,9 @@ class GeminiModel(SDKModel["genai.Client"]):
                 "thinking_config, safety_settings"
             )
         self._http_clients: dict[int, httpx2.AsyncClient] = {}
+
+    _provider = "gemini"
+    _label = "Gemini"
 
     def _make_client(self) -> genai.Client:
         """Raises `ValueError` when no API key is given or found and no `base_url`."""
@@ -205,7 +235,9 @@ class GeminiModel(SDKModel["genai.Client"]):
         ):
             api_key = _PLACEHOLDER_KEY
         tls = _tls_context()
-        http = httpx2.AsyncClient(verify=tls, follow_redirects=True)
+        http = httpx2.AsyncClient(
+            verify=tls, follow_redirects=True, event_hooks={"response": [_guard_opening]}
+        )
         options = genai_types.HttpOptions(
             base_url=self._base_url,
             httpx_async_client=http,
@@ -268,51 +300,96 @@ class GeminiModel(SDKModel["genai.Client"]):
             config["http_options"] = {"timeout": max(int(options.timeout * 1000), 1)}
         contents = to_gemini_contents(request.messages)
 
-        async def open_stream(client: genai.Client) -> tuple[Any, Any]:
+        async def open_stream(client: genai.Client) -> tuple[Any, Any, ReplyBudget, Guard | None]:
             chunks: Any = await client.aio.models.generate_content_stream(
                 model=self.name, contents=cast(Any, contents), config=cast(Any, config)
             )
-            try:  # the request is sent when the first chunk is asked for
-                first = await chunks.__anext__()
+            budget = self._budget(options)
+            # The request is sent when the first chunk is asked for: its response is guarded
+            # by the client's hook, which finds the limits here.
+            opening = _Opening(wire=budget.wire())
+            token = _OPENING.set(opening)
+            try:
+                first = await budget.next(chunks)
             except StopAsyncIteration:
                 first = None
             except BaseException:
-                await chunks.aclose()
+                await _give_up(chunks, opening.guard)
                 raise
-            return chunks, first
+            finally:
+                _OPENING.reset(token)
+            return chunks, first, budget, opening.guard
 
-        opened: tuple[Any, Any] | None = None
+        opened: tuple[Any, Any, ReplyBudget, Guard | None] | None = None
         async for item in self._open(options, open_stream):
             if isinstance(item, ModelRetry):
                 yield item
             else:
                 opened = item.stream
         assert opened is not None
-        chunks, chunk = opened
+        chunks, chunk, budget, guard = opened
         assembler = _Assembler()
+        ended = False
         try:
             while chunk is not None:
                 for delta in assembler.feed(chunk):
+                    budget.took(delta)
                     yield delta
+                budget.add(assembler.take_call_chars())
                 try:
-                    chunk = await chunks.__anext__()
+                    chunk = await budget.next(chunks)
                 except StopAsyncIteration:
                     chunk = None
+            ended = True
         except ModelError:
             raise
         except Exception as exc:
             raise _model_error(exc, streaming=True) from exc
         finally:
-            await chunks.aclose()
+            if ended:
+                await chunks.aclose()
+            else:
+                await _give_up(chunks, guard)
         yield assembler.response()
 
 
 # --- errors -----------------------------------------------------------------------------------
 
 
+@dataclass(slots=True)
+class _Opening:
+    """A request being opened: its byte limits, and the guard its response got."""
+
+    wire: WireLimits
+    guard: Guard | None = None
+
+
+_OPENING: contextvars.ContextVar[_Opening | None] = contextvars.ContextVar(
+    "kode_gemini_opening", default=None
+)
+"""The request this task is opening (read by the client's response hook)."""
+
+
+async def _guard_opening(response: httpx2.Response) -> None:
+    """The response hook of the clients `GeminiModel` makes: guard a reply being opened."""
+    opening = _OPENING.get()
+    if opening is not None:
+        opening.guard = guard_response(response, opening.wire)
+
+
+async def _give_up(chunks: Any, guard: Guard | None) -> None:
+    """End the SDK's stream early, failing its body first (`give_up`).
+
+    The SDK nests async generators without closing the inner ones when the outer is closed.
+    """
+    await give_up(chunks, guard)
+    await chunks.aclose()
+
+
 def _model_error(exc: Exception, *, streaming: bool) -> ModelError:
-    if isinstance(exc, ModelError):
-        return exc
+    found = limit_error(exc)
+    if found is not None:
+        return found
     undecodable = isinstance(exc, genai_errors.UnknownApiResponseError)
     verb = "stream failed" if streaming or undecodable else "request failed"
     if isinstance(exc, genai_errors.APIError):
@@ -376,6 +453,13 @@ class _Assembler:
         self.model = ""
         self.id = ""
         self.calls = 0
+        self.call_chars = 0
+        """Characters of the calls' arguments not yet counted (`take_call_chars`)."""
+
+    def take_call_chars(self) -> int:
+        """The characters of the calls' arguments since the last time, which arrive whole."""
+        count, self.call_chars = self.call_chars, 0
+        return count
 
     def feed(self, chunk: Any) -> list[TextDelta | ThinkingDelta]:
         if chunk.model_version and not self.model:
@@ -413,6 +497,9 @@ class _Assembler:
         if call is not None:
             args = call.args
             self.calls += 1
+            self.call_chars += len(call.name or "") + (
+                len(json.dumps(args, default=str)) if args else 0
+            )
             block = ToolUseContent(
                 id=call.id or f"call_{self.calls}_{uuid.uuid4().hex[:12]}",
                 name=call.name or "",

@@ -49,6 +49,14 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "OpenAIModel needs the openai SDK: install it with `pip install 'kode-sdk[openai]'`"
     ) from exc
 
+from kode.models._limits import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_MAX_REPLY_CHARS,
+    give_up,
+    guard_response,
+    limit_error,
+)
 from kode.models._retry import retry_after, worth_retrying
 from kode.models._sdk import DEFAULT_MAX_RETRIES, SDKModel
 from kode.models.base import (
@@ -137,13 +145,19 @@ class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
         max_retries: How many times a request that failed in a way worth retrying (a rate
             limit, an overloaded server, a lost connection) is retried, honouring the server's
             ``retry-after``; a `ModelRetry` event comes before each retry.
+        max_reply_chars: The most characters of text, thinking and tool input one reply may
+            hold (default 4,000,000); a longer reply is cut off with a `ModelError`.
+        max_reply_bytes: The most bytes of one reply's HTTP body (default 256 MiB); no line
+            of it may be longer than 12 bytes per character of `max_reply_chars` (plus 1 MiB).
+        idle_timeout: The most seconds a reply may go without progress, a piece of text,
+            thinking or tool input (default 600); pings and keep-alive comments do not count.
         **settings: Request fields sent with every request, e.g. ``temperature=0`` or
             ``parallel_tool_calls=False``. A request's ``settings.temperature`` and
             ``settings.extra`` take precedence. ``stream`` is refused: kode always streams.
 
     Raises:
         ValueError: `client` was given together with `api_key` or `base_url`; `settings` set
-            ``stream``; `timeout` or `max_retries` is not a valid value.
+            ``stream``; `timeout`, `max_retries` or a reply limit is not a valid value.
     """
 
     def __init__(
@@ -157,6 +171,9 @@ class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
         max_tokens_field: MaxTokensField | None = None,
         timeout: float | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         **settings: Any,
     ) -> None:
         super().__init__(
@@ -168,9 +185,15 @@ class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
             settings=settings,
             timeout=timeout,
             max_retries=max_retries,
+            max_reply_chars=max_reply_chars,
+            max_reply_bytes=max_reply_bytes,
+            idle_timeout=idle_timeout,
         )
         self.max_tokens_field = max_tokens_field
         """The request field for the token limit (`None`: chosen by the server's address)."""
+
+    _provider = "openai"
+    _label = "OpenAI"
 
     def _make_client(self) -> openai.AsyncOpenAI:
         """Raises `openai.OpenAIError` when no API key is given or found and no `base_url`."""
@@ -243,11 +266,22 @@ class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
             else:
                 chunks = item.stream
         assembler = _Assembler()
+        budget = self._budget(options)
+        guard = guard_response(chunks.response, budget.wire())
         try:
             async with chunks:
-                async for chunk in chunks:
-                    for delta in assembler.feed(chunk):
-                        yield delta
+                try:
+                    while True:
+                        try:
+                            chunk = await budget.next(chunks)
+                        except StopAsyncIteration:
+                            break
+                        for delta in assembler.feed(chunk):
+                            budget.took(delta)
+                            yield delta
+                except (Exception, GeneratorExit):
+                    await give_up(chunks, guard)
+                    raise
         except ModelError:
             raise
         except Exception as exc:  # an error object or a transport error mid-stream
@@ -269,8 +303,9 @@ def openai_model_error(exc: Exception, *, streaming: bool = False) -> ModelError
         exc: The failure.
         streaming: Whether the response had begun (a lost connection is then the stream's).
     """
-    if isinstance(exc, ModelError):
-        return exc
+    found = limit_error(exc)
+    if found is not None:
+        return found
     if isinstance(exc, openai.APIStatusError):
         return _status_error(exc)
     if isinstance(exc, openai.APIConnectionError):

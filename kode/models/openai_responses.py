@@ -52,6 +52,13 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "install it with `pip install 'kode-sdk[openai]'`"
     ) from exc
 
+from kode.models._limits import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_MAX_REPLY_CHARS,
+    give_up,
+    guard_response,
+)
 from kode.models._sdk import DEFAULT_MAX_RETRIES, SDKModel
 from kode.models.base import (
     ModelError,
@@ -119,6 +126,12 @@ class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
         max_retries: How many times a request that failed in a way worth retrying (a rate
             limit, an overloaded server, a lost connection) is retried, honouring the server's
             ``retry-after``; a `ModelRetry` event comes before each retry.
+        max_reply_chars: The most characters of text, thinking and tool input one reply may
+            hold (default 4,000,000); a longer reply is cut off with a `ModelError`.
+        max_reply_bytes: The most bytes of one reply's HTTP body (default 256 MiB); no line
+            of it may be longer than 12 bytes per character of `max_reply_chars` (plus 1 MiB).
+        idle_timeout: The most seconds a reply may go without progress, a piece of text,
+            thinking or tool input (default 600); pings and keep-alive comments do not count.
         tool_search: ``"hosted"``: an agent's deferred tools are found by the API's hosted
             tool search (``{"type": "tool_search"}``) instead of kode's ``tool_search``; the
             request carries every deferred definition with ``defer_loading: true``. `None`
@@ -130,8 +143,8 @@ class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
 
     Raises:
         ValueError: `client` was given together with `api_key` or `base_url`; `settings` set
-            ``stream``; `timeout` or `max_retries` is not a valid value; `tool_search` is not
-            ``"hosted"`` or `None`.
+            ``stream``; `timeout`, `max_retries` or a reply limit is not a valid value;
+            `tool_search` is not ``"hosted"`` or `None`.
     """
 
     def __init__(
@@ -144,6 +157,9 @@ class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
         max_tokens: int | None = None,
         timeout: float | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        max_reply_chars: int = DEFAULT_MAX_REPLY_CHARS,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
         tool_search: Literal["hosted"] | None = None,
         **settings: Any,
     ) -> None:
@@ -163,12 +179,18 @@ class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
             settings=settings,
             timeout=timeout,
             max_retries=max_retries,
+            max_reply_chars=max_reply_chars,
+            max_reply_bytes=max_reply_bytes,
+            idle_timeout=idle_timeout,
         )
 
     @property
     def native_tool_search(self) -> bool:
         """Whether deferred tools are found by the API's hosted tool search."""
         return self.tool_search is not None
+
+    _provider = "openai"
+    _label = "OpenAI"
 
     def _make_client(self) -> openai.AsyncOpenAI:
         """Raises `openai.OpenAIError` when no API key is given or found and no `base_url`."""
@@ -243,14 +265,25 @@ class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
             else:
                 events = item.stream
         assembler = _Assembler()
+        budget = self._budget(options)
+        guard = guard_response(events.response, budget.wire())
         try:
             # aclosing: when an event makes the assembler raise, the SDK's iterator is closed
             # now, not left to the garbage collector (which trio reports).
             async with events, contextlib.aclosing(aiter(events)) as iterator:
-                async for event in iterator:
-                    delta = assembler.feed(event)
-                    if delta is not None:
-                        yield delta
+                try:
+                    while True:
+                        try:
+                            event = await budget.next(iterator)
+                        except StopAsyncIteration:
+                            break
+                        delta = assembler.feed(event)
+                        if delta is not None:
+                            budget.took(delta)
+                            yield delta
+                except (Exception, GeneratorExit):
+                    await give_up(iterator, guard)
+                    raise
         except ModelError:
             raise
         except Exception as exc:  # transport errors mid-stream, undecodable events

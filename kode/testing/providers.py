@@ -16,9 +16,12 @@ so a test can assert on the exact JSON a client sent, and it plays scripted repl
 
 - `Reply`: content blocks (text, thinking, tool calls) streamed in pieces of `chunk_size`
   characters, in whichever format the request's endpoint speaks;
-- `RawEvents`: exactly these events, for malformed or unusual streams;
+- `RawEvents`: exactly these events, for malformed or unusual streams (an endless iterable
+  too, for a stream a client must cut off);
 - `ErrorReply`: an HTTP error with the provider's JSON error shape.
 
+It counts the bytes of each response it wrote (`sent`), so a test can tell how much of a
+stream a client read before it hung up (`wait_answered` waits for the handlers to finish).
 It does not serve non-streaming requests (nor Gemini's ``:generateContent``), and it checks
 nothing about a request beyond its path.
 
@@ -123,8 +126,9 @@ class RawEvents:
     name.
     """
 
-    events: Sequence[Mapping[str, Any] | str]
-    """The events, in order."""
+    events: Iterable[Mapping[str, Any] | str]
+    """The events, in order: a sequence, or any iterable (a generator may be endless: it is
+    played until the client hangs up)."""
     done: bool = True
     """Chat Completions only: end with ``data: [DONE]``."""
     delay: float = 0.0
@@ -224,7 +228,10 @@ class FakeProviderServer:
     ) -> None:
         self._replies: list[ScriptedReply] = list(replies)
         self._requests: list[RecordedRequest] = []
+        self._sent: dict[int, int] = {}
+        self._answered = 0
         self._lock = threading.Lock()
+        self._done = threading.Condition(self._lock)
         self._ids = itertools.count(1)
         self._host = host
         self._port = port
@@ -296,6 +303,33 @@ class FakeProviderServer:
         """Every request received, in order."""
         with self._lock:
             return list(self._requests)
+
+    @property
+    def sent(self) -> list[int]:
+        """Bytes of each response's body written so far, in the order of the requests.
+
+        Counted as the operating system accepted them: a client that hung up mid-stream got
+        at most this much (less what was still in flight).
+        """
+        with self._lock:
+            return [self._sent.get(n, 0) for n in range(1, len(self._requests) + 1)]
+
+    def wait_answered(self, count: int, timeout: float = 10.0) -> bool:
+        """Wait until `count` requests have been answered in full or given up; whether they were.
+
+        A response to a client that hung up ends at the server's next write.
+        """
+        with self._done:
+            return self._done.wait_for(lambda: self._answered >= count, timeout)
+
+    def _count_sent(self, number: int, size: int) -> None:
+        with self._lock:
+            self._sent[number] = self._sent.get(number, 0) + size
+
+    def _finished(self) -> None:
+        with self._done:
+            self._answered += 1
+            self._done.notify_all()
 
     @property
     def bodies(self) -> list[Any]:
@@ -376,10 +410,13 @@ class _Handler(BaseHTTPRequestHandler):
             dialect=dialect,
         )
         reply, number = fake._take(request)
+        self._number = number
         try:
             self._answer(dialect, reply, number, body if isinstance(body, dict) else {})
         except (BrokenPipeError, ConnectionResetError):  # the client went away mid-stream
             self.close_connection = True
+        finally:
+            fake._finished()
 
     def _answer(
         self,
@@ -447,11 +484,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("transfer-encoding", "chunked")
         self._request_id_header(dialect)
         self.end_headers()
+        fake = self.server.fake
         for event in events:
             if delay:
                 time.sleep(delay)
             self.wfile.write(b"%x\r\n%s\r\n" % (len(event), event))
             self.wfile.flush()
+            fake._count_sent(self._number, len(event))
         if cut:
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)

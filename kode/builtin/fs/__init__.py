@@ -13,9 +13,10 @@ a file that exists must have been read first and must not have changed on disk s
 agent never overwrites edits it has not seen. Writes are atomic (a temporary file renamed in
 the same directory descriptor) and keep the file's mode; a write inside ``.git``, or into
 any directory that is or would become a git directory (``HEAD`` beside ``objects``, ``refs``
-or ``commondir``), asks for approval, since git config and hooks can run commands; so does a
-write into what the sandbox never lets a command write either (``.kode/``, a virtual
-environment at the workspace root, kode's databases: `kode.trust.protected`). Each tool is an
+or ``commondir``, counting every file the call writes), asks for approval, since git config
+and hooks can run commands (`kode.builtin.fs._git_dirs`); so does a write into a skill's folder
+or into what the sandbox never lets a command write either (``.kode/``, a virtual environment
+at the workspace root, kode's databases: `kode.trust.protected`). Each tool is an
 ordinary ``@define_tool`` function. ``apply_patch`` changes several files in one call, all or
 none (see `kode.builtin.fs.patch`). The plumbing lives in `kode.builtin.fs._workspace_files`,
 `kode.builtin.fs._safe_open`, `kode.builtin.fs._text_edits`, `kode.builtin.fs._globs`,

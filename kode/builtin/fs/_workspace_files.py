@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from kode.builtin.fs._git_dirs import GIT_DIR_REASON, GIT_WRITE_REASON, git_dir_reason
 from kode.builtin.fs._safe_open import is_swapped, open_dir, open_file, open_parent, write_at
 from kode.builtin.fs._skill_dirs import in_skill_dir
 from kode.tools.context import ToolContext
@@ -46,6 +47,7 @@ __all__ = [
     "hard_links",
     "image_type",
     "in_git_dir",
+    "trusted_later",
     "is_binary",
     "not_found",
     "open_directory",
@@ -448,78 +450,38 @@ def write_file(where: Target, dir_fd: int, data: bytes) -> bool:
     return old is not None
 
 
-GIT_WRITE_REASON = "writes inside .git/ (git config and hooks can run commands)"
-"""Why fs_write, fs_edit and fs_multi_edit ask for approval for a path inside ``.git``."""
-
-GIT_DIR_REASON = (
-    "writes into a git directory, or makes one (HEAD with objects, refs or commondir beside "
-    "it): git uses any such directory as a repository, and its config and hooks can run "
-    "commands"
-)
-"""Why the writing tools ask for approval for a path in a directory that looks like a git
-directory (a bare repository, a worktree's git directory) without being named ``.git``."""
-
-_GIT_DIR_MARKERS = frozenset({"objects", "refs", "commondir", "gitdir"})
-
-
-def _makes_git_dir(path: Path, base: Path) -> bool:
-    """Whether, once `path` is written, a directory from `base` down to it is a git directory.
-
-    A git directory is a ``HEAD`` beside ``objects``, ``refs``, ``commondir`` or ``gitdir``
-    (what git needs to take a directory for a repository), counting what the write creates.
-    """
-    parts = path.relative_to(base).parts
-    where = base
-    for below in parts:
-        name = below.lower()
-        head = name == "head" or os.path.lexists(where / "HEAD")
-        if head and (
-            name in _GIT_DIR_MARKERS or any(os.path.lexists(where / m) for m in _GIT_DIR_MARKERS)
-        ):
-            return True
-        where = where / below
-    return False
-
-
 def in_git_dir(arguments: dict[str, Any], ctx: ToolContext[Any] | None = None) -> str | None:
-    """``requires_approval`` of the writing tools: ask before a write inside a git directory.
+    """``requires_approval`` of the writing tools: ask before a write kode or a person trusts.
 
-    A ``.git`` component in the path as given, or in the path it resolves to (a symlink may
-    lead there), counts; so does the ``.git`` file of a worktree. So does any directory on the
-    way that looks like a git directory once the file is written (``HEAD`` beside ``objects``,
-    ``refs``, ``commondir`` or ``gitdir``), whatever its name: git takes such a directory for
-    a repository, and a model could otherwise build one file by file. Names are compared
-    without case, for case-insensitive file systems. So does a path the sandbox never lets a
-    command write either (`kode.trust.protected.protected_reason`: ``.kode/``, a virtual
-    environment at the root, kode's databases). A path inside a skill's folder asks too
-    (`in_skill_dir`). Any other path: `None`, no opinion (the
-    agent's permission mode decides, as for a write tool without this function).
+    `git_dir_reason` of the path: a ``.git`` component (as given, or as it resolves), or a
+    directory on the way that is, or becomes with this write, a git directory
+    (`kode.builtin.fs._git_dirs`). A path inside a skill's folder asks too (`in_skill_dir`), and
+    so does one the sandbox never lets a command write either
+    (`kode.trust.protected.protected_reason`: ``.kode/``, a virtual environment at the root,
+    kode's databases). Any other path: `None`, no opinion (the agent's permission mode decides,
+    as for a write tool without this function).
     """
     path = arguments.get("path")
     if not isinstance(path, str):
         return None
-    paths = [Path(path)]
+    return git_dir_reason([path], ctx) or trusted_later(path, ctx)
+
+
+def trusted_later(path: str, ctx: ToolContext[Any] | None = None) -> str | None:
+    """Why writing `path` asks, for what kode later trusts besides git: skills, protected paths."""
     space = workspace_of(ctx) if ctx is not None else None
-    found: tuple[Path, Path] | None = None
-    if space is not None:
-        with contextlib.suppress(ToolError, ValueError):
-            resolved = space.resolve(path)
-            bases = (space.root, *space.extra_paths)
-            base = next((b for b in bases if b == resolved or b in resolved.parents), None)
-            paths.append(resolved.relative_to(base) if base is not None else resolved)
-            if base is not None:
-                found = (resolved, base)
-    if any(part.lower() == ".git" for p in paths for part in p.parts):
-        return GIT_WRITE_REASON
-    if found is not None and _makes_git_dir(*found):
-        return GIT_DIR_REASON
-    if space is not None and (skill := in_skill_dir(path, space, ctx)) is not None:
+    if space is None:
+        return None
+    skill = in_skill_dir(path, space, ctx)
+    if skill is not None:
         return skill  # a skill's folder, the workspace's in .kode/skills too: said as such
-    if found is not None:  # .kode/, a virtual environment, kode's databases: as the sandbox
-        reason = protected_reason(*found)
-        if reason is not None:
-            return reason
-    return None  # no opinion: the agent's mode decides, as for any write
+    with contextlib.suppress(ToolError, ValueError):
+        resolved = space.resolve(path)
+        bases = (space.root, *space.extra_paths)
+        base = next((b for b in bases if b == resolved or b in resolved.parents), None)
+        if base is not None:
+            return protected_reason(resolved, base)
+    return None
 
 
 def open_directory(ctx: ToolContext[Any], path: str) -> tuple[Target, int]:

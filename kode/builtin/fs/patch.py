@@ -9,7 +9,8 @@ file is touched. Then the new contents are written to temporary files beside the
 the files replaced or deleted are renamed aside, and the temporary files renamed into place;
 if any step fails, what was done is undone (the originals renamed back, new files and the
 directories made for them removed), so the workspace holds the old files or the new ones,
-never a mix. A path inside a git directory asks for approval, as ``fs_write`` does.
+never a mix. A patch that writes in a git directory, or makes one with all its files
+together, asks for approval (`kode.builtin.fs._git_dirs`), as ``fs_write`` does.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kode.builtin.fs._approval import current_text, diff_of
+from kode.builtin.fs._git_dirs import git_dir_reason
 from kode.builtin.fs._patch_parse import (
     MAX_PATCH_CHARS,
     MAX_PATCH_FILES,
@@ -40,11 +42,11 @@ from kode.builtin.fs._workspace_files import (
     Target,
     existing,
     file_lock,
-    in_git_dir,
     not_found,
     parent_dir,
     read_editable,
     target,
+    trusted_later,
 )
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
@@ -343,7 +345,12 @@ def _parsed(patch: str) -> list[FileOp]:
 
 
 def _needs_approval(arguments: dict[str, Any], ctx: ToolContext | None = None) -> str | None:
-    """``requires_approval``: ask when any path of the patch is in a git directory."""
+    """``requires_approval``: ask when the patch writes in a git directory or makes one.
+
+    The tree judged is the one the patch would leave: every path of the patch together with
+    what is on disk, so one patch adding ``sub/HEAD``, ``sub/objects/..`` and ``sub/refs/..``
+    asks, though no one of them is in a git directory on disk.
+    """
     patch = arguments.get("patch")
     if not isinstance(patch, str):
         return None
@@ -351,11 +358,14 @@ def _needs_approval(arguments: dict[str, Any], ctx: ToolContext | None = None) -
         ops = parse_patch(patch)
     except PatchError:
         return None  # the call fails on its own
-    for op in ops:
-        for name in _paths(op):
-            reason = in_git_dir({"path": name}, ctx)
-            if reason is not None:
-                return reason
+    names = [name for op in ops for name in _paths(op)]
+    git = git_dir_reason(names, ctx)
+    if git is not None:
+        return git
+    for name in names:  # skills' folders, .kode/, a root virtual environment, kode's databases
+        reason = trusted_later(name, ctx)
+        if reason is not None:
+            return reason
     return None
 
 
@@ -431,8 +441,8 @@ def apply_patch(patch: str, *, ctx: ToolContext) -> ToolResult:
     error names the file and hunk, shows the lines looked for and the nearest lines in the
     file, and nothing is written. At most 2,000,000 characters and 200 files per patch;
     binary, non-UTF-8, over-10 MB and hard-linked files, directories and paths outside the
-    workspace are refused; a path inside .git (or any git directory) needs the user's
-    approval.
+    workspace are refused; a patch writing inside .git or any git directory, or making one
+    (HEAD beside objects or refs), needs the user's approval.
 
     Args:
         patch: The patch text, from '*** Begin Patch' to '*** End Patch' (or a unified

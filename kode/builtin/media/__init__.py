@@ -8,12 +8,14 @@ without it, and the tool answers with an error result saying how to install it. 
 most 4,096 x 4,096 pixels with at most 1,000 shapes, and a text at most 2,000 characters. The
 image is returned to the model; with ``save_to`` it is also written, as a new ``.png`` file
 inside the workspace (an existing file is never overwritten). Drawing alone needs no approval;
-saving is decided by kind (``edit``), like any file write.
+saving is decided by kind (``edit``), like any file write, and saving inside ``.git`` or a
+git directory (or making one) asks for approval, as ``fs_write`` does.
 
 ``image_generate`` asks an `ImageProvider` (``IMAGES.set(agent.services, provider)``; default
 `OpenAIImages`, the OpenAI images API through the ``openai`` SDK, ``kode-sdk[openai]``, with
 ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL``) for 1 to 4 images; its kind is ``fetch``, and with
-``save_to`` (new files in the workspace) it always asks for approval.
+``save_to`` (new files in the workspace) it always asks for approval, with the reason
+``fs_write`` gives when the files would land in a git directory or make one.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Annotated, Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
+from kode.builtin.fs._git_dirs import git_dir_reason
 from kode.builtin.fs._workspace_files import target
 from kode.builtin.media._images import GeneratedImage, ImageProvider, OpenAIImages
 from kode.builtin.media._save import save_image
@@ -208,9 +211,15 @@ def _draw(
     return out.getvalue()
 
 
-def _saves(arguments: dict[str, Any]) -> bool | None:
-    """Drawing alone needs no approval; saving a file is decided by kind (``edit``)."""
-    return None if arguments.get("save_to") else False
+def _saves(arguments: dict[str, Any], ctx: ToolContext[Any] | None = None) -> bool | str | None:
+    """Drawing alone needs no approval; saving a file is decided by kind (``edit``).
+
+    Saving into a git directory, or making one, asks as ``fs_write`` does.
+    """
+    save_to = arguments.get("save_to")
+    if not save_to:
+        return False
+    return git_dir_reason([str(save_to)], ctx)
 
 
 @define_tool(kind="edit", groups=["group:media"], aliases=["draw"], requires_approval=_saves)
@@ -292,10 +301,21 @@ def _check_new(ctx: ToolContext[Any], save_to: str, count: int) -> None:
             )
 
 
-def _generate_approval(arguments: dict[str, Any]) -> bool | str | None:
-    """Saving writes files, so it asks; without ``save_to`` the agent decides by kind."""
+def _generate_approval(
+    arguments: dict[str, Any], ctx: ToolContext[Any] | None = None
+) -> bool | str | None:
+    """Saving writes files, so it asks; without ``save_to`` the agent decides by kind.
+
+    Saving into a git directory, or making one, gives the reason ``fs_write`` gives.
+    """
     save_to = arguments.get("save_to")
-    return f"writes the generated image to '{save_to}' in the workspace" if save_to else None
+    if not save_to:
+        return None
+    count = arguments.get("count", 1)
+    count = count if isinstance(count, int) and 1 <= count <= 4 else 4
+    paths = [_numbered(str(save_to), n, count) for n in range(1, count + 1)]
+    git = git_dir_reason(paths, ctx)
+    return git or f"writes the generated image to '{save_to}' in the workspace"
 
 
 @define_tool(
