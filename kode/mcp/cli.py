@@ -13,13 +13,14 @@ import contextlib
 import sys
 from typing import Any
 
-from kode.registries.modules import import_tools_module
-
 __all__ = ["load_module", "register"]
 
 
 def load_module(spec: str) -> None:
     """Import `spec`, a module name or a ``.py`` file's path (see `import_tools_module`)."""
+    # Imported here: `kode --help` builds this group's parser, and needs no tool machinery.
+    from kode.registries.modules import import_tools_module
+
     import_tools_module(spec)
 
 
