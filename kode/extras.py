@@ -33,6 +33,6 @@ def install_hint(*extras: str) -> str:
     names = ",".join(extras)
     return (
         f"pip install -e '.[{names}]' in a checkout of kode, or pip install "
-        f"'{DISTRIBUTION}[{names}] @ git+<the repository's URL>' ({DISTRIBUTION} is not on "
+        f"'{DISTRIBUTION}[{names}] @ git+<repository URL>' ({DISTRIBUTION} is not on "
         "PyPI yet)"
     )

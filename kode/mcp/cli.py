@@ -13,6 +13,8 @@ import contextlib
 import sys
 from typing import Any
 
+from kode.extras import install_hint
+
 __all__ = ["load_module", "register"]
 
 
@@ -110,7 +112,7 @@ def _access(args: argparse.Namespace) -> Any:
 
 def _no_sdk(exc: ModuleNotFoundError) -> int:
     print(
-        f"kode mcp serve needs the MCP SDK ({exc.name} is missing): pip install 'kode-sdk[mcp]'",
+        f"kode mcp serve needs the MCP SDK ({exc.name} is missing): {install_hint('mcp')}",
         file=sys.stderr,
     )
     return 2
