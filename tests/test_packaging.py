@@ -16,7 +16,7 @@ import kode
 ROOT = Path(__file__).resolve().parent.parent
 DISTRIBUTION = "kode-sdk"
 # Extras for working on kode itself, not for using it.
-DEVELOPMENT_EXTRAS = {"test", "docs", "bench"}
+DEVELOPMENT_EXTRAS = {"test", "docs", "bench", "dist"}
 # Programs from PyPI that examples in the docs talk to, installed on their own (not extras).
 PEERS = ("mcp-server-time",)
 
