@@ -3,8 +3,9 @@
 Importing ``anthropic`` takes seconds (``openai`` and ``google-genai`` most of one): a command
 that never sends a request (``kode --help``, a template with a mistake, a scripted model) should
 not pay for it, and an agent that does should not block its event loop while it loads. A
-provider module names its SDK with `LazySDK`; the model's `SDKModel.stream` awaits
-`load_sdks` first, which imports what is not loaded yet in a worker thread. A missing SDK is
+provider module names its SDK with `LazySDK`, and its model's ``stream`` awaits `load_sdks`
+first, which imports what is not loaded yet in a worker thread (an attribute read before that,
+e.g. a model's ``client`` outside any request, imports it there and then). A missing SDK is
 still reported when the provider module is imported (`LazySDK` asks the import system whether it
 can be found, which imports nothing).
 
