@@ -15,6 +15,7 @@ This module does not make clients or requests.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import threading
 from types import ModuleType
@@ -25,6 +26,8 @@ import anyio.to_thread
 from kode.extras import install_hint
 
 __all__ = ["LazySDK", "load_sdks"]
+
+_OWN = frozenset({"_name", "_module", "_lock", "_missing", "_found_as", "_origin"})
 
 
 class LazySDK:
@@ -51,13 +54,21 @@ class LazySDK:
             f"{needed_by} needs the {module.split('.')[0]} SDK ({module} is not installed): "
             f"{install_hint(extra)}"
         )
-        try:
-            # Finding a submodule imports its package: `found_as` names one that is cheap.
-            found = importlib.util.find_spec(found_as or module)
-        except (ImportError, ValueError):
-            found = None
+        self._found_as = found_as or module
+        found = self._find()
         if found is None:
             raise ImportError(self._missing, name=module)
+        # Where the SDK is now. Imported later, it must come from there: a file that appeared
+        # since in a directory on sys.path (a workspace that is the current directory, under
+        # `python -m`) is not run in its place.
+        self._origin = found.origin
+
+    def _find(self) -> importlib.machinery.ModuleSpec | None:
+        try:
+            # Finding a submodule imports its package: `found_as` names one that is cheap.
+            return importlib.util.find_spec(self._found_as)
+        except (ImportError, ValueError):
+            return None
 
     @property
     def loaded(self) -> bool:
@@ -70,6 +81,14 @@ class LazySDK:
         if module is None:
             with self._lock:
                 if self._module is None:
+                    found = self._find()
+                    if found is None or found.origin != self._origin:
+                        where = "nowhere" if found is None else found.origin
+                        raise ImportError(
+                            f"{self._found_as} is now found at {where}, not at {self._origin} "
+                            "where it was when the model was made: it is not imported",
+                            name=self._name,
+                        )
                     try:
                         self._module = importlib.import_module(self._name)
                     except ImportError as exc:
@@ -78,7 +97,7 @@ class LazySDK:
         return module
 
     def __getattr__(self, name: str) -> Any:
-        if name in ("_name", "_module", "_lock", "_missing"):  # not set yet: no import for them
+        if name in _OWN:  # read before __init__ set it: no import for that
             raise AttributeError(name)
         return getattr(self.load(), name)
 

@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -145,3 +146,39 @@ def test_unknown_attribute() -> None:
 
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         kode.models.Nope  # noqa: B018
+
+
+def test_an_sdk_that_appeared_elsewhere_since_the_model_was_made_is_not_run(
+    tmp_path: Path,
+) -> None:
+    # The SDK is imported later than before (at the first request): a module of its name that
+    # appeared meanwhile in a directory ahead of it on sys.path must not run in its place.
+    installed, workspace = tmp_path / "installed", tmp_path / "workspace"
+    installed.mkdir()
+    workspace.mkdir()
+    (installed / "kode_fake_sdk.py").write_text("NAME = 'installed'\n")
+    code = f"""
+        import sys
+        from pathlib import Path
+        sys.path.insert(0, {str(installed)!r})
+        from kode.models._sdk_import import LazySDK
+        sdk = LazySDK("kode_fake_sdk", needed_by="FakeModel", extra="fake")
+        Path({str(workspace)!r}, "kode_fake_sdk.py").write_text(
+            "from pathlib import Path; Path({str(tmp_path / "ran")!r}).touch()\\n"
+        )
+        sys.path.insert(0, {str(workspace)!r})
+        try:
+            sdk.NAME
+        except ImportError as exc:
+            print(exc)
+    """
+    said = run(code)
+    assert "is now found at" in said and str(workspace) in said
+    assert not (tmp_path / "ran").exists()
+    same = f"""
+        import sys
+        sys.path.insert(0, {str(installed)!r})
+        from kode.models._sdk_import import LazySDK
+        print(LazySDK("kode_fake_sdk", needed_by="FakeModel", extra="fake").NAME)
+    """
+    assert run(same) == "installed"
