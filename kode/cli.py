@@ -32,6 +32,14 @@ def version() -> str:
         return str(getattr(kode, "__version__", None) or "unknown")
 
 
+class _Version(argparse.Action):
+    """``--version``: the version is read when asked for (importlib.metadata is slow to load)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object) -> None:
+        print(f"kode {version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``kode`` argument parser, with every available command group."""
     parser = argparse.ArgumentParser(
@@ -39,7 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Define typed, documented Python functions as LLM tools; inspect, call and "
         "check them, run agents, and serve them over MCP.",
     )
-    parser.add_argument("--version", action="version", version=f"kode {version()}")
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="show the installed kode's version and exit"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module_name in _GROUPS:
         try:

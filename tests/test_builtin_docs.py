@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from kode.builtin import MODULES
+from kode.extras import install_hint
+from kode.testing.programs import missing_program
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "builtin-tools.md"
@@ -45,9 +47,11 @@ def test_builtin_tools_page_is_generated_from_the_tools() -> None:
 
     try:  # the browser's example runs in a real Chromium
         find_browser(BrowserConfig())
-    except ToolError as exc:  # pragma: no cover - .ci/run installs it
-        pytest.skip(f"no Chromium (apt package 'chromium') for the browser example: {exc.message}")
-    pytest.importorskip("playwright", reason="the browser example needs kode-sdk[browser]")
+    except ToolError:  # pragma: no cover - .ci/run installs it
+        pytest.skip(
+            missing_program("chromium", package="chromium", needed_for="the browser example")
+        )
+    pytest.importorskip("playwright", reason=f"the browser example needs {install_hint('browser')}")
     expected = render()
     if os.environ.get("KODE_DOCS_UPDATE") == "1":
         PAGE.write_text(expected, encoding="utf-8")

@@ -16,7 +16,7 @@ import kode
 ROOT = Path(__file__).resolve().parent.parent
 DISTRIBUTION = "kode-sdk"
 # Extras for working on kode itself, not for using it.
-DEVELOPMENT_EXTRAS = {"test", "docs", "bench"}
+DEVELOPMENT_EXTRAS = {"test", "docs", "bench", "dist"}
 # Programs from PyPI that examples in the docs talk to, installed on their own (not extras).
 PEERS = ("mcp-server-time",)
 
@@ -45,7 +45,7 @@ def test_every_install_hint_names_the_distribution() -> None:
             where = f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
             for match in _HINT.finditer(line):
                 target = match.group(1)
-                if target.startswith(DISTRIBUTION):
+                if target.startswith((DISTRIBUTION, ".[")):
                     named += 1
                 elif target in PEERS:
                     pass
@@ -54,7 +54,56 @@ def test_every_install_hint_names_the_distribution() -> None:
             if _BARE_EXTRA.search(line):
                 wrong.append(where)
     assert wrong == []
-    assert named >= 10  # the hints in the error messages, docs and README were all seen
+    assert named >= 10  # the hints in the docs, the README and kode.extras were all seen
+
+
+# ``pip install 'kode-sdk[<extra>]'`` alone: what finds nothing until the distribution is published.
+_FROM_PYPI = re.compile(r"pip install\s+['\"]?kode-sdk\[[^\]]*\]['\"]?(?!\s*@)")
+# The extras a hint names: install_hint(<extras>), '.[<extras>]', kode-sdk[<extras>].
+_HINT_CALL = re.compile(r"install_hint\(([^)]*)\)")
+_EXTRAS = re.compile(r"(?:kode-sdk|['\"]\.)\[([\w,-]+)\]")
+
+
+def test_no_hint_says_an_install_command_that_finds_nothing() -> None:
+    """Every "needs an extra" message and page says what works today, through install_hint."""
+    wrong = []
+    for path in _texts():
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if _FROM_PYPI.search(line) and "Once it is on PyPI" not in line:
+                wrong.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert wrong == []
+
+
+def test_every_extra_a_hint_names_exists() -> None:
+    project = _pyproject()["project"]
+    assert isinstance(project, dict)
+    extras = set(project["optional-dependencies"])
+    named: dict[str, set[str]] = {}
+    for path in [*_texts(), *sorted((ROOT / "tests").rglob("*.py"))]:
+        text = path.read_text()
+        for call in _HINT_CALL.findall(text):
+            for name in re.findall(r"[\"']([\w-]+)[\"']", call):
+                named.setdefault(name, set()).add(str(path.relative_to(ROOT)))
+        for group in _EXTRAS.findall(text):
+            for name in group.split(","):
+                named.setdefault(name, set()).add(str(path.relative_to(ROOT)))
+    assert {"anthropic", "openai", "google", "web", "mcp", "dbos", "otel", "canvas"} <= set(named)
+    unknown = {name: sorted(where) for name, where in named.items() if name not in extras}
+    assert unknown == {}
+
+
+def test_the_install_hint_is_two_commands_a_shell_can_run() -> None:
+    from kode.extras import install_hint
+
+    hint = install_hint("web", "mcp")
+    checkout, _, rest = hint.partition(" in a checkout of kode, or ")
+    assert shlex.split(checkout) == ["pip", "install", "-e", ".[web,mcp]"]
+    url_form = rest.split(" (", 1)[0]
+    assert shlex.split(url_form) == [
+        "pip",
+        "install",
+        "kode-sdk[web,mcp] @ git+<repository URL>",
+    ]
 
 
 def test_the_readme_says_how_to_install_in_a_project() -> None:

@@ -1,4 +1,4 @@
-"""Durable runs of agents on DBOS (``pip install 'kode-sdk[dbos]'``).
+"""Durable runs of agents on DBOS (the extra ``dbos``).
 
 This package owns `DurableAgent`: an agent's run as a DBOS workflow whose model turns and tool
 calls are DBOS steps, so a worker that stops (a crash, a kill -9, a deploy) is continued by
@@ -84,8 +84,10 @@ def __getattr__(name: str) -> Any:
         module = importlib.import_module(source)
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] in ("dbos", "croniter"):
+            from kode.extras import install_hint
+
             raise ModuleNotFoundError(
-                f"kode.durable.{name} needs DBOS: pip install 'kode-sdk[dbos]'", name=exc.name
+                f"kode.durable.{name} needs DBOS: {install_hint('dbos')}", name=exc.name
             ) from exc
         raise
     value = getattr(module, name)

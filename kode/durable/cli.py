@@ -86,8 +86,10 @@ def _dbos() -> Any:
     try:
         import dbos
     except ModuleNotFoundError as exc:
+        from kode.extras import install_hint
+
         raise _Refused(
-            f"this command needs DBOS ({exc.name} is missing): pip install 'kode-sdk[dbos]'"
+            f"this command needs DBOS ({exc.name} is missing): {install_hint('dbos')}"
         ) from None
     return dbos
 

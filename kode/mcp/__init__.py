@@ -12,7 +12,7 @@
   reach the client (`kode.mcp.caller`), and its long calls can run as tasks
   (`kode.mcp.served_tasks`).
 
-Both need the official SDK: ``pip install 'kode-sdk[mcp]'``. Importing `kode` never imports it;
+Both need the official SDK (the extra ``mcp``). Importing `kode` never imports it;
 the names here load it on first use.
 """
 
@@ -58,8 +58,10 @@ def __getattr__(name: str) -> Any:
         module = importlib.import_module(source)
     except ModuleNotFoundError as exc:
         if exc.name and exc.name.split(".")[0] in ("mcp", "mcp_types"):
+            from kode.extras import install_hint
+
             raise ModuleNotFoundError(
-                f"kode.mcp.{name} needs the MCP SDK: pip install 'kode-sdk[mcp]'", name=exc.name
+                f"kode.mcp.{name} needs the MCP SDK: {install_hint('mcp')}", name=exc.name
             ) from exc
         raise
     value = getattr(module, name)

@@ -13,13 +13,16 @@ import contextlib
 import sys
 from typing import Any
 
-from kode.registries.modules import import_tools_module
+from kode.extras import install_hint
 
 __all__ = ["load_module", "register"]
 
 
 def load_module(spec: str) -> None:
     """Import `spec`, a module name or a ``.py`` file's path (see `import_tools_module`)."""
+    # Imported here: `kode --help` builds this group's parser, and needs no tool machinery.
+    from kode.registries.modules import import_tools_module
+
     import_tools_module(spec)
 
 
@@ -126,7 +129,7 @@ def _access(args: argparse.Namespace) -> Any:
 
 def _no_sdk(exc: ModuleNotFoundError) -> int:
     print(
-        f"kode mcp serve needs the MCP SDK ({exc.name} is missing): pip install 'kode-sdk[mcp]'",
+        f"kode mcp serve needs the MCP SDK ({exc.name} is missing): {install_hint('mcp')}",
         file=sys.stderr,
     )
     return 2

@@ -1,7 +1,8 @@
 """Models: the `Model` protocol, messages, provider dialects and offline models.
 
-`AnthropicModel`, `OpenAIModel`, `OpenAIResponsesModel` and `GeminiModel` load their SDKs on
-first use (extras ``kode-sdk[anthropic]``, ``kode-sdk[openai]`` and ``kode-sdk[google]``).
+`AnthropicModel`, `OpenAIModel`, `OpenAIResponsesModel` and `GeminiModel` import their SDKs
+(the extras ``anthropic``, ``openai`` and ``google``) when the first request needs them, in a
+worker thread: importing kode or making a model imports none.
 """
 
 from __future__ import annotations

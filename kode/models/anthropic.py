@@ -41,15 +41,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-try:
-    import anthropic
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "AnthropicModel needs the anthropic SDK: "
-        "install it with `pip install 'kode-sdk[anthropic]'`"
-    ) from exc
+from typing import TYPE_CHECKING, Any, Literal
 
 from kode.models._anthropic_request import add_cache_breakpoints, declarations
 from kode.models._limits import (
@@ -62,6 +54,7 @@ from kode.models._limits import (
 )
 from kode.models._retry import retry_after, worth_retrying
 from kode.models._sdk import DEFAULT_MAX_RETRIES, SDKModel
+from kode.models._sdk_import import LazySDK, load_sdks
 from kode.models.base import (
     ModelError,
     ModelEvent,
@@ -87,6 +80,11 @@ from kode.models.messages import (
 from kode.models.translate import RAW_INPUT_KEY, parse_arguments
 
 __all__ = ["RAW_INPUT_KEY", "AnthropicModel", "to_anthropic_messages"]
+
+if TYPE_CHECKING:
+    import anthropic
+else:  # imported by the first request, in a worker thread (see kode.models._sdk_import)
+    anthropic = LazySDK("anthropic", needed_by="AnthropicModel", extra="anthropic")
 
 ANTHROPIC = "anthropic"
 _SEARCH_TOOLS = {
@@ -290,6 +288,7 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
             ModelError: the API answered with an error, could not be reached, or the stream
                 broke off or made no sense.
         """
+        await load_sdks(anthropic)
         options = self._options(request)
         params = self.request_params(request)
         if options.timeout is not None:

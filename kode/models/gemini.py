@@ -51,17 +51,7 @@ import ssl
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, cast
-
-try:
-    import httpx2
-    from google import genai
-    from google.genai import errors as genai_errors
-    from google.genai import types as genai_types
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "GeminiModel needs the google-genai SDK: install it with `pip install 'kode-sdk[google]'`"
-    ) from exc
+from typing import TYPE_CHECKING, Any, cast
 
 import pydantic
 
@@ -78,6 +68,7 @@ from kode.models._limits import (
 )
 from kode.models._retry import retry_after, worth_retrying
 from kode.models._sdk import DEFAULT_MAX_RETRIES, SDKModel
+from kode.models._sdk_import import LazySDK, load_sdks
 from kode.models.base import (
     ModelError,
     ModelEvent,
@@ -99,6 +90,21 @@ from kode.models.messages import (
 )
 
 __all__ = ["GeminiModel"]
+
+if TYPE_CHECKING:
+    import httpx2
+    from google import genai
+    from google.genai import errors as genai_errors
+    from google.genai import types as genai_types
+else:  # imported by the first request, in a worker thread (see kode.models._sdk_import)
+    genai = LazySDK("google.genai", needed_by="GeminiModel", extra="google")
+    genai_errors = LazySDK(
+        "google.genai.errors", needed_by="GeminiModel", extra="google", found_as="google.genai"
+    )
+    genai_types = LazySDK(
+        "google.genai.types", needed_by="GeminiModel", extra="google", found_as="google.genai"
+    )
+    httpx2 = LazySDK("httpx2", needed_by="GeminiModel", extra="google")
 
 _PLACEHOLDER_KEY = "no-key-needed"
 _REFUSALS = frozenset(
@@ -213,7 +219,9 @@ class GeminiModel(SDKModel["genai.Client"]):
             max_reply_bytes=max_reply_bytes,
             idle_timeout=idle_timeout,
         )
-        unknown = sorted(set(settings) - set(genai_types.GenerateContentConfig.model_fields))
+        # Only settings need the SDK's config fields: a model without them imports no SDK.
+        fields = genai_types.GenerateContentConfig.model_fields if settings else {}
+        unknown = sorted(set(settings) - set(fields))
         if unknown:
             raise ValueError(
                 f"GeminiModel: {', '.join(map(repr, unknown))} is not a GenerateContentConfig "
@@ -294,6 +302,7 @@ class GeminiModel(SDKModel["genai.Client"]):
             ModelError: the API answered with an error, could not be reached, or the stream
                 broke off or made no sense.
         """
+        await load_sdks(genai, genai_errors, genai_types, httpx2)
         options = self._options(request)
         config = self.request_config(request)
         if options.timeout is not None:

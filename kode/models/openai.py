@@ -40,14 +40,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-try:
-    import openai
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "OpenAIModel needs the openai SDK: install it with `pip install 'kode-sdk[openai]'`"
-    ) from exc
+from typing import TYPE_CHECKING, Any, Literal
 
 from kode.models._limits import (
     DEFAULT_IDLE_TIMEOUT,
@@ -59,6 +52,7 @@ from kode.models._limits import (
 )
 from kode.models._retry import retry_after, worth_retrying
 from kode.models._sdk import DEFAULT_MAX_RETRIES, SDKModel
+from kode.models._sdk_import import LazySDK, load_sdks
 from kode.models.base import (
     ModelError,
     ModelEvent,
@@ -83,6 +77,11 @@ from kode.models.translate import parse_arguments, to_openai_messages
 from kode.tools.dialects import openai_strict_schema
 
 __all__ = ["MaxTokensField", "OpenAIModel", "openai_json_schema"]
+
+if TYPE_CHECKING:
+    import openai
+else:  # imported by the first request, in a worker thread (see kode.models._sdk_import)
+    openai = LazySDK("openai", needed_by="OpenAIModel", extra="openai")
 
 MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
 """The request field that carries the token limit."""
@@ -247,6 +246,7 @@ class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
             ModelError: the server answered with an error, could not be reached, or the stream
                 broke off.
         """
+        await load_sdks(openai)
         options = self._options(request)
         try:
             params = self.request_params(request)  # makes the client: it may lack a key

@@ -42,15 +42,7 @@ import contextlib
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-try:
-    import openai
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "OpenAIResponsesModel needs the openai SDK: "
-        "install it with `pip install 'kode-sdk[openai]'`"
-    ) from exc
+from typing import TYPE_CHECKING, Any, Literal
 
 from kode.models._limits import (
     DEFAULT_IDLE_TIMEOUT,
@@ -60,6 +52,7 @@ from kode.models._limits import (
     guard_response,
 )
 from kode.models._sdk import DEFAULT_MAX_RETRIES, SDKModel
+from kode.models._sdk_import import LazySDK, load_sdks
 from kode.models.base import (
     ModelError,
     ModelEvent,
@@ -86,6 +79,11 @@ from kode.models.translate import parse_arguments
 from kode.tools.tool import Tool
 
 __all__ = ["OpenAIResponsesModel", "responses_tool"]
+
+if TYPE_CHECKING:
+    import openai
+else:  # imported by the first request, in a worker thread (see kode.models._sdk_import)
+    openai = LazySDK("openai", needed_by="OpenAIResponsesModel", extra="openai")
 
 
 def responses_tool(tool: Tool[..., Any]) -> dict[str, Any]:
@@ -252,6 +250,7 @@ class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
             ModelError: the server answered with an error, could not be reached, or the stream
                 broke off or failed.
         """
+        await load_sdks(openai)
         options = self._options(request)
         params = self.request_params(request)
         if options.timeout is not None:

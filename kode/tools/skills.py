@@ -125,9 +125,9 @@ def _load_yaml(text: str, file: str) -> Any:
     try:
         import yaml  # type: ignore[import-untyped]
     except ImportError:  # pragma: no cover - the extra is part of every test install
-        raise SkillError(
-            f"{file}: reading skills needs PyYAML: pip install 'kode-sdk[skills]'"
-        ) from None
+        from kode.extras import install_hint
+
+        raise SkillError(f"{file}: reading skills needs PyYAML: {install_hint('skills')}") from None
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

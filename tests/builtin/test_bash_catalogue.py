@@ -27,6 +27,7 @@ from kode.builtin.runtime import (
     set_default_runtime_policy,
 )
 from kode.models import ScriptedModel, ToolResultContent, tool_use
+from kode.testing.programs import missing_program
 
 CREATORS = [h for h in HOSTILE if h.creates]
 PLAIN = set(" \t\n|;&*?[]~.-_/,+=%@^:" + string.ascii_letters + string.digits)
@@ -106,11 +107,21 @@ def _clear(root: Path) -> None:
             found.unlink()
 
 
+# The Debian package of each program a creator may need (where its name differs).
+PACKAGES = {
+    "node": "nodejs",
+    "php": "php-cli",
+    "rg": "ripgrep",
+    "script": "bsdutils",
+    "tclsh": "tcl",
+}
+
+
 @pytest.mark.parametrize("hostile", CREATORS, ids=_id)
 def test_each_creator_really_creates_a_marker(hostile: Hostile, workspace: Path) -> None:
     missing = [n for n in hostile.needs if shutil.which(n) is None]
     if missing:
-        pytest.skip(f"needs {', '.join(missing)}")
+        pytest.skip("; ".join(missing_program(n, package=PACKAGES.get(n, n)) for n in missing))
     _clear(workspace)
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

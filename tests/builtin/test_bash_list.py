@@ -21,6 +21,7 @@ from kode.builtin.runtime import (
     set_default_runtime_policy,
 )
 from kode.models import ScriptedModel, ToolResultContent, tool_use
+from kode.testing.programs import runnable
 from kode.tools.workspace import Workspace
 
 pytestmark = [
@@ -31,7 +32,8 @@ pytestmark = [
 
 @pytest.fixture(autouse=True)
 def trusted_default() -> Iterator[None]:
-    previous = set_default_runtime_policy(RuntimePolicy(security="full", ask="off"))
+    # Sandboxed where kode can make a sandbox, else unconfined: these test the listing.
+    previous = set_default_runtime_policy(runnable(RuntimePolicy(security="full", ask="off")))
     try:
         yield
     finally:

@@ -29,16 +29,21 @@ from kode import Agent, AgentTemplate, ToolContext
 from kode.agent import ApprovalDecision, ApprovalRequest
 from kode.builtin.browser import BROWSER, SESSION, BrowserConfig, browser, find_browser
 from kode.builtin.web import WEB, WebConfig
+from kode.extras import install_hint
 from kode.models import ScriptedModel, tool_use
 from kode.models.messages import ToolResultContent
+from kode.testing.programs import missing_program
 from kode.tools.errors import ToolError
 from kode.tools.results import ImageBlock
 
-pytest.importorskip("playwright", reason="the browser tool needs: pip install 'kode-sdk[browser]'")
-try:
+pytest.importorskip("playwright", reason=f"the browser tool needs: {install_hint('browser')}")
+try:  # kode's own lookup: KODE_BROWSER_PATH, else PATH
     find_browser(BrowserConfig())
-except ToolError as exc:  # pragma: no cover - CI installs it (.ci/run)
-    pytest.skip(f"no Chromium (apt package 'chromium'): {exc.message}", allow_module_level=True)
+except ToolError:  # pragma: no cover - CI installs it (.ci/run)
+    pytest.skip(
+        missing_program("chromium", package="chromium", needed_for="the browser tool"),
+        allow_module_level=True,
+    )
 
 pytestmark = pytest.mark.anyio
 

@@ -12,6 +12,7 @@ import pytest
 from kode import ToolContext
 from kode.builtin.browser import SESSION, BrowserConfig, browser, find_browser
 from kode.builtin.web import WebConfig
+from kode.extras import install_hint
 from kode.registries import ToolSource, registry
 from kode.tools.errors import ToolError
 
@@ -86,7 +87,7 @@ async def test_without_playwright_the_result_says_how_to_install_it(
     assert result.is_error
     assert result.text == (
         "browser needs the optional dependency playwright, which is not installed "
-        "(playwright.async_api is missing): pip install 'kode-sdk[browser]'."
+        f"(playwright.async_api is missing): {install_hint('browser')}."
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from kode.builtin.media import MAX_CANVAS_SIDE, MAX_SHAPES, canvas
+from kode.extras import install_hint
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ImageBlock, ToolResult
@@ -155,5 +156,5 @@ async def test_without_pillow_the_result_says_how_to_install_it(
     result = await draw(ctx, width=8, height=8, shapes=[])
     assert result.error_type is ToolErrorType.EXECUTION_FAILED
     assert result.text.endswith(
-        "canvas needs Pillow, which is not installed: pip install 'kode-sdk[canvas]'."
+        f"canvas needs Pillow, which is not installed: {install_hint('canvas')}."
     )

@@ -30,6 +30,7 @@ from kode.builtin.fs._grep_files import confirm, line_digest
 from kode.builtin.fs._workspace_files import GIT_WRITE_REASON
 from kode.models import ScriptedModel, ToolResultContent, tool_use
 from kode.registries import ToolRegistry
+from kode.testing.programs import missing_program
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult
@@ -82,7 +83,9 @@ def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
 
         monkeypatch.delenv("KODE_RG", raising=False)
         if find_ripgrep() is None:
-            pytest.skip("ripgrep is not installed")
+            pytest.skip(
+                missing_program("rg", package="ripgrep", needed_for="fs_grep's ripgrep path")
+            )
     return str(request.param)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,9 @@ from kode.builtin.fs import (
     fs_read,
     fs_write,
 )
+from kode.builtin.fs._grep import find_ripgrep
 from kode.builtin.fs._text_edits import read_numbered
+from kode.testing.programs import missing_program
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import ToolResult
@@ -29,7 +30,9 @@ from kode.tools.workspace import FilePool, Workspace
 
 pytestmark = pytest.mark.anyio
 
-RG = shutil.which("rg")
+# kode's own lookup (KODE_RG, else PATH), as fs_grep makes it.
+RG = find_ripgrep()
+NO_RG = missing_program("rg", package="ripgrep", needed_for="fs_grep's ripgrep path")
 GIB = 1024**3
 
 
@@ -151,7 +154,7 @@ def test_fs_read_has_a_timeout() -> None:
 def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "ripgrep":
         if RG is None:
-            pytest.skip("ripgrep (rg) is not installed")
+            pytest.skip(NO_RG)
         monkeypatch.setenv("KODE_RG", RG)
     else:
         monkeypatch.setenv("KODE_RG", "off")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -32,9 +31,11 @@ from kode.builtin.fs._grep import (
     MAX_REGEX_CHARS,
     PYTHON_GREP_SECONDS,
     GrepQuery,
+    find_ripgrep,
     python_search,
     ripgrep,
 )
+from kode.testing.programs import missing_program
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import ToolResult
@@ -43,8 +44,9 @@ from kode.tools.workspace import FilePool, Workspace
 
 pytestmark = pytest.mark.anyio
 
-RG = shutil.which("rg")
-NO_RG = "ripgrep (rg) is not installed: the ripgrep search path cannot be tested here"
+# kode's own lookup (KODE_RG, else PATH), as fs_grep makes it.
+RG = find_ripgrep()
+NO_RG = missing_program("rg", package="ripgrep", needed_for="fs_grep's ripgrep path")
 CATASTROPHIC = "(a+)+$"
 """Exponential in Python's backtracking `re` on a line of a's followed by another letter."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,8 @@ import pytest
 
 from kode.builtin.fs import fs_glob, fs_grep, fs_ls
 from kode.builtin.fs._globs import file_filter, glob_regex
-from kode.builtin.fs._grep import GrepQuery, ripgrep
+from kode.builtin.fs._grep import GrepQuery, find_ripgrep, ripgrep
+from kode.testing.programs import missing_program
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult
@@ -22,8 +22,9 @@ from kode.tools.workspace import FilePool, Workspace
 
 pytestmark = pytest.mark.anyio
 
-RG = shutil.which("rg")
-NO_RG = "ripgrep (rg) is not installed: the ripgrep search path cannot be tested here"
+# kode's own lookup (KODE_RG, else PATH), as fs_grep makes it.
+RG = find_ripgrep()
+NO_RG = missing_program("rg", package="ripgrep", needed_for="fs_grep's ripgrep path")
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from loopback_http import import_threads
 
 from kode import Agent, AgentTemplate, ToolRegistry
 from kode.builtin.media import IMAGES, GeneratedImage, OpenAIImages, image_generate
+from kode.extras import install_hint
 from kode.models import ScriptedModel, tool_use
 from kode.testing.images import FakeImagesServer
 from kode.tools.context import ToolContext
@@ -184,7 +185,7 @@ async def test_without_openai_the_result_says_how_to_install_it(
     monkeypatch.setitem(sys.modules, "openai", None)
     result = await image_generate.run({"prompt": "x"}, ctx_for(ws, OpenAIImages(api_key="k")))
     assert result.error_type is ToolErrorType.EXECUTION_FAILED
-    assert "pip install 'kode-sdk[openai]'" in result.text
+    assert install_hint("openai") in result.text
 
 
 def test_the_first_image_imports_openai_outside_the_event_loop() -> None:

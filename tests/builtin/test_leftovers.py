@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from kode.builtin.runtime._shell_dirs import shells_dir, sweep_stale_shell_dirs
+from kode.testing.programs import requires_sandbox
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -208,9 +208,7 @@ def test_the_grep_worker_started_after_its_parent_died_exits(tmp_path: Path) -> 
         *(
             pytest.param(
                 mode,
-                marks=pytest.mark.skipif(
-                    shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed"
-                ),
+                marks=requires_sandbox(),
             )
             for mode in ("yes", "thread")
         ),

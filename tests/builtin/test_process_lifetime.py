@@ -10,7 +10,6 @@ they finish; that a SIGKILLed kode process still leaves nothing is tests/builtin
 
 from __future__ import annotations
 
-import shutil
 import sys
 import threading
 import time
@@ -29,6 +28,7 @@ from kode.builtin.runtime import (
     sandbox_support,
     set_default_runtime_policy,
 )
+from kode.testing.programs import requires_sandbox
 from kode.tools.errors import ToolError
 from kode.tools.workspace import Workspace
 from kode.trust.sandbox import Sandbox
@@ -36,10 +36,7 @@ from kode.trust.sandbox import Sandbox
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="parent-death signals are Linux's"
 )
-NO_BWRAP = pytest.mark.skipif(
-    shutil.which("bwrap") is None,
-    reason="bubblewrap (bwrap) is not installed; .ci/run installs it (apt install bubblewrap)",
-)
+NO_BWRAP = requires_sandbox()
 
 SUPPORT = sandbox_support()
 IDLE = 0.2

@@ -24,6 +24,7 @@ from kode.builtin.runtime import (
     set_default_runtime_policy,
 )
 from kode.registries import ToolSource, registry
+from kode.testing.programs import runnable
 from kode.tools.results import ToolResult
 from kode.tools.workspace import Workspace
 
@@ -58,8 +59,9 @@ def real(path: Path) -> str:
 
 @pytest.fixture(autouse=True)
 def trusted_default() -> Iterator[None]:
-    """These tests run commands standalone: let the default policy run anything not blocked."""
-    previous = set_default_runtime_policy(RuntimePolicy(security="full", ask="off"))
+    """These tests run commands standalone: let the default policy run anything not blocked
+    (in the OS sandbox where kode can make one, else unconfined: they test what commands do)."""
+    previous = set_default_runtime_policy(runnable(RuntimePolicy(security="full", ask="off")))
     try:
         yield
     finally:
@@ -188,7 +190,7 @@ async def test_timeout_escalates_to_sigkill(
 
 
 async def test_timeout_above_the_limit_is_lowered(ctx: ToolContext[None]) -> None:
-    policy = RuntimePolicy(security="full", ask="off", default_timeout=1, max_timeout=2)
+    policy = runnable(RuntimePolicy(security="full", ask="off", default_timeout=1, max_timeout=2))
     ctx.services["runtime_policy"] = policy
     result = await run(ctx, command="echo hi", timeout=5000)
     assert "[timeout lowered from 5000 s to the limit of 2 s]" in result.text
@@ -227,7 +229,9 @@ async def test_output_is_capped_with_a_marker(ctx: ToolContext[None]) -> None:
 
 
 async def test_output_cap_follows_the_policy(ctx: ToolContext[None]) -> None:
-    ctx.services["runtime_policy"] = RuntimePolicy(security="full", ask="off", max_output_chars=200)
+    ctx.services["runtime_policy"] = runnable(
+        RuntimePolicy(security="full", ask="off", max_output_chars=200)
+    )
     result = await run(ctx, command="seq 1 1000")
     assert "output truncated" in result.text
     assert len(result.text) < 200 + 400
@@ -363,7 +367,9 @@ async def test_background_exit_status(ctx: ToolContext[None], tmp_path: Path) ->
 
 
 async def test_background_logs_are_capped(ctx: ToolContext[None]) -> None:
-    ctx.services["runtime_policy"] = RuntimePolicy(security="full", ask="off", max_output_chars=500)
+    ctx.services["runtime_policy"] = runnable(
+        RuntimePolicy(security="full", ask="off", max_output_chars=500)
+    )
     await run(ctx, command="seq 1 100000", background=True)
     manager = ctx.services["processes"]
     await wait_for(lambda: manager.get("shell_1").exit_code is not None)
@@ -383,7 +389,9 @@ async def test_unknown_shell(ctx: ToolContext[None]) -> None:
 
 
 async def test_background_shell_limit(ctx: ToolContext[None]) -> None:
-    ctx.services["runtime_policy"] = RuntimePolicy(security="full", ask="off", max_background=1)
+    ctx.services["runtime_policy"] = runnable(
+        RuntimePolicy(security="full", ask="off", max_background=1)
+    )
     assert not (await run(ctx, command="sleep 30", background=True)).is_error
     second = await run(ctx, command="sleep 30", background=True)
     assert second.is_error
@@ -456,11 +464,13 @@ async def test_the_policy_lets_variables_through(
     monkeypatch.setenv("KODE_TEST_ALLOWED", "yes")
     monkeypatch.setenv("KODE_TEST_PREFIX_ONE", "one")
     monkeypatch.setenv("KODE_TEST_SECRET", "s3cret")
-    ctx.services["runtime_policy"] = RuntimePolicy(
-        security="full",
-        ask="off",
-        env_allow=("KODE_TEST_ALLOWED", "KODE_TEST_PREFIX_*"),
-        env={"KODE_TEST_SET": "set", "KODE_TEST_SECRET": "replaced"},
+    ctx.services["runtime_policy"] = runnable(
+        RuntimePolicy(
+            security="full",
+            ask="off",
+            env_allow=("KODE_TEST_ALLOWED", "KODE_TEST_PREFIX_*"),
+            env={"KODE_TEST_SET": "set", "KODE_TEST_SECRET": "replaced"},
+        )
     )
     result = await run(
         ctx,
@@ -470,11 +480,13 @@ async def test_the_policy_lets_variables_through(
 
 
 async def test_a_bad_environment_policy_is_reported(ctx: ToolContext[None], tmp_path: Path) -> None:
-    ctx.services["runtime_policy"] = RuntimePolicy(
-        security="full",
-        ask="off",
-        env_allow=("NOT A NAME",),
-        env={"X": 1},  # type: ignore[dict-item]
+    ctx.services["runtime_policy"] = runnable(
+        RuntimePolicy(
+            security="full",
+            ask="off",
+            env_allow=("NOT A NAME",),
+            env={"X": 1},  # type: ignore[dict-item]
+        )
     )
     result = await run(ctx, command="touch marker")
     assert result.is_error
@@ -484,7 +496,9 @@ async def test_a_bad_environment_policy_is_reported(ctx: ToolContext[None], tmp_
         "Fix the RuntimePolicy; nothing was run."
     )
     assert not (tmp_path / "marker").exists()
-    ctx.services["runtime_policy"] = RuntimePolicy(security="full", ask="off", env_allow="HOME")  # type: ignore[arg-type]
+    ctx.services["runtime_policy"] = runnable(
+        RuntimePolicy(security="full", ask="off", env_allow="HOME")  # type: ignore[arg-type]
+    )
     result = await run(ctx, command="touch marker")
     assert "env_allow must be a sequence of names, e.g. ('HOME',), not a string" in result.text
     assert not (tmp_path / "marker").exists()

@@ -22,6 +22,7 @@ from kode.builtin.runtime import (
     using_runtime_policy,
 )
 from kode.models import ScriptedModel, ToolResultContent, tool_use
+from kode.testing.programs import runnable
 
 pytestmark = pytest.mark.anyio
 
@@ -139,7 +140,9 @@ async def test_ask_always_asks_even_for_safe_commands(tmp_path: Path) -> None:
 async def test_ask_off_with_full_security_never_asks(tmp_path: Path) -> None:
     approver = Approver("deny")
     agent, model = make_agent(tmp_path, [command_turn("touch marker"), "done"], approver)
-    set_default_runtime_policy(RuntimePolicy(security="full", ask="off"))
+    # Where kode can make no sandbox the policy asks for commands off the safe list whatever
+    # its ask level (tests/builtin/test_sandbox_policy.py): this test is about the level.
+    set_default_runtime_policy(runnable(RuntimePolicy(security="full", ask="off")))
     async with agent:
         await agent.send("go")
     assert approver.asked == []
@@ -199,7 +202,9 @@ async def test_agent_services_policy_decides_approval_for_that_agent(
 ) -> None:
     approver = Approver("allow")
     agent, model = make_agent(tmp_path, [command_turn("touch marker"), "done"], approver)
-    set_default_runtime_policy(RuntimePolicy(security="full", ask="off"))
+    # Where kode can make no sandbox the policy asks for commands off the safe list whatever
+    # its ask level (tests/builtin/test_sandbox_policy.py): this test is about the level.
+    set_default_runtime_policy(runnable(RuntimePolicy(security="full", ask="off")))
     agent.services["runtime_policy"] = RuntimePolicy(security="full", ask="always")
     async with agent:
         await agent.send("go")
@@ -250,7 +255,7 @@ async def test_closing_the_agent_kills_background_processes(tmp_path: Path) -> N
 
 
 async def test_background_shell_across_turns_then_logs_and_kill(tmp_path: Path) -> None:
-    set_default_runtime_policy(RuntimePolicy(security="full", ask="off"))
+    set_default_runtime_policy(runnable(RuntimePolicy(security="full", ask="off")))
     agent, model = make_agent(
         tmp_path,
         [

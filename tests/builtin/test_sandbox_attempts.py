@@ -46,15 +46,13 @@ from kode.builtin.runtime import (
     bash_run,
     sandbox_support,
 )
+from kode.testing.programs import requires_sandbox
 from kode.tools.results import ToolResult
 from kode.tools.workspace import Workspace
 
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's"),
-    pytest.mark.skipif(
-        shutil.which("bwrap") is None,
-        reason="bubblewrap (bwrap) is not installed; .ci/run installs it (apt install bubblewrap)",
-    ),
+    requires_sandbox(),
 ]
 
 PY = sys.executable

@@ -10,8 +10,6 @@ asks and how it then runs.
 from __future__ import annotations
 
 import logging
-import shutil
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -29,6 +27,7 @@ from kode.builtin.runtime import (
 )
 from kode.cli_log import OneLineFormatter
 from kode.models import ScriptedModel, ToolResultContent, tool_use
+from kode.testing.programs import requires_sandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -177,10 +176,7 @@ async def test_an_agents_own_policy_decides_approval_and_how_the_call_runs(
     assert (tmp_path / "whose.txt").read_text() == "policy: the agent's\n"
 
 
-@pytest.mark.skipif(
-    not sys.platform.startswith("linux") or shutil.which("bwrap") is None,
-    reason="needs bubblewrap (apt install bubblewrap)",
-)
+@requires_sandbox()
 async def test_an_agents_own_sandbox_mode_confines_its_commands(tmp_path: Path) -> None:
     """The default would run the command unconfined; the agent's read-only sandbox stops it."""
     set_default_runtime_policy(RuntimePolicy(security="full", ask="off", sandbox="off"))

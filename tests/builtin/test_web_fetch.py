@@ -23,6 +23,7 @@ from loopback_http import (
 
 from kode import ToolContext
 from kode.builtin.web import WebConfig, web_fetch
+from kode.extras import install_hint
 from kode.registries import ToolSource, registry
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ImageBlock
@@ -359,7 +360,7 @@ async def test_without_httpx_the_result_says_how_to_install_it(
     assert result.is_error
     assert result.text == (
         "web_fetch needs the optional dependencies httpx and markdownify, which are not "
-        "installed (httpx is missing): pip install 'kode-sdk[web]'."
+        f"installed (httpx is missing): {install_hint('web')}."
     )
 
 

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("mcp", reason="the MCP tests need the mcp extra: pip install 'kode-sdk[mcp]'")
+from kode.extras import install_hint
+
+pytest.importorskip("mcp", reason=f"the MCP tests need the mcp extra: {install_hint('mcp')}")
 
 from mcp_peers import KODE_TOOLS, SDK_SERVER, HttpServer, free_port, write
 

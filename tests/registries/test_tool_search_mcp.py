@@ -17,6 +17,7 @@ import pytest
 
 from kode import Agent, AgentTemplate, ToolRegistry
 from kode.models import ScriptedModel, tool_use
+from kode.testing.programs import missing_program
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
 
@@ -25,9 +26,11 @@ SERVER = Path(__file__).resolve().parents[1] / "mcp/npm/node_modules/.bin/mcp-se
 
 @pytest.fixture
 def everything() -> list[str]:
-    if not (SERVER.exists() and shutil.which("node")):
+    if not shutil.which("node"):
+        pytest.skip(missing_program("node", package="nodejs", needed_for="mcp-server-everything"))
+    if not SERVER.exists():
         why = "mcp-server-everything is not installed (npm ci --prefix tests/mcp/npm)"
-        if os.environ.get("CI"):
+        if os.environ.get("CI"):  # .ci/run installs it wherever node is
             pytest.fail(why)
         pytest.skip(why)
     return [str(SERVER), "stdio"]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import anyio
 import pytest
 
+from kode.extras import install_hint
 from kode.models.messages import Message
 from kode.sessions import MessageAdded, PostgresStore, StoreError
 
@@ -57,7 +59,7 @@ async def test_an_unreachable_server_is_a_clear_error() -> None:
 
 def test_without_psycopg_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "psycopg", None)  # as if it were not installed
-    with pytest.raises(ImportError, match=r"pip install 'kode-sdk\[postgres\]'"):
+    with pytest.raises(ImportError, match=re.escape(install_hint("postgres"))):
         PostgresStore("postgresql://localhost/db")
 
 

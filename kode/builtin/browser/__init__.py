@@ -23,7 +23,7 @@ buy) and always ask for approval, unless the agent's settings allow the tool. Th
 what would be clicked or typed on which page, and an "always" answer for its pattern
 (``click https://shop.example``) covers that action on that site only.
 
-Needs Playwright (``pip install 'kode-sdk[browser]'``) and a Chromium or Chrome on the machine:
+Needs Playwright (the extra ``browser``) and a Chromium or Chrome on the machine:
 `BrowserConfig.executable_path`, else ``KODE_BROWSER_PATH``, else ``chromium``,
 ``chromium-browser`` or ``google-chrome`` on ``PATH`` (Debian: ``apt-get install chromium``).
 Playwright's own browser download is not used.

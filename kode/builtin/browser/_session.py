@@ -27,6 +27,7 @@ from anyio.from_thread import BlockingPortal
 from kode.builtin.browser._config import BrowserConfig, find_browser
 from kode.builtin.browser._proxy import REFUSED_HEADER, CheckingProxy, Refusal
 from kode.builtin.web._config import WebConfig
+from kode.extras import install_hint
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.trust.processes import helper_environment
 
@@ -248,7 +249,7 @@ class BrowserSession:
         except ImportError as exc:
             raise ToolError(
                 "browser needs the optional dependency playwright, which is not installed "
-                f"({exc.name} is missing): pip install 'kode-sdk[browser]'.",
+                f"({exc.name} is missing): {install_hint('browser')}.",
                 type=ToolErrorType.EXECUTION_FAILED,
                 details={"missing": exc.name},
             ) from None

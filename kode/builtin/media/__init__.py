@@ -30,6 +30,7 @@ from kode.builtin.fs._git_dirs import git_dir_reason
 from kode.builtin.fs._workspace_files import target
 from kode.builtin.media._images import GeneratedImage, ImageProvider, OpenAIImages
 from kode.builtin.media._save import save_image
+from kode.extras import install_hint
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
@@ -136,7 +137,7 @@ def _pillow() -> Any:
         if (exc.name or "").split(".")[0] != "PIL":
             raise
         raise ToolError(
-            "canvas needs Pillow, which is not installed: pip install 'kode-sdk[canvas]'.",
+            f"canvas needs Pillow, which is not installed: {install_hint('canvas')}.",
             type=ToolErrorType.EXECUTION_FAILED,
             details={"missing": "PIL"},
         ) from None

@@ -9,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
+from kode.extras import install_hint
 from kode.tools.errors import ToolError, ToolErrorType
 
 __all__ = ["GeneratedImage", "ImageProvider", "OpenAIImages"]
@@ -73,7 +74,7 @@ class OpenAIImages:
                 raise
             raise ToolError(
                 "image_generate with OpenAI needs the openai package, which is not installed: "
-                "pip install 'kode-sdk[openai]'.",
+                f"{install_hint('openai')}.",
                 type=ToolErrorType.EXECUTION_FAILED,
                 details={"missing": "openai"},
             ) from None

@@ -33,6 +33,7 @@ from kode.builtin.web._search_providers import (
     SearchResult,
 )
 from kode.builtin.web._ssrf import ResolveFunc, system_resolve
+from kode.extras import install_hint
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
@@ -90,7 +91,7 @@ def _missing(exc: ImportError, tool: str) -> ToolError:
         raise exc
     return ToolError(
         f"{tool} needs the optional dependencies httpx and markdownify, which are not "
-        f"installed ({exc.name} is missing): pip install 'kode-sdk[web]'.",
+        f"installed ({exc.name} is missing): {install_hint('web')}.",
         type=ToolErrorType.EXECUTION_FAILED,
         details={"missing": exc.name},
     )
