@@ -322,15 +322,21 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         except ModelError:
             raise
         except Exception as exc:  # transport errors mid-stream, undecodable events
-            raise self._model_error(exc) from exc
+            raise self._model_error(exc, streaming=True) from exc
         yield assembler.response()
 
-    def _model_error(self, exc: Exception) -> ModelError:
+    def _model_error(self, exc: Exception, *, streaming: bool = False) -> ModelError:
         found = limit_error(exc)
         if found is not None:
             return found
         if isinstance(exc, anthropic.APIStatusError):
             return _status_error(exc)
+        if streaming and isinstance(exc, anthropic.APIConnectionError):
+            # The stream broke off after it began (newer SDKs wrap the transport's error):
+            # said as the transport's error, whatever the SDK's version.
+            cause = exc.__cause__ or exc.__context__
+            what = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
+            return ModelError(f"Anthropic stream failed: {what}", provider="anthropic")
         if isinstance(exc, anthropic.APIConnectionError):
             return ModelError(
                 f"Anthropic request failed: {exc.message} ({exc.request.url})",
@@ -344,6 +350,12 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         )
 
 
+def _body_text(exc: anthropic.APIStatusError) -> str:
+    """The body of an error answer that is not Anthropic's JSON (a proxy's page), as sent."""
+    body = exc.body
+    return body if isinstance(body, str) else ""
+
+
 def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     if exc.status_code == 200:  # an `error` event in the middle of a stream
         kind, message = exc.type, exc.api_message or str(exc)
@@ -353,7 +365,7 @@ def _status_error(exc: anthropic.APIStatusError) -> ModelError:
     headers = exc.response.headers
     return ModelError(
         f"Anthropic request failed with HTTP {exc.status_code}{label}: "
-        f"{_shorten(exc.api_message or exc.message)}",
+        f"{_shorten(exc.api_message or _body_text(exc) or exc.message)}",
         provider="anthropic",
         status_code=exc.status_code,
         retryable=worth_retrying(exc.status_code, headers),

@@ -93,12 +93,24 @@ def agent_for(provider: str, server: FakeProviderServer, **template: Any) -> Age
 
 
 def history(provider: str, body: dict[str, Any]) -> list[Any]:
-    """The conversation a request carried, in the provider's own form."""
+    """The conversation a request carried, in the provider's own form.
+
+    Without Anthropic's prompt-cache breakpoints: the one on the last message moves forward
+    with each request, as Anthropic asks, and says nothing about the conversation.
+    """
     if provider == "gemini":
         return list(body["contents"])
     if provider == "openai-responses":
         return list(body["input"])
-    return list(body["messages"])
+    return [_without_cache_control(m) for m in body["messages"]]
+
+
+def _without_cache_control(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_cache_control(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_without_cache_control(v) for v in value]
+    return value
 
 
 def last_user_text(provider: str, body: dict[str, Any]) -> str:
