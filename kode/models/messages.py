@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 __all__ = [
     "ContentBlock",
@@ -173,6 +173,17 @@ class Usage(BaseModel):
     cache_creation_input_tokens: int = 0
     """Of `input_tokens`, those written to the provider's prompt cache (billed at a premium, so
     that later requests can read them)."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_cache_counts(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Saved without the cache counts when there are none, so the JSON of a state or a
+        # session record is what it was before they existed (and most providers report none).
+        out = handler(self)
+        if isinstance(out, dict):
+            for name in ("cache_read_input_tokens", "cache_creation_input_tokens"):
+                if not out.get(name, 1):
+                    del out[name]
+        return out
 
     def __repr_args__(self) -> Any:
         # The cache counts are shown only when there are some: most providers report none.

@@ -132,6 +132,9 @@ class ArgumentsModel(BaseModel):
         protected_namespaces=(),
         arbitrary_types_allowed=False,
         hide_input_in_errors=False,
+        # Not built when kode is imported (pydantic's plugin scan and importlib.metadata wait
+        # for a tool's first call); a tool's model is built when first used, as before.
+        defer_build=True,
     )
 
     @classmethod

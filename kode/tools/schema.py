@@ -433,6 +433,7 @@ def inspect_function(
     def build() -> type[BaseModel]:
         try:
             model = create_model(f"{name}_arguments", __base__=ArgumentsModel, **fields)
+            model.model_rebuild(force=True)  # the base defers its build; this one is due now
         except Exception as exc:  # pydantic's PydanticSchemaGenerationError, TypeError, ...
             # pydantic's messages run to several paragraphs of advice; the first line says what.
             first_line = str(exc).strip().split("\n", 1)[0]

@@ -191,11 +191,14 @@ def test_the_system_database_is_in_kode_home_unless_named(tmp_path: Path) -> Non
 
     default = schedules()
     assert default.returncode == 2
-    assert f"sqlite:///{home / 'dbos.sqlite'} holds no DBOS tables yet" in default.stderr
+    # Refused, not created: a list on a missing database says where a worker would make it.
+    assert f"the system database sqlite:///{home / 'dbos.sqlite'} does not exist" in default.stderr
     assert list(project.iterdir()) == []
     assert (home.stat().st_mode & 0o777) == 0o700  # made private: runs' arguments live there
     named = schedules(DBOS_SYSTEM_DATABASE_URL=f"sqlite:///{tmp_path / 'named.sqlite'}")
-    assert f"sqlite:///{tmp_path / 'named.sqlite'} holds no DBOS tables yet" in named.stderr
+    assert f"the system database sqlite:///{tmp_path / 'named.sqlite'} does not exist" in (
+        named.stderr
+    )
 
 
 def wait_for_workflow(client: object, name: str, status: str) -> object:
