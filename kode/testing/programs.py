@@ -26,12 +26,14 @@ Example:
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import replace
 
 import pytest
 
-from kode.builtin.runtime import RuntimePolicy, SandboxSupport, sandbox_support
+from kode.builtin.runtime import RuntimePolicy, SandboxSupport
+from kode.trust.sandbox import sandbox_support_for
 
 __all__ = [
     "missing_program",
@@ -76,7 +78,9 @@ def sandbox_here(policy: RuntimePolicy | None = None) -> SandboxSupport:
     Args:
         policy: The policy whose bubblewrap is asked about (default: a default policy's).
     """
-    return sandbox_support((policy or RuntimePolicy()).bwrap)
+    # As bash_run asks it for a command run here: a workspace (the current directory, by
+    # default) that holds the bubblewrap in use (a checkout with its .venv) gets no sandbox.
+    return sandbox_support_for((policy or RuntimePolicy()).bwrap, (os.getcwd(),))
 
 
 def requires_sandbox(policy: RuntimePolicy | None = None) -> pytest.MarkDecorator:
