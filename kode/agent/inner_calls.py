@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kode.agent.events import AgentEvent, ToolEnd, ToolStart
+from kode.agent.permissions import denied_by_name
 from kode.agent.pipeline import _run_into
 from kode.agent.state import CallOutcome
 from kode.models.messages import ToolUseContent
@@ -76,8 +77,9 @@ class InnerCalls:
         self._current = current
 
     def tools(self) -> Sequence[Tool[..., Any]]:
-        """The agent's tools."""
-        return self._agent.tools
+        """The agent's tools, but those its permission settings deny by name."""
+        permission = self._agent.template.permission
+        return [t for t in self._agent.tools if not denied_by_name(permission, t)]
 
     async def call(
         self, name: str, arguments: dict[str, Any], *, call_id: str, parent_call_id: str

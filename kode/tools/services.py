@@ -284,7 +284,7 @@ class InnerCaller(Protocol):
     """
 
     def tools(self) -> Sequence[Tool[..., Any]]:
-        """The agent's tools (the ones a call may name)."""
+        """The agent's tools a call may name (not those its permission settings deny by name)."""
         ...
 
     async def call(

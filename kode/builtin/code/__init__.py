@@ -108,7 +108,15 @@ def agent_stubs(tools: Sequence[Tool[..., Any]]) -> str:
 
 
 def _instructions(tools: Sequence[Tool[..., Any]], ctx: ToolContext[Any]) -> str:
-    """What the system prompt says of ``code_run``: the functions a script has."""
+    """What the system prompt says of ``code_run``: the functions a script has.
+
+    The agent's tools as its `INNER_CALLS` service gives them (without those its permission
+    settings deny by name), else `tools`.
+    """
+    with contextlib.suppress(TypeError):
+        caller = INNER_CALLS.get(ctx.services)
+        if caller is not None:
+            tools = caller.tools()
     shown = agent_stubs(tools)
     if not shown:
         return ""
