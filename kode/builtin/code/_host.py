@@ -43,6 +43,7 @@ MAX_MESSAGE_BYTES = 4_000_000
 
 _SUPERVISOR = str(Path(_supervisor.__file__).resolve())
 _READ = 1 << 16
+_LAST_WORDS = 0.5  # seconds to read the harness's last message once it has exited
 
 CallFunc = Callable[[str, dict[str, Any]], Awaitable[InnerAnswer]]
 
@@ -200,6 +201,7 @@ async def run_script(
         return process.returncode
 
     drained = anyio.Event()
+    conversed = anyio.Event()
 
     async def drain() -> None:
         try:
@@ -233,7 +235,7 @@ async def run_script(
             if message.get("end"):
                 state["result"] = message.get("result")
                 state["result_repr"] = message.get("result_repr")
-                continue
+                return
             answer = await _answer(message, state, max_calls, call)
             try:
                 await _send(process.stdin, answer)
@@ -246,9 +248,22 @@ async def run_script(
             if process.stderr is not None:
                 tg.start_soon(_read_status, process.stderr, status)
             with anyio.move_on_after(seconds) as scope:
-                await converse()
-                if state["broken"] is None:
+                async with anyio.create_task_group() as talking:
+
+                    async def talk() -> None:
+                        await converse()
+                        conversed.set()
+                        if state["broken"] is not None:
+                            talking.cancel_scope.cancel()
+
+                    talking.start_soon(talk)
+                    # The harness has exited (the supervisor says so; it stays while
+                    # processes the script left run, holding the channel open): its last
+                    # message is in the pipe already.
                     await status.done.wait()
+                    with anyio.move_on_after(_LAST_WORDS):
+                        await conversed.wait()
+                    talking.cancel_scope.cancel()
             if scope.cancelled_caught or state["broken"] is not None:
                 timed_out = scope.cancelled_caught
                 await _launch_and_kill.kill(target, reap)
