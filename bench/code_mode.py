@@ -103,11 +103,17 @@ def agent(turns: list[Any], workspace: Path) -> tuple[Agent, ScriptedModel]:
 
 
 async def timed(turns: list[Any], workspace: Path) -> tuple[float, ScriptedModel]:
+    took, _, model = await measured(turns, workspace)
+    return took, model
+
+
+async def measured(turns: list[Any], workspace: Path) -> tuple[float, float, ScriptedModel]:
+    """The wall time and this process's CPU time of one ``send``, and the model."""
     made, model = agent(turns, workspace)
     async with made:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         await made.send("Sum the counts of items 0 to 19.")
-        return time.perf_counter() - started, model
+        return time.perf_counter() - started, time.process_time() - cpu, model
 
 
 def task_turns(kind: str) -> list[Any]:
@@ -151,6 +157,7 @@ async def main(rounds: int, as_json: bool) -> None:
         }
     # the cost of one call: differences of medians, the kinds alternating round by round
     samples: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
     plan = {
         "inner_n": ("inner", CALLS),
         "inner_0": ("inner", 0),
@@ -162,9 +169,13 @@ async def main(rounds: int, as_json: bool) -> None:
     }
     for _ in range(rounds):
         for name, (kind, n) in plan.items():
-            took, _ = await timed(cost_turns(kind, n), workspace)
+            took, used, _ = await measured(cost_turns(kind, n), workspace)
             samples.setdefault(name, []).append(took)
+            cpu.setdefault(name, []).append(used)
     med = {k: statistics.median(v) for k, v in samples.items()}
+    med_cpu = {k: statistics.median(v) for k, v in cpu.items()}
+    inner_cpu = (med_cpu["inner_n"] - med_cpu["inner_0"]) / CALLS
+    within_cpu = (med_cpu["in_turn_n"] - med_cpu["in_turn_0"]) / CALLS
     inner = (med["inner_n"] - med["inner_0"]) / CALLS
     own = (med["own_turn_n"] - med["own_turn_0"]) / CALLS
     within = (med["in_turn_n"] - med["in_turn_0"]) / CALLS
@@ -174,6 +185,9 @@ async def main(rounds: int, as_json: bool) -> None:
         "ordinary_call_in_a_turn": round(within * 1e6),
         "inner_vs_own_turn": round(inner / own, 2),
         "inner_vs_in_a_turn": round(inner / within, 2),
+        "inner_call_cpu": round(inner_cpu * 1e6),
+        "ordinary_call_in_a_turn_cpu": round(within_cpu * 1e6),
+        "inner_vs_in_a_turn_cpu": round(inner_cpu / within_cpu, 2),
     }
     out["sandbox_start_ms"] = round((med["inner_0"] - med["plain_1"]) * 1000, 1)
     if as_json:
@@ -189,6 +203,11 @@ async def main(rounds: int, as_json: bool) -> None:
         f"{per['ordinary_call_own_turn']} µs ({per['inner_vs_own_turn']}×), within a turn of "
         f"{CALLS} {per['ordinary_call_in_a_turn']} µs ({per['inner_vs_in_a_turn']}×); "
         f"the sandbox's start {out['sandbox_start_ms']} ms once per script"
+    )
+    print(
+        f"kode's own CPU time: one inner call {per['inner_call_cpu']} µs, an ordinary call "
+        f"within a turn {per['ordinary_call_in_a_turn_cpu']} µs "
+        f"({per['inner_vs_in_a_turn_cpu']}×)"
     )
 
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from kode.agent.events import AgentEvent, ToolEnd, ToolStart
-from kode.agent.permissions import denied_by_name
-from kode.agent.pipeline import _run_into
+from kode.agent.permissions import can_only_allow, denied_by_name
+from kode.agent.pipeline import _plain_call, _plain_calls, _run_into
 from kode.agent.state import CallOutcome
 from kode.models.messages import ToolUseContent
 from kode.tools.errors import ToolError, ToolErrorType
@@ -105,7 +105,16 @@ class InnerCalls:
             )
         call = ToolUseContent(id=call_id, name=name, input=arguments)
         results: list[CallOutcome | None] = [None]
-        await _run_into(results, 0, _InnerRun(run, parent_call_id), call, agent.lookup(name))
+        inner = _InnerRun(run, parent_call_id)
+        tool = agent.lookup(name)
+        if (
+            tool is not None
+            and _plain_calls(inner)
+            and can_only_allow(agent.template.permission, tool)
+        ):  # as a turn's call would: without the steps it does not need
+            await _plain_call(inner, call, tool, results, 0)
+        else:
+            await _run_into(results, 0, inner, call, tool)
         outcome = results[0]
         if outcome is None:  # the run was aborted meanwhile (KeyboardInterrupt in a tool)
             return InnerAnswer(
