@@ -200,14 +200,14 @@ async def main(rounds: int, as_json: bool) -> None:
     per = out["per_call_us"]
     print(
         f"one inner call {per['inner_call']} µs; an ordinary call with its own turn "
-        f"{per['ordinary_call_own_turn']} µs ({per['inner_vs_own_turn']}×), within a turn of "
-        f"{CALLS} {per['ordinary_call_in_a_turn']} µs ({per['inner_vs_in_a_turn']}×); "
+        f"{per['ordinary_call_own_turn']} µs ({per['inner_vs_own_turn']}x), within a turn of "
+        f"{CALLS} {per['ordinary_call_in_a_turn']} µs ({per['inner_vs_in_a_turn']}x); "
         f"the sandbox's start {out['sandbox_start_ms']} ms once per script"
     )
     print(
         f"kode's own CPU time: one inner call {per['inner_call_cpu']} µs, an ordinary call "
         f"within a turn {per['ordinary_call_in_a_turn_cpu']} µs "
-        f"({per['inner_vs_in_a_turn_cpu']}×)"
+        f"({per['inner_vs_in_a_turn_cpu']}x)"
     )
 
 

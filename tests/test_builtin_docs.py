@@ -54,8 +54,9 @@ def test_builtin_tools_page_is_generated_from_the_tools() -> None:
     pytest.importorskip("playwright", reason=f"the browser example needs {install_hint('browser')}")
     support = sandbox_here()
     if not support.available:  # pragma: no cover - .ci/run has bubblewrap
-        pytest.skip(f"code_run's example runs in the OS sandbox, and there is none here: "
-                    f"{support.reason}")
+        pytest.skip(
+            f"code_run's example runs in the OS sandbox, and there is none here: {support.reason}"
+        )
     expected = render()
     if os.environ.get("KODE_DOCS_UPDATE") == "1":
         PAGE.write_text(expected, encoding="utf-8")

@@ -21,7 +21,6 @@ import anyio
 
 from kode.agent.blocks import result_block
 from kode.agent.caller import AgentCaller
-from kode.agent.inner_calls import InnerCalls
 from kode.agent.client_calls import ClientCalls
 from kode.agent.deps import deps_problems
 from kode.agent.directory import SessionTools
@@ -29,6 +28,7 @@ from kode.agent.display import agent_markdown, agent_repr
 from kode.agent.errors import AgentError, RunLimitError
 from kode.agent.events import AgentEvent, Done, ErrorEvent
 from kode.agent.hooks import AgentHooks
+from kode.agent.inner_calls import InnerCalls
 from kode.agent.permissions import ApprovalDecision, ApprovalRequest, ApproverFunc
 from kode.agent.pipeline import truncate_result
 from kode.agent.reply import AgentHandle, AgentReply

@@ -130,4 +130,3 @@ class InnerCalls:
             status=outcome.status,
             error_type=record.error_type if record is not None else None,
         )
-

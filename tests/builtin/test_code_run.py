@@ -194,10 +194,7 @@ async def test_a_tool_the_agent_may_not_use_is_refused(tmp_path: Path) -> None:
 async def test_a_call_needing_approval_with_nobody_to_give_it_is_refused(tmp_path: Path) -> None:
     world = World()
     script = (
-        "try:\n"
-        "    wipe(target='db')\n"
-        "except ToolCallError as exc:\n"
-        "    print('refused:', exc)\n"
+        "try:\n    wipe(target='db')\nexcept ToolCallError as exc:\n    print('refused:', exc)\n"
     )
     agent, model = world.agent(tmp_path, [script_turn(script), "done"])
     async with agent:

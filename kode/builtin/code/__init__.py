@@ -267,8 +267,7 @@ async def code_run(
     error: ToolErrorType | None = None
     if outcome.timed_out:
         parts.append(
-            f"[the script timed out after {limit:g} s: it and everything it started were "
-            "killed]"
+            f"[the script timed out after {limit:g} s: it and everything it started were killed]"
         )
         error = ToolErrorType.TIMEOUT
     elif outcome.broken is not None:

@@ -205,9 +205,7 @@ async def run_script(
 
     async def drain() -> None:
         try:
-            await anyio.to_thread.run_sync(
-                _drain, launch.output[0], buffer, abandon_on_cancel=True
-            )
+            await anyio.to_thread.run_sync(_drain, launch.output[0], buffer, abandon_on_cancel=True)
         finally:
             drained.set()
 
