@@ -718,7 +718,7 @@ def _code_run_example() -> list[str]:
         "`code_run` in a temporary workspace holding `notes/a.txt` and `notes/b.txt`; its "
         "scripted model sends this script):",
         "",
-        "```python",
+        "```python {.no-run}",
         _CODE_SCRIPT.rstrip(),
         "```",
         "",
