@@ -22,6 +22,9 @@ intermediate results stay in the script instead of passing through the model.
   run: it never runs a script bare.
 - **The result** is what the script printed, then the value of its variable ``result``, if it
   set one (as JSON, or its ``repr``), cut like any result.
+
+Served over MCP (``kode mcp serve code_run ...``) there is no agent: a script may call only the
+served tools that change nothing and never ask for approval (`kode.mcp.inner`).
 """
 
 from __future__ import annotations
