@@ -74,12 +74,13 @@ class World:
         deny: tuple[str, ...] = (),
         policy: CodePolicy | None = None,
         store: Any = None,
+        mode: str = "auto",
     ) -> tuple[Agent, ScriptedModel]:
         model = ScriptedModel(turns)
         template = AgentTemplate(
             id="coder",
             tools=["lookup", "wipe", "code_run"],
-            permission={"deny": list(deny)},
+            permission={"deny": list(deny), "mode": mode},
         )
         agent = Agent.create(
             template,
@@ -283,3 +284,25 @@ async def test_inner_calls_are_in_the_store_and_a_resumed_session_reads(tmp_path
         record = again.records.get(f"{answer(model).tool_use_id}.1")
         assert record is not None and record.status == "done" and record.name == "lookup"
         assert [m.role for m in again.messages] == [m.role for m in agent.messages]
+
+
+async def test_in_mode_approval_code_run_itself_asks(tmp_path: Path) -> None:
+    world = World()
+    asked: list[str] = []
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request.tool_name)
+        return ApprovalDecision(decision="deny")
+
+    agent, model = world.agent(
+        tmp_path,
+        [script_turn("print(lookup(key='a'))"), "done"],
+        approver=approver,
+        mode="approval",
+    )
+    async with agent:
+        await agent.send("go")
+    got = answer(model)
+    assert got.is_error and "denied" in got.text
+    assert asked == ["code_run"]
+    assert world.ran == []

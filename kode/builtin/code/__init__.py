@@ -197,7 +197,7 @@ def _on_agent_create(ctx: ToolContext[Any]) -> None:
             )
 
 
-@define_tool(kind="execute", groups=[GROUP], optional=True, requires_approval=False)
+@define_tool(kind="execute", groups=[GROUP], optional=True)
 async def code_run(
     script: Annotated[str, Field(min_length=1, max_length=200_000)],
     timeout: Annotated[float | None, Field(gt=0)] = None,  # noqa: ASYNC109 - the model's knob
