@@ -306,3 +306,19 @@ async def test_in_mode_approval_code_run_itself_asks(tmp_path: Path) -> None:
     assert got.is_error and "denied" in got.text
     assert asked == ["code_run"]
     assert world.ran == []
+
+
+async def test_without_a_sandbox_no_script_runs(tmp_path: Path) -> None:
+    from kode.builtin.runtime import POLICY, RuntimePolicy
+
+    world = World()
+    marker = tmp_path / "ran"
+    script = f"open({str(marker)!r}, 'w').write('x')\nprint(lookup(key='a'))"
+    agent, model = world.agent(tmp_path, [script_turn(script), "done"])
+    POLICY.set(agent.services, RuntimePolicy(bwrap=str(tmp_path / "no-bwrap")))
+    async with agent:
+        await agent.send("go")
+    got = answer(model)
+    assert got.is_error
+    assert "code_run runs scripts only in an OS sandbox, and there is none here" in got.text
+    assert not marker.exists() and world.ran == []
