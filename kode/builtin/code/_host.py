@@ -99,7 +99,6 @@ def _prepare(sandbox: Sandbox, cwd: Path, memory: int) -> _Launch:
     python = _program(executables.python(sandbox.roots))
     line = _launch_and_kill.lifeline()
     read, write = os.pipe()
-    os.set_inheritable(write, True)
     inner = [
         python,
         "-I",
