@@ -125,3 +125,15 @@ def test_an_agent_without_code_run_gets_no_stubs() -> None:
         registry=reg,
     )
     assert agent.system_prompt == "Be brief."
+
+
+def test_a_code_policy_with_impossible_limits_is_refused() -> None:
+    import pytest
+
+    from kode.builtin.code import CodePolicy
+
+    with pytest.raises(ValueError, match="must be positive"):
+        CodePolicy(timeout=0)
+    with pytest.raises(ValueError, match="max_output_chars must be at least 100"):
+        CodePolicy(max_output_chars=10)
+    assert CodePolicy().max_calls == 100
