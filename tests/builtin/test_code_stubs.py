@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Literal
 
+import pytest
+
 from kode import Agent, AgentTemplate, ToolRegistry, define_tool
-from kode.builtin.code import agent_stubs, code_run
+from kode.builtin.code import CodePolicy, agent_stubs, code_run
 from kode.builtin.code._stubs import function_name, python_type, stub
 from kode.models import ScriptedModel
 
@@ -128,10 +130,6 @@ def test_an_agent_without_code_run_gets_no_stubs() -> None:
 
 
 def test_a_code_policy_with_impossible_limits_is_refused() -> None:
-    import pytest
-
-    from kode.builtin.code import CodePolicy
-
     with pytest.raises(ValueError, match="must be positive"):
         CodePolicy(timeout=0)
     with pytest.raises(ValueError, match="max_output_chars must be at least 100"):
