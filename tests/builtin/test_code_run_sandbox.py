@@ -234,12 +234,17 @@ from kode import Agent, AgentTemplate, ToolRegistry, define_tool
 from kode.builtin.code import code_run
 from kode.models import ScriptedModel, tool_use
 
+from kode.sessions import SQLiteStore
+
 reg = ToolRegistry("killed")
+calls = []
 
 @define_tool(registry=reg)
 def ready() -> str:
-    '''Say the script is up.'''
-    Path(sys.argv[2]).write_text("up")
+    '''Say the script is up (the second call: the first one has ended, and is recorded).'''
+    calls.append(1)
+    if len(calls) == 2:
+        Path(sys.argv[2]).write_text("up")
     return "ok"
 
 reg.register(code_run, source="core")
@@ -247,11 +252,13 @@ script = (
     "import subprocess, time\\n"
     "subprocess.Popen(['sleep', %r], start_new_session=True)\\n"
     "ready()\\n"
+    "ready()\\n"
     "time.sleep(300)\\n"
 ) % sys.argv[3]
 model = ScriptedModel([[tool_use("code_run", {"script": script, "timeout": 300})], "done"])
 agent = Agent.create(AgentTemplate(id="k", tools=["ready", "code_run"]), model=model,
-                     registry=reg, workspace=sys.argv[1])
+                     registry=reg, workspace=sys.argv[1], session_id="killed",
+                     store=SQLiteStore(sys.argv[4]))
 anyio.run(agent.send, "go")
 """
 
@@ -262,7 +269,7 @@ def test_kill_9_of_kode_leaves_nothing_running(place: Path) -> None:
     program = place / "killed_kode.py"
     program.write_text(KILLED_KODE)
     kode = subprocess.Popen(
-        [sys.executable, str(program), str(place / "ws"), str(flag), marker],
+        [sys.executable, str(program), str(place / "ws"), str(flag), marker, str(place / "s.db")],
         cwd=place,
         stderr=subprocess.PIPE,
     )
@@ -279,9 +286,46 @@ def test_kill_9_of_kode_leaves_nothing_running(place: Path) -> None:
         while processes_with(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert processes_with(marker) == []
+        anyio.run(resumed, place)
     finally:
         if kode.poll() is None:
             kode.kill()
             kode.wait(10)
         if kode.stderr is not None:
             kode.stderr.close()
+
+
+async def resumed(place: Path) -> None:
+    """The killed session, resumed: the inner call that ended kept its record; the rest did not
+    run again (code_run is of kind execute, its script is gone)."""
+    from kode.sessions import SQLiteStore
+
+    reg = ToolRegistry("resumed")
+
+    @define_tool(registry=reg)
+    def ready() -> str:
+        """Say the script is up."""
+        raise AssertionError("an inner call must not run again after a restart")
+
+    reg.register(code_run, source="core")
+    model = ScriptedModel(["resumed"])
+    again = await Agent.resume(
+        "killed",
+        store=SQLiteStore(place / "s.db"),
+        model=model,
+        registry=reg,
+        template=AgentTemplate(id="k", tools=["ready", "code_run"]),
+        workspace=place / "ws",
+    )
+    async with again:
+        outer = next(r for r in again.records if r.name == "code_run")
+        first, second = again.records.get(f"{outer.id}.1"), again.records.get(f"{outer.id}.2")
+        assert first is not None and first.status == "done"
+        # (the second may have ended and been written before the kill, or not)
+        assert second is not None and second.status in ("running", "done")
+        assert outer.status == "running"
+        assert (await again.send()).text == "resumed"
+        assert outer.id in {r.id for r in again.records}
+        settled = again.records.get(outer.id)
+        assert settled is not None and settled.status == "failed"
+        assert settled.result is not None and "restart" in settled.result.text
