@@ -40,6 +40,7 @@ _TITLES = {
     "media": "Images",
     "browser": "Browser",
     "skills": "Skills",
+    "code": "Code mode",
 }
 
 _HEADER = """\
@@ -665,8 +666,77 @@ def _png_size(data: bytes) -> str:
     return f"{width} x {height} pixels"
 
 
+_CODE_SCRIPT = """\
+sizes = {}
+for path in sorted(fs_glob(pattern="notes/*.txt").split()):
+    text = fs_read(path=path)
+    sizes[path] = len(text.splitlines())
+print("files:", len(sizes))
+try:
+    fs_read(path="../outside.txt")
+except ToolCallError as exc:
+    print("refused:", exc.error_type)
+result = sizes
+"""
+
+
+def _code_run_example() -> list[str]:
+    """code_run's example: a real agent whose scripted model sends one script."""
+    import tempfile
+    from pathlib import Path
+
+    import anyio
+
+    from kode import Agent, AgentTemplate
+    from kode.agent.events import AgentEvent, ToolEnd
+    from kode.models import ScriptedModel, tool_use
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "notes").mkdir()
+        (root / "notes" / "a.txt").write_text("one\ntwo\n")
+        (root / "notes" / "b.txt").write_text("three\n")
+        model = ScriptedModel([[tool_use("code_run", {"script": _CODE_SCRIPT})], "Done."])
+        agent = Agent.create(
+            AgentTemplate(id="coder", tools=["fs_glob", "fs_read", "code_run"]),
+            model=model,
+            workspace=root,
+        )
+        events: list[AgentEvent] = []
+
+        async def go() -> None:
+            async with agent:
+                await agent.send("Count the lines of the notes.", on_event=events.append)
+
+        anyio.run(go)
+    ends = [e for e in events if isinstance(e, ToolEnd)]
+    inner = [f"`{e.name}` ({e.status})" for e in ends if e.parent_call_id is not None]
+    answer = ends[-1].result.text
+    return [
+        "",
+        "Example (run when this page was made, through an agent with `fs_glob`, `fs_read` and "
+        "`code_run` in a temporary workspace holding `notes/a.txt` and `notes/b.txt`; its "
+        "scripted model sends this script):",
+        "",
+        "```python {.no-run}",
+        _CODE_SCRIPT.rstrip(),
+        "```",
+        "",
+        "The inner calls, each with its own `tool_start` and `tool_end` events (their "
+        "`parent_call_id` is the `code_run` call's id): " + ", ".join(inner) + ".",
+        "",
+        "`code_run` returns (the only result the model sees):",
+        "",
+        "```text",
+        answer.rstrip(),
+        "```",
+    ]
+
+
 def _example(name: str) -> list[str]:
     """The example of tool `name`, run now, as Markdown ([] when it has none)."""
+    if name == "code_run":
+        return _code_run_example()
     if name in _SERVED:
         with _SERVED[name]() as setup:
             return _run_example({}, setup.calls, setup=setup)

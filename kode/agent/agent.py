@@ -28,6 +28,7 @@ from kode.agent.display import agent_markdown, agent_repr
 from kode.agent.errors import AgentError, RunLimitError
 from kode.agent.events import AgentEvent, Done, ErrorEvent
 from kode.agent.hooks import AgentHooks
+from kode.agent.inner_calls import InnerCalls
 from kode.agent.permissions import ApprovalDecision, ApprovalRequest, ApproverFunc
 from kode.agent.pipeline import truncate_result
 from kode.agent.reply import AgentHandle, AgentReply
@@ -56,7 +57,7 @@ from kode.tools.collector import collector_paused
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult, error_result, to_result
-from kode.tools.services import CALLER, SESSIONS, SUBAGENTS, TODOS
+from kode.tools.services import CALLER, INNER_CALLS, SESSIONS, SUBAGENTS, TODOS
 from kode.tools.skills import SKILLS, SkillError
 from kode.tools.sync import run_sync
 from kode.tools.tool import Tool
@@ -160,6 +161,7 @@ class Agent:
         if self.tool_search is not None:
             TOOL_SEARCH.set(self.services, self.tool_search)
         self.services[CALLER.name] = AgentCaller(self)
+        self.services[INNER_CALLS.name] = InnerCalls(self, lambda: self._current)
         self.elicitation: ElicitationFunc | None = None
         """Answers the questions its calls ask the user (``ctx.elicit``, MCP servers'
         elicitations): a UI, a prompt; `None`: such a question is an error the model sees."""
@@ -378,18 +380,22 @@ class Agent:
         made.tracing = tracing_for(instrument)
         made.subagent_models = dict(subagent_models or {})
         for chosen in made.tools:
-            if chosen.on_agent_create is not None:
-                chosen.on_agent_create(
-                    ToolContext(
-                        tool_name=chosen.name,
-                        agent_id=agent_id,
-                        session_id=session_id,
-                        deps=deps,
-                        workspace=space,
-                        files=made.files,
-                        services=made.services,
-                    )
+            if chosen.on_agent_create is not None or chosen.agent_instructions is not None:
+                context = ToolContext(
+                    tool_name=chosen.name,
+                    agent_id=agent_id,
+                    session_id=session_id,
+                    deps=deps,
+                    workspace=space,
+                    files=made.files,
+                    services=made.services,
                 )
+                if chosen.on_agent_create is not None:
+                    chosen.on_agent_create(context)
+                if chosen.agent_instructions is not None:
+                    told = chosen.agent_instructions(made.tools, context)
+                    if told:
+                        made.system_prompt = f"{made.system_prompt}\n\n{told}".lstrip()
         made._create_options = {
             "deps": deps,
             "registry": reg,

@@ -94,17 +94,28 @@ class ToolStart:
         call_id: The ``tool_use`` id.
         name: The tool's name.
         input: The validated arguments (turned into JSON data when `input` is first read).
+        parent_call_id: The call that made this one (``code_run``'s, for a call its script
+            made); `None` for a call the model made.
     """
 
-    __slots__ = ("_arguments", "_input", "_raw", "_tool", "call_id", "name")
+    __slots__ = ("_arguments", "_input", "_raw", "_tool", "call_id", "name", "parent_call_id")
 
     type: Literal["tool_start"] = "tool_start"
 
-    def __init__(self, *, call_id: str, name: str, input: Mapping[str, Any]) -> None:
+    def __init__(
+        self,
+        *,
+        call_id: str,
+        name: str,
+        input: Mapping[str, Any],
+        parent_call_id: str | None = None,
+    ) -> None:
         self.call_id = call_id
         """The ``tool_use`` id."""
         self.name = name
         """The tool's name."""
+        self.parent_call_id = parent_call_id
+        """The call that made this one (``code_run``'s); `None` for a call of the model."""
         self._arguments: Mapping[str, Any] | None = input
         self._input: dict[str, Any] | None = None
         self._tool: Tool[..., Any] | None = None
@@ -124,6 +135,7 @@ class ToolStart:
         start = cls.__new__(cls)
         start.call_id = call_id
         start.name = tool.name
+        start.parent_call_id = None
         start._arguments = None
         start._input = None
         start._tool = tool
@@ -241,6 +253,9 @@ class ToolEnd:
     display: Display | None = None
     """What the result shows a person (a diff, a todo list, a command's output); never sent
     to the model."""
+    parent_call_id: str | None = None
+    """The call that made this one (``code_run``'s, for a call its script made; its result
+    goes to the script, not to the model); `None` for a call the model made."""
     type: Literal["tool_end"] = "tool_end"
 
 

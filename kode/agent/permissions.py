@@ -51,6 +51,7 @@ __all__ = [
     "Verdict",
     "always_key",
     "check_permission",
+    "denied_by_name",
     "pattern_allowed",
 ]
 
@@ -114,6 +115,16 @@ def can_only_allow(config: PermissionConfig, tool: Tool[..., Any]) -> bool:
         and (own is None or own is False)
         and (not config.inherited or all(can_only_allow(o, tool) for o in config.inherited))
     )
+
+
+def denied_by_name(config: PermissionConfig, tool: Tool[..., Any]) -> bool:
+    """Whether every call of `tool` is refused by rule 1 (its name in a ``deny`` list).
+
+    The settings `config` carries from an agent above it (``inherited``) count too.
+    """
+    if _matching(tool.name, config.deny) is not None:
+        return True
+    return any(denied_by_name(o, tool) for o in config.inherited)
 
 
 def _ask_tool(own: Callable[..., Any], arguments: dict[str, Any], ctx: Any) -> Any:

@@ -7,7 +7,9 @@ first needed (an agent choosing it, `ToolRegistry.get`, a search). Importing one
 ``group:runtime``, ``group:web``, ``group:think`` (todo), ``group:sessions`` (sub-agents, the
 sessions of the agent's store), ``group:memory`` (facts kept across sessions), ``group:media``
 (images drawn or generated), ``group:browser`` (a headless Chromium, extra ``browser``),
-``group:skills`` (``skill``: the agent's skills, loaded on demand).
+``group:skills`` (``skill``: the agent's skills, loaded on demand), ``group:code`` (``code_run``:
+a sandboxed Python script calling the agent's tools; optional, so only an agent that names it
+gets it).
 See ``docs/builtin-tools.md``.
 
 What configures them is importable from here too: `RuntimePolicy` (what ``bash_run`` may run)
@@ -34,6 +36,7 @@ __all__ = ["MODULES", "RuntimePolicy", "set_default_runtime_policy", "using_runt
 MODULES = (
     *("fs", "runtime", "web", "todo", "tasks", "sessions", "memory", "media", "browser"),
     "skills",
+    "code",
 )
 """The built-in tool modules, in registration order."""
 
@@ -74,11 +77,14 @@ TOOLS: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = (
      ("generate_image",)),
     ("browser", "kode.builtin.browser:browser", "fetch", "group:browser", ("browse",)),
     ("skill", "kode.builtin.skills:skill", "read", "group:skills", ("use_skill",)),
+    ("code_run", "kode.builtin.code:code_run", "execute", "group:code", ()),
 )
 # fmt: on
 """Every built-in tool as the registry knows it before its module is imported: name, where it
 is defined, kind, group and aliases (lower-cased). A test checks this table against the tools
 the modules define, so a new built-in tool must be added here."""
+OPTIONAL = frozenset({"code_run"})
+"""The built-in tools an agent gets only when its template or a policy names them."""
 
 
 def _import_tool_module(name: str) -> ModuleType:
@@ -101,6 +107,7 @@ for _name, _target, _kind, _group, _aliases in TOOLS:
         kind=_kind,
         groups=[_group],
         aliases=_aliases,
+        optional=_name in OPTIONAL,
         source="core",
         importer=_import_tool_module,
     )

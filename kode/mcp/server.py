@@ -65,6 +65,7 @@ from kode.mcp.http import (
     header_timeout_protocol,
     http_app,
 )
+from kode.mcp.inner import ServedCalls, script_may_call
 from kode.mcp.relay import ForwardingLogger, LogItem, relay
 from kode.mcp.served_tasks import TASK_EXECUTION, ServedTasks, TaskReplies, tasks_capability
 from kode.registries.meta import ToolSource
@@ -73,7 +74,7 @@ from kode.registries.registry import registry as global_registry
 from kode.tools.context import ToolContext, ToolEvent
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult, error_result
-from kode.tools.services import CALLER
+from kode.tools.services import CALLER, INNER_CALLS
 from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool
 from kode.tracing import tracing_for
@@ -214,9 +215,17 @@ class ToolServer:
         self._min_level: types.LoggingLevel = "debug"
         self.services: dict[str, Any] = {CALLER.name: ClientCaller()}
         """Shared by every call this server runs (`ToolContext.services`); `CALLER` sends a
-        tool's ``ctx.elicit`` and ``ctx.sample`` to the client of the call."""
+        tool's ``ctx.elicit`` and ``ctx.sample`` to the client of the call; `INNER_CALLS` runs
+        a served ``code_run`` script's calls (`kode.mcp.inner`)."""
         self.files = FilePool()
         """What the served tools read and wrote (`ToolContext.files`)."""
+        self.services[INNER_CALLS.name] = ServedCalls(
+            lambda: self.tools,
+            deps=deps,
+            files=self.files,
+            services=self.services,
+            timeout=tool_timeout,
+        )
         self.served_tasks = ServedTasks() if tasks else None
         """The calls clients asked to run as MCP tasks (`None`: tasks are not offered)."""
         try:
@@ -277,7 +286,7 @@ class ToolServer:
             output, wrapped = output_schema_for(made.output_schema)
             entry = types.Tool(
                 name=made.name,
-                description=made.description or None,
+                description=self._description(made, chosen) or None,
                 input_schema=made.input_schema,
                 output_schema=output,
                 annotations=annotations_for_kind(made.kind),
@@ -286,6 +295,23 @@ class ToolServer:
         before = {k: id(v.tool) for k, v in self._listing.items()}
         self._listing = listing
         return before != {k: id(v.tool) for k, v in listing.items()}
+
+    def _description(self, made: Tool[..., Any], chosen: list[Tool[..., Any]]) -> str:
+        """A tool's description for clients, with what it adds for an agent's prompt.
+
+        A served ``code_run`` lists there the functions its scripts have: the served tools a
+        script may call (`kode.mcp.inner.script_may_call`).
+        """
+        if made.agent_instructions is None:
+            return made.description
+        # (without the caller: the listing it would read is the one being made)
+        services = {k: v for k, v in self.services.items() if k != INNER_CALLS.name}
+        ctx: ToolContext[Any] = ToolContext(
+            tool_name=made.name, deps=self.deps, files=self.files, services=services
+        )
+        shown = [t for t in chosen if script_may_call(t)]
+        added = made.agent_instructions(shown, ctx)
+        return f"{made.description}\n\n{added}" if added else made.description
 
     @property
     def tools(self) -> list[Tool[..., Any]]:

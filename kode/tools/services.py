@@ -15,7 +15,8 @@ policy, the web rules): a sub-agent gets the value of the agent that starts it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from kode.tools.asking import ToolCaller
@@ -27,10 +28,13 @@ if TYPE_CHECKING:
 __all__ = [
     "AGENT",
     "CALLER",
+    "INNER_CALLS",
     "SESSIONS",
     "SUBAGENTS",
     "TODOS",
     "AgentLink",
+    "InnerAnswer",
+    "InnerCaller",
     "ServiceKey",
     "SessionDirectory",
     "SubagentRunner",
@@ -253,3 +257,51 @@ CALLER: ServiceKey[ToolCaller] = ServiceKey(
 )
 """Whoever runs the call (an agent, or ``kode mcp serve`` for an MCP client): what
 `ToolContext.elicit` and `ToolContext.sample` ask."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class InnerAnswer:
+    """What one call made on a tool's behalf (`InnerCaller.call`) ended as."""
+
+    text: str
+    """The text of its ``tool_result`` (cut to the agent's ``max_result_chars``)."""
+    is_error: bool
+    """Whether the call failed (it was not valid, denied, refused, or its tool failed)."""
+    status: str
+    """Its final status (``done``, ``failed``, ``denied``, ``cancelled``)."""
+    error_type: str | None = None
+    """The `ToolErrorType` value of an error."""
+
+
+@runtime_checkable
+class InnerCaller(Protocol):
+    """What the `INNER_CALLS` service does: run calls of the agent's tools for a running call.
+
+    ``code_run`` calls the agent's tools from a script through this: each call goes through
+    the agent's own pipeline as a call of the agent (validation, permission and approval,
+    hooks, events, tracing, session records), but its result goes back to the caller, not to
+    the model.
+    """
+
+    def tools(self) -> Sequence[Tool[..., Any]]:
+        """The agent's tools a call may name (not those its permission settings deny by name)."""
+        ...
+
+    async def call(
+        self, name: str, arguments: dict[str, Any], *, call_id: str, parent_call_id: str
+    ) -> InnerAnswer:
+        """Run a call of the tool `name` with `arguments` through the agent's pipeline.
+
+        Args:
+            name: The tool's name.
+            arguments: Its arguments (JSON data, validated as a model's would be).
+            call_id: The call's own id (unique in the session).
+            parent_call_id: The id of the call that makes it (its events carry it).
+        """
+        ...
+
+
+INNER_CALLS: ServiceKey[InnerCaller] = ServiceKey(
+    "inner_calls", InnerCaller, doc="runs calls of the agent's tools for a running call"
+)
+"""The agent's `InnerCaller`: calls of its tools made by one of its calls (``code_run``)."""

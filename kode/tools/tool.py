@@ -13,7 +13,7 @@ import inspect
 import logging
 import math
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from time import perf_counter
 from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
 
@@ -137,6 +137,11 @@ class Tool(Generic[P, R]):
     the agent's ids, deps, workspace, file pool and services (no call id): for a tool to
     prepare what its calls share, or to say once that something it needs is missing. What it
     raises stops the agent's creation. Set it on the tool after definition."""
+    agent_instructions: Callable[[Sequence[Tool[..., Any]], ToolContext[Any]], str] | None = None
+    """Called once for each agent made with this tool (`Agent.create`, after
+    `on_agent_create`), with the agent's tools and the same context: what it returns (if not
+    empty) is added to the agent's system prompt (``code_run`` lists the tools a script may
+    call as Python functions). Set it on the tool after definition."""
 
     def __init__(
         self,
