@@ -296,3 +296,68 @@ class HttpServer:
         except subprocess.TimeoutExpired:  # pragma: no cover
             proc.kill()
             proc.wait()
+
+
+ASKING_TOOLS = '''
+"""Tools that ask their caller (ctx.elicit, ctx.sample), for the MCP tests."""
+import os
+import random
+from pathlib import Path
+
+import anyio
+from pydantic import BaseModel
+
+from kode import ToolContext, define_tool
+
+RUNS = Path(os.environ["KODE_TEST_MARKS"])
+
+
+class Trip(BaseModel):
+    city: str
+    nights: int
+
+
+@define_tool
+async def plan_trip(ctx: ToolContext) -> str:
+    """Plan a trip: ask the user where to, then ask a model for a tip."""
+    with (RUNS / "plan_trip.runs").open("a") as runs:
+        runs.write("run\\n")
+    ctx.progress("asking where to", fraction=0.1)
+    reply = await ctx.elicit("Where are you going, and for how long?", Trip)
+    if reply.action != "accept":
+        return f"No trip: the user chose {reply.action}."
+    trip = reply.value
+    ctx.progress("asking for a tip", fraction=0.5)
+    tip = await ctx.sample(
+        [("user", f"One tip for {trip.nights} nights in {trip.city}?")],
+        system="You are a travel guide.",
+        max_tokens=60,
+    )
+    return f"{trip.nights} nights in {trip.city}. Tip: {tip}"
+
+
+@define_tool
+async def sign_in(ctx: ToolContext) -> str:
+    """Ask the user to sign in on a page."""
+    reply = await ctx.elicit("Sign in to continue.", url="https://example.com/login")
+    return f"sign-in: {reply.action}"
+
+
+@define_tool
+async def fickle(ctx: ToolContext) -> str:
+    """Ask a question that changes from one run to the next."""
+    reply = await ctx.elicit(f"Pick a number ({random.random()})", Trip)
+    return reply.action
+
+
+@define_tool
+async def ask_then_wait(ctx: ToolContext) -> str:
+    """Ask, then wait until cancelled."""
+    reply = await ctx.elicit("Go?", Trip)
+    (RUNS / "ask_then_wait.started").touch()
+    try:
+        await anyio.sleep(60)
+    finally:
+        (RUNS / "ask_then_wait.cancelled").touch()
+    return reply.action
+'''
