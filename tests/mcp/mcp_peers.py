@@ -256,8 +256,16 @@ def wait_until(check: object, timeout: float = 10.0) -> bool:
 class HttpServer:
     """`kode mcp serve --http PORT` for `module`: a subprocess to stop and start again."""
 
-    def __init__(self, module: Path, port: int, *extra: str, address: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        module: Path,
+        port: int,
+        *extra: str,
+        address: str = "127.0.0.1",
+        command: list[str] | None = None,
+    ) -> None:
         self.module = module
+        self.command = command  # another server's command line (it listens on `port`)
         self.port = port
         self.extra = extra
         self.address = address  # where it can be reached
@@ -268,7 +276,7 @@ class HttpServer:
     def start(self) -> str:
         with self.log.open("a") as log:
             proc = subprocess.Popen(
-                serve_command(self.module, "--http", str(self.port), *self.extra),
+                self.command or serve_command(self.module, "--http", str(self.port), *self.extra),
                 cwd=self.module.parent,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -360,4 +368,112 @@ async def ask_then_wait(ctx: ToolContext) -> str:
     finally:
         (RUNS / "ask_then_wait.cancelled").touch()
     return reply.action
+'''
+
+
+FASTMCP_SERVER = '''
+"""A FastMCP 4 server over streamable HTTP (port: the first argument), for the MCP tests."""
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+from fastmcp import Context, FastMCP
+from pydantic import BaseModel
+
+MARKS = Path(os.environ["KODE_TEST_MARKS"])
+TRIP_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "nights": {"type": "integer"}},
+    "required": ["city", "nights"],
+}
+mcp = FastMCP("fastmcp-peer")
+
+
+class Trip(BaseModel):
+    city: str
+    nights: int
+
+
+def modern(ctx: Context) -> bool:
+    return ctx.session.protocol_version == "2026-07-28"
+
+
+@mcp.tool
+def echo(text: str) -> str:
+    \"\"\"Say the text back.\"\"\"
+    return text
+
+
+@mcp.tool
+async def count(n: int, ctx: Context) -> str:
+    \"\"\"Count to n, reporting progress.\"\"\"
+    for i in range(n):
+        await ctx.report_progress(i + 1, n, f"at {i + 1}")
+        await anyio.sleep(0.01)
+    return f"counted to {n}"
+
+
+@mcp.tool
+async def plan_trip(ctx: Context) -> str | types.InputRequiredResult:
+    \"\"\"Ask the user where to, then ask a model for a tip.\"\"\"
+    question = "Where are you going, and for how long?"
+    if not modern(ctx):  # the handshake era: requests to the client, mid-call
+        reply = await ctx.elicit(question, response_type=Trip)
+        if reply.action != "accept":
+            return f"No trip: the user chose {reply.action}."
+        trip = reply.data.model_dump()
+        ask = f"One tip for {trip['nights']} nights in {trip['city']}?"
+        sampled = await ctx.session.create_message(
+            [types.SamplingMessage(role="user", content=types.TextContent(text=ask))],
+            max_tokens=60,
+            related_request_id=ctx.request_id,
+        )
+        tip = sampled.content.text
+        return f"{trip['nights']} nights in {trip['city']}. Tip: {tip}"
+    answers = ctx.input_responses or {}
+    if ctx.request_state:  # the last round: the trip is in the state, the tip in the answers
+        trip = json.loads(ctx.request_state)
+        return f"{trip['nights']} nights in {trip['city']}. Tip: {answers['tip'].content.text}"
+    trip_answer = answers.get("trip")
+    if trip_answer is None:
+        return types.InputRequiredResult(
+            input_requests={
+                "trip": types.ElicitRequest(
+                    params=types.ElicitRequestFormParams(
+                        message=question, requested_schema=TRIP_SCHEMA
+                    )
+                )
+            }
+        )
+    if trip_answer.action != "accept":
+        return f"No trip: the user chose {trip_answer.action}."
+    trip = trip_answer.content
+    ask = f"One tip for {trip['nights']} nights in {trip['city']}?"
+    message = types.SamplingMessage(role="user", content=types.TextContent(text=ask))
+    return types.InputRequiredResult(
+        input_requests={
+            "tip": types.CreateMessageRequest(
+                params=types.CreateMessageRequestParams(messages=[message], max_tokens=60)
+            )
+        },
+        request_state=json.dumps(trip),
+    )
+
+
+@mcp.tool
+async def linger(seconds: float) -> str:
+    \"\"\"Sleep, noting when it starts and when it is cancelled.\"\"\"
+    (MARKS / "linger.started").touch()
+    try:
+        await anyio.sleep(seconds)
+    finally:
+        (MARKS / "linger.ended").touch()
+    return "lingered"
+
+
+if __name__ == "__main__":
+    mcp.run(transport="http", host="127.0.0.1", port=int(sys.argv[1]), show_banner=False)
 '''
