@@ -54,7 +54,8 @@ def peers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     script = write(folder / "fastmcp_server.py", FASTMCP_SERVER)
     port = free_port()
     fast = HttpServer(script, port, command=[sys.executable, str(script), str(port)])
-    kode_server = HttpServer(write(folder / "asking_tools.py", KODE_TOOLS + ASKING_TOOLS), free_port())
+    asking = write(folder / "asking_tools.py", KODE_TOOLS + ASKING_TOOLS)
+    kode_server = HttpServer(asking, free_port())
     try:
         yield {"fastmcp": fast.start(), "kode": kode_server.start(), "marks": marks}
     finally:
