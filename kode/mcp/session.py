@@ -514,6 +514,8 @@ class RemoteServer:
                             else None
                         ),
                         logging_callback=self._on_log,
+                        # 2026-07-28: log messages are sent to requests that ask for them
+                        log_level="debug",
                         message_handler=self._on_message,
                         client_info=types.Implementation(name="kode", version=kode_version),
                     )

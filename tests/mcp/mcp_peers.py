@@ -410,6 +410,7 @@ def echo(text: str) -> str:
 @mcp.tool
 async def count(n: int, ctx: Context) -> str:
     \"\"\"Count to n, reporting progress.\"\"\"
+    await ctx.info(f"counting to {n}")
     for i in range(n):
         await ctx.report_progress(i + 1, n, f"at {i + 1}")
         await anyio.sleep(0.01)

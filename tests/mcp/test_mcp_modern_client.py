@@ -8,6 +8,7 @@ it to the ``initialize`` handshake.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -85,8 +86,9 @@ class User:
 
 @pytest.mark.parametrize(("protocol", "version"), VERSIONS)
 async def test_a_fastmcp_server_on_both_revisions(
-    peers: dict[str, Any], protocol: str, version: str
+    peers: dict[str, Any], protocol: str, version: str, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="kode.mcp")
     reg = ToolRegistry("modern-fastmcp")
     user = User()
     async with connect(
@@ -112,6 +114,8 @@ async def test_a_fastmcp_server_on_both_revisions(
             "at 2",
             "at 3",
         ]
+        # the server's log messages reach kode's logger on both revisions
+        assert "counting to 3" in caplog.text
 
         planned = await reg.get("mcp__fm__plan_trip").run({})
         assert not planned.is_error, planned.text
