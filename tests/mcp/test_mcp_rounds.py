@@ -16,9 +16,18 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
-from mcp_peers import ASKING_TOOLS, KODE_TOOLS, HttpServer, free_port, wait_until, write
+from mcp_peers import (
+    ASKING_TOOLS,
+    KODE_TOOLS,
+    HttpServer,
+    free_port,
+    serve_command,
+    subprocess_env,
+    wait_until,
+    write,
+)
 
 fastmcp = pytest.importorskip("fastmcp", reason="the FastMCP peer tests need fastmcp (test extra)")
 
@@ -113,6 +122,25 @@ async def test_sdk_client_on_2026_answers_a_tool_that_elicits_and_samples(
     # one run per answer, each from the start: the question is not asked twice
     assert runs.read_text().count("run") == 3
     assert "asking for a tip" in answers.progress
+
+
+async def test_over_stdio_too_a_2026_client_answers_a_tool_that_asks(
+    served: tuple[str, Path],
+) -> None:
+    marks = served[1]
+    module = marks.parent / "asking_tools.py"
+    command = serve_command(module)
+    params = StdioServerParameters(
+        command=command[0], args=command[1:], cwd=str(module.parent), env=subprocess_env()
+    )
+    answers = Answers()
+    async with Client(
+        params, elicitation_callback=answers.elicit, sampling_callback=answers.sample
+    ) as client:
+        assert client.protocol_version == "2026-07-28"
+        result = await client.call_tool("plan_trip", {})
+    assert text(result) == DONE
+    assert len(answers.elicited) == 1 and len(answers.sampled) == 1
 
 
 async def test_sdk_client_on_2026_answers_a_url_elicitation(served: tuple[str, Path]) -> None:
