@@ -401,6 +401,8 @@ class RemoteServer:
         answers = self.answers
         if answers is None or answers.roots != "workspace" or self._roots_told is None:
             return
+        if is_modern(live.session):  # 2026-07-28: each call's input requests ask for the roots
+            return
         wanted = [p.as_uri() for p in answers.root_paths(slot.ctx)]
         if wanted == self._roots_told:
             return
@@ -453,6 +455,12 @@ class RemoteServer:
                 "a sampling request",
                 lambda s: sample(request.params, s.ctx if s else None),
                 slot=slot,
+            )
+        if answers is None or answers.roots is None:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="kode cannot answer a roots request: this connection offers no roots "
+                "(connect(roots=...))",
             )
         found = await self._roots(cast("ClientRequestContext", None), slot=slot)
         return found

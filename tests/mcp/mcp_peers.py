@@ -465,6 +465,18 @@ async def plan_trip(ctx: Context) -> str | types.InputRequiredResult:
 
 
 @mcp.tool
+async def roots(ctx: Context) -> str | types.InputRequiredResult:
+    \"\"\"Say which directories the client lets the server work in.\"\"\"
+    if not modern(ctx):
+        found = await ctx.session.list_roots()
+    else:
+        found = (ctx.input_responses or {}).get("roots")
+        if found is None:
+            return types.InputRequiredResult(input_requests={"roots": types.ListRootsRequest()})
+    return " ".join(str(root.uri) for root in found.roots)
+
+
+@mcp.tool
 async def linger(seconds: float) -> str:
     \"\"\"Sleep, noting when it starts and when it is cancelled.\"\"\"
     (MARKS / "linger.started").touch()

@@ -91,6 +91,7 @@ async def test_a_fastmcp_server_on_both_revisions(
     caplog.set_level(logging.INFO, logger="kode.mcp")
     reg = ToolRegistry("modern-fastmcp")
     user = User()
+    marks: Path = peers["marks"]
     async with connect(
         "fm",
         url=peers["fastmcp"],
@@ -98,6 +99,7 @@ async def test_a_fastmcp_server_on_both_revisions(
         registry=reg,
         elicitation=user.elicit,
         sampling=user.sample,
+        roots=[marks],
     ) as server:
         assert server.remote.protocol_version == version
         # what server/discover (or initialize) said of the server
@@ -126,8 +128,10 @@ async def test_a_fastmcp_server_on_both_revisions(
         [sampled] = user.sampled
         assert sampled.messages[-1].text == "One tip for 3 nights in Bergen?"
 
+        rooted = await reg.get("mcp__fm__roots").run({})
+        assert rooted.text == marks.as_uri(), rooted.text
+
         # a call that times out is cancelled on the server
-        marks: Path = peers["marks"]
         for name in ("linger.started", "linger.ended"):
             (marks / name).unlink(missing_ok=True)
         with anyio.move_on_after(1.0):
