@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
+import anyio
 import mcp_types as types
 from mcp.client.session import ClientSession
 from mcp.shared.dispatcher import ProgressFnT
@@ -35,6 +36,8 @@ __all__ = ["MAX_ROUNDS", "Protocol", "call_answering", "is_modern", "negotiate",
 
 MAX_ROUNDS = 64
 """The most ``input_required`` rounds kode answers for one call before it gives up."""
+
+_STATE_ONLY_WAIT = 0.25  # seconds before retrying a round that asked for nothing
 
 Protocol = Literal["newest", "handshake"]
 """Which revision kode's client speaks: the newest both sides do, or the handshake ones."""
@@ -94,6 +97,8 @@ async def call_answering(
                 message=f"the server answered a call of '{name}' with neither a tool's result "
                 "nor a request for input",
             )
+        if not result.input_requests:  # the server wants time, not answers: wait a little
+            await anyio.sleep(_STATE_ONLY_WAIT)
         responses = {}
         for key, request in (result.input_requests or {}).items():
             # one at a time: each may ask the user, and one question at a time is kinder

@@ -477,6 +477,14 @@ async def roots(ctx: Context) -> str | types.InputRequiredResult:
 
 
 @mcp.tool
+async def patient(ctx: Context) -> str | types.InputRequiredResult:
+    \"\"\"Ask for time, not answers: a round that only carries its state (2026-07-28).\"\"\"
+    if modern(ctx) and ctx.request_state is None:
+        return types.InputRequiredResult(request_state="waited once")
+    return ctx.request_state or "no wait"
+
+
+@mcp.tool
 async def linger(seconds: float) -> str:
     \"\"\"Sleep, noting when it starts and when it is cancelled.\"\"\"
     (MARKS / "linger.started").touch()

@@ -128,6 +128,9 @@ async def test_a_fastmcp_server_on_both_revisions(
         [sampled] = user.sampled
         assert sampled.messages[-1].text == "One tip for 3 nights in Bergen?"
 
+        patient = await reg.get("mcp__fm__patient").run({})
+        assert patient.text == ("waited once" if version == "2026-07-28" else "no wait")
+
         rooted = await reg.get("mcp__fm__roots").run({})
         assert rooted.text == marks.as_uri(), rooted.text
 
