@@ -6,7 +6,8 @@ client and ``ctx.sample`` a ``sampling/createMessage``, each tied to the ``tools
 running (``related_request_id``). The server's services are shared by every call, so the call
 in progress is found through a context variable that `ToolServer` sets around each call. A call
 run as an MCP task has answered its request already: its questions go on the connection's own
-channel, tied to the task (``_meta`` ``io.modelcontextprotocol/related-task``).
+channel, tied to the task (``_meta`` ``io.modelcontextprotocol/related-task``). On the
+2026-07-28 protocol a question is the call's ``input_required`` result (`kode.mcp.rounds`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
 
+from kode.mcp.rounds import CURRENT_ROUNDS
 from kode.tools.asking import ElicitationReply, ElicitationRequest, SampleRequest
 from kode.tools.errors import ToolError, ToolErrorType
 
@@ -58,7 +60,14 @@ class ClientCaller:
             raise _failed(f"The MCP client does not {what} (it did not declare it).")
 
     async def _send(self, current: Any, request: Any, result_type: type[ResultT]) -> ResultT:
-        """Send a request to the client: on the call's request, or, for a task, the connection."""
+        """Send a request to the client: on the call's request, or, for a task, the connection.
+
+        On the 2026-07-28 protocol there is no such channel: the question becomes the call's
+        ``input_required`` result (`kode.mcp.rounds`).
+        """
+        rounds = CURRENT_ROUNDS.get()
+        if rounds is not None:
+            return await rounds.ask(request, result_type)
         task_id = CURRENT_TASK.get()
         if task_id is None:
             sent: ResultT = await current.session.send_request(

@@ -25,6 +25,7 @@ import mcp_types as types
 from kode.mcp._limits import MAX_MESSAGE_BYTES
 from kode.mcp.answers import ClientAnswers, ElicitationOption, RootsOption, SamplingOption
 from kode.mcp.convert import BlobFiles, kind_from_annotations, tool_result
+from kode.mcp.modern import Protocol
 from kode.mcp.names import check_server_name, kode_tool_names, server_prefix
 from kode.mcp.resources import (
     MCPEvent,
@@ -542,6 +543,7 @@ def connect(
     timeout: float | None = 60.0,
     connect_timeout: float = 30.0,
     max_message_bytes: int = MAX_MESSAGE_BYTES,
+    protocol: Protocol = "newest",
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     headers: Mapping[str, str] | None = None,
@@ -575,6 +577,9 @@ def connect(
         max_message_bytes: The longest message read from the server (default 32 MiB): a
             longer answer (a resource, a tool result) fails its call with an error naming
             this limit, without being read into memory; the connection stays usable.
+        protocol: Which MCP revision to speak: ``"newest"`` (the newest both sides speak:
+            ``server/discover``, else the ``initialize`` handshake) or ``"handshake"`` (the
+            handshake revisions only, 2025-11-25 and older).
         env: Environment variables for the command (over PATH, HOME and the other variables
             the SDK passes on; the rest of kode's environment is not inherited).
         cwd: The command's working directory.
@@ -604,7 +609,8 @@ def connect(
 
     Raises:
         ValueError: the name is invalid, not exactly one of `command` and `url` is given,
-            or `max_message_bytes` is not a whole number greater than 0.
+            or `max_message_bytes` is not a whole number greater than 0, or `protocol` is
+            neither ``"newest"`` nor ``"handshake"``.
     """
     check_server_name(name)
     if (
@@ -620,6 +626,10 @@ def connect(
         raise ValueError(
             f"MCP server {name!r}: give exactly one of command= (stdio) or url= (HTTP)"
         )
+    if protocol not in ("newest", "handshake"):
+        raise ValueError(
+            f"MCP server {name!r}: protocol must be 'newest' or 'handshake', got {protocol!r}"
+        )
     if isinstance(groups, str):
         raise TypeError(f"groups must be a list of group names, got the string {groups!r}")
     spec = ServerSpec(
@@ -631,6 +641,7 @@ def connect(
         headers=dict(headers) if headers is not None else None,
         connect_timeout=connect_timeout,
         max_message_bytes=max_message_bytes,
+        protocol=protocol,
     )
     answers = ClientAnswers(
         name, sampling=sampling, elicitation=elicitation, roots=roots, trust=trust

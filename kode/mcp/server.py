@@ -25,7 +25,9 @@ What a client sees:
 - over HTTP, ``Host`` and ``Origin`` are checked whatever the bind address, and a non-loopback
   one needs authentication (`kode.mcp.http.HTTPAccess`);
 - a tool's ``ctx.elicit`` and ``ctx.sample`` become ``elicitation/create`` and
-  ``sampling/createMessage`` requests to the client (`kode.mcp.caller`);
+  ``sampling/createMessage`` requests to the client (`kode.mcp.caller`); on the 2026-07-28
+  protocol, ``input_required`` results the client answers by calling again, with the answers
+  so far in a sealed ``requestState`` (`kode.mcp.rounds`);
 - over stdio, a ``tools/call`` with a ``task`` field runs as an MCP task
   (`kode.mcp.served_tasks`);
 - tools registered (or removed) after the server started: ``notifications/tools/list_changed``,
@@ -51,6 +53,7 @@ import mcp_types as types
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
@@ -67,6 +70,7 @@ from kode.mcp.http import (
 )
 from kode.mcp.inner import ServedCalls, script_may_call
 from kode.mcp.relay import ForwardingLogger, LogItem, relay
+from kode.mcp.rounds import CURRENT_ROUNDS, Rounds
 from kode.mcp.served_tasks import TASK_EXECUTION, ServedTasks, TaskReplies, tasks_capability
 from kode.registries.meta import ToolSource
 from kode.registries.registry import ToolRegistry, normalize_name
@@ -249,6 +253,11 @@ class ToolServer:
             "logging/setLevel", types.SetLevelRequestParams, self._set_level
         )
         self.server.middleware.append(self._remember_sessions)
+        # 2026-07-28: the answers a tool collected travel in requestState, sealed with a key
+        # of this server's (kode.mcp.rounds); what comes back unsealed is what it sent.
+        self.server.middleware.append(
+            RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name)
+        )
         if self.served_tasks is not None:
             self.served_tasks.install(self.server)
         self.refresh()
@@ -359,7 +368,7 @@ class ToolServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         listed = self._listing.get(normalize_name(params.name))
         if listed is None:
             await self._look()
@@ -372,7 +381,12 @@ class ToolServer:
             return served.start(
                 lambda status: self._run_call(ctx, params, listed, status), params.task
             )
-        return await self._run_call(ctx, params, listed, None)
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            return await self._run_call(ctx, params, listed, None)
+        # 2026-07-28: the tool's questions are input_required results (kode.mcp.rounds)
+        rounds = Rounds.resume(params)
+        result = await self._run_call(ctx, params, listed, None, rounds)
+        return rounds.input_required() if rounds.asked is not None else result
 
     async def _run_call(
         self,
@@ -380,8 +394,13 @@ class ToolServer:
         params: types.CallToolRequestParams,
         listed: _Listed,
         status: Callable[[str], None] | None,
+        rounds: Rounds | None = None,
     ) -> types.CallToolResult:
-        """Run one call of a served tool (as the request, or as a task: `status` is given)."""
+        """Run one call of a served tool (as the request, or as a task: `status` is given).
+
+        With `rounds` (the 2026-07-28 protocol), a question the tool asks without an answer
+        in them stops the run: `rounds.asked` says so, and the result returned is moot.
+        """
         tool = listed.tool
         send, receive = anyio.create_memory_object_stream[ToolEvent | LogItem](math.inf)
         token = anyio.lowlevel.current_token()
@@ -409,9 +428,12 @@ class ToolServer:
         gone = disconnected(ctx.request) if status is None else None
         result: ToolResult | None = None
         current = CURRENT_REQUEST.set(ctx)  # what ctx.elicit and ctx.sample ask (ClientCaller)
+        asking = CURRENT_ROUNDS.set(rounds)
         async with anyio.create_task_group() as tg:
             tg.start_soon(relay, receive, ctx, tool.name, self._levels_for(ctx), status)
             with anyio.CancelScope() as call_scope:
+                if rounds is not None:
+                    rounds.scope = call_scope  # a question without an answer ends the run
                 watch = anyio.CancelScope()
                 if gone is not None:  # an HTTP client that hangs up cancels its call
                     tg.start_soon(_cancel_on, gone, call_scope, watch)
@@ -436,6 +458,7 @@ class ToolServer:
                     send.close()  # the relay sends what is left, then ends
                     watch.cancel()
                     CURRENT_REQUEST.reset(current)
+                    CURRENT_ROUNDS.reset(asking)
         if result is None:
             result = error_result(
                 "The call was cancelled: the client disconnected.", type=ToolErrorType.CANCELLED

@@ -48,6 +48,7 @@ from kode.mcp._limits import (
 )
 from kode.mcp.answers import ClientAnswers
 from kode.mcp.errors import MCPConnectionError
+from kode.mcp.modern import Protocol, call_answering, is_modern, negotiate, watch_lists
 from kode.mcp.routing import AmbiguousCallError, CallSlot, InFlight, SlotClosedError, run_in_call
 from kode.mcp.tasks import PeerTasks, TaskDispatcher, call_as_task, tasks_capability
 from kode.tools.context import ToolContext
@@ -102,6 +103,8 @@ class ServerSpec:
     """Seconds to start the server and list its tools."""
     max_message_bytes: int = MAX_MESSAGE_BYTES
     """The longest message read from the server (see `kode.mcp._limits`)."""
+    protocol: Protocol = "newest"
+    """``"newest"``: the newest revision both sides speak; ``"handshake"``: 2025-11-25 or older."""
 
     def describe(self) -> str:
         """The server as a person recognises it, for messages."""
@@ -318,22 +321,29 @@ class RemoteServer:
         self,
         what: str,
         make: Callable[[CallSlot | None], Awaitable[T]],
+        *,
+        slot: CallSlot | None = None,
     ) -> T | types.ErrorData:
-        """Run `make` for the call in flight, in its caller's loop (or here, outside calls)."""
+        """Run `make` for the call in flight, in its caller's loop (or here, outside calls).
+
+        With `slot` (a 2026-07-28 call's own input request), the call is known: it is that one.
+        """
         try:
+            if slot is not None:
+                return await run_in_call(slot, functools.partial(make, slot))
             for _ in range(100):  # a call that ends as it is picked: pick again
                 try:
-                    slot = self.in_flight.pick()
+                    picked = self.in_flight.pick()
                 except AmbiguousCallError as exc:
                     return types.ErrorData(
                         code=types.INVALID_REQUEST, message=f"kode cannot answer {what}: {exc}"
                     )
-                if slot is None:
+                if picked is None:
                     return await make(None)
                 try:
-                    return await run_in_call(slot, functools.partial(make, slot))
+                    return await run_in_call(picked, functools.partial(make, picked))
                 except SlotClosedError:
-                    self.in_flight.remove(slot)
+                    self.in_flight.remove(picked)
             raise CancelledError()
         except CancelledError:
             return types.ErrorData(
@@ -366,7 +376,7 @@ class RemoteServer:
         )
 
     async def _roots(
-        self, context: ClientRequestContext
+        self, context: ClientRequestContext, *, slot: CallSlot | None = None
     ) -> types.ListRootsResult | types.ErrorData:
         answers = self.answers
         assert answers is not None
@@ -378,7 +388,7 @@ class RemoteServer:
                 slot.roots_told.set()  # in the caller's loop: run_in_call runs this there
             return result
 
-        return await self._answer("a roots request", roots)
+        return await self._answer("a roots request", roots, slot=slot)
 
     async def _tell_roots(self, slot: CallSlot, live: _Live) -> None:
         """Tell the server the roots changed when this call's workspace is not what it has.
@@ -391,6 +401,8 @@ class RemoteServer:
         answers = self.answers
         if answers is None or answers.roots != "workspace" or self._roots_told is None:
             return
+        if is_modern(live.session):  # 2026-07-28: each call's input requests ask for the roots
+            return
         wanted = [p.as_uri() for p in answers.root_paths(slot.ctx)]
         if wanted == self._roots_told:
             return
@@ -402,6 +414,56 @@ class RemoteServer:
         await anyio.to_thread.run_sync(portal.call, live.session.send_notification, notice)
         with anyio.move_on_after(_ROOTS_WAIT):
             await slot.roots_told.wait()
+
+    async def _changed(self, live: _Live, kind: str, uri: str | None) -> None:
+        """A change the server announced on its ``subscriptions/listen`` stream (2026-07-28)."""
+        if kind == "tools_changed":
+            live.tasks.start_soon(self._relist, live)
+        if self.on_event is not None:
+            try:
+                self.on_event(kind, uri)
+            except Exception as exc:  # a failing listener must not break the connection
+                self.logger.error("the event listener of %s raised", self.spec.name, exc_info=exc)
+
+    async def _answer_input(
+        self, slot: CallSlot, request: types.InputRequest
+    ) -> types.InputResponse | types.ErrorData:
+        """Answer one input request of a 2026-07-28 call, in the call it belongs to."""
+        answers = self.answers
+        if isinstance(request, types.ElicitRequest):
+            if answers is None or answers.elicitation is None:
+                return types.ErrorData(
+                    code=types.INVALID_REQUEST,
+                    message="kode cannot answer an elicitation request: this connection has no "
+                    "elicitation function (connect(elicitation=...))",
+                )
+            elicit = answers.elicit
+            return await self._answer(
+                "an elicitation request",
+                lambda s: elicit(request.params, s.ctx if s else None),
+                slot=slot,
+            )
+        if isinstance(request, types.CreateMessageRequest):
+            if answers is None or answers.sampling is None:
+                return types.ErrorData(
+                    code=types.INVALID_REQUEST,
+                    message="kode cannot answer a sampling request: this connection does not "
+                    "sample (connect(sampling=...))",
+                )
+            sample = answers.sample
+            return await self._answer(
+                "a sampling request",
+                lambda s: sample(request.params, s.ctx if s else None),
+                slot=slot,
+            )
+        if answers is None or answers.roots is None:
+            return types.ErrorData(
+                code=types.INVALID_REQUEST,
+                message="kode cannot answer a roots request: this connection offers no roots "
+                "(connect(roots=...))",
+            )
+        found = await self._roots(cast("ClientRequestContext", None), slot=slot)
+        return found
 
     async def _relist(self, live: _Live) -> None:
         try:
@@ -460,16 +522,22 @@ class RemoteServer:
                             else None
                         ),
                         logging_callback=self._on_log,
+                        # 2026-07-28: log messages are sent to requests that ask for them
+                        log_level="debug",
                         message_handler=self._on_message,
                         client_info=types.Implementation(name="kode", version=kode_version),
                     )
                 )
                 with anyio.fail_after(self.spec.connect_timeout):
-                    init = await session.initialize()
+                    # the newest revision the server offers (server/discover, else initialize)
+                    if self.spec.protocol == "newest":
+                        await negotiate(session)
+                    else:
+                        await session.initialize()
                     tools = await _list_all(session)
-                self.server_info = init.server_info
-                self.protocol_version = init.protocol_version
-                self.capabilities = init.capabilities
+                self.server_info = session.server_info
+                self.protocol_version = session.protocol_version
+                self.capabilities = session.server_capabilities
                 async with anyio.create_task_group() as tg:
                     if client_tasks is not None:
                         client_tasks.task_group = tg
@@ -477,6 +545,8 @@ class RemoteServer:
                         session=session, stop=stop, tasks=tg, errlog=errlog, dispatcher=dispatcher
                     )
                     self._live = live
+                    if is_modern(session):  # list changes come on a stream of their own
+                        tg.start_soon(watch_lists, session, functools.partial(self._changed, live))
                     task_status.started(tools)
                     await stop.wait()
                     tg.cancel_scope.cancel()
@@ -698,6 +768,15 @@ class RemoteServer:
                         live.session, live.dispatcher, remote_name, arguments, progress=status
                     )
                 headers = trace_headers()
+                if is_modern(live.session):  # questions come as input_required results
+                    return await call_answering(
+                        live.session,
+                        remote_name,
+                        arguments,
+                        answer=functools.partial(self._answer_input, slot),
+                        progress=progress,
+                        meta=cast("types.RequestParamsMeta", headers) if headers else None,
+                    )
                 result: types.CallToolResult = await live.session.call_tool(
                     remote_name,
                     arguments,

@@ -256,8 +256,16 @@ def wait_until(check: object, timeout: float = 10.0) -> bool:
 class HttpServer:
     """`kode mcp serve --http PORT` for `module`: a subprocess to stop and start again."""
 
-    def __init__(self, module: Path, port: int, *extra: str, address: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        module: Path,
+        port: int,
+        *extra: str,
+        address: str = "127.0.0.1",
+        command: list[str] | None = None,
+    ) -> None:
         self.module = module
+        self.command = command  # another server's command line (it listens on `port`)
         self.port = port
         self.extra = extra
         self.address = address  # where it can be reached
@@ -268,7 +276,7 @@ class HttpServer:
     def start(self) -> str:
         with self.log.open("a") as log:
             proc = subprocess.Popen(
-                serve_command(self.module, "--http", str(self.port), *self.extra),
+                self.command or serve_command(self.module, "--http", str(self.port), *self.extra),
                 cwd=self.module.parent,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -296,3 +304,197 @@ class HttpServer:
         except subprocess.TimeoutExpired:  # pragma: no cover
             proc.kill()
             proc.wait()
+
+
+ASKING_TOOLS = '''
+"""Tools that ask their caller (ctx.elicit, ctx.sample), for the MCP tests."""
+import os
+import random
+from pathlib import Path
+
+import anyio
+from pydantic import BaseModel
+
+from kode import ToolContext, define_tool
+
+RUNS = Path(os.environ["KODE_TEST_MARKS"])
+
+
+class Trip(BaseModel):
+    city: str
+    nights: int
+
+
+@define_tool
+async def plan_trip(ctx: ToolContext) -> str:
+    """Plan a trip: ask the user where to, then ask a model for a tip."""
+    with (RUNS / "plan_trip.runs").open("a") as runs:
+        runs.write("run\\n")
+    ctx.progress("asking where to", fraction=0.1)
+    reply = await ctx.elicit("Where are you going, and for how long?", Trip)
+    if reply.action != "accept":
+        return f"No trip: the user chose {reply.action}."
+    trip = reply.value
+    ctx.progress("asking for a tip", fraction=0.5)
+    tip = await ctx.sample(
+        [("user", f"One tip for {trip.nights} nights in {trip.city}?")],
+        system="You are a travel guide.",
+        max_tokens=60,
+    )
+    return f"{trip.nights} nights in {trip.city}. Tip: {tip}"
+
+
+@define_tool
+async def sign_in(ctx: ToolContext) -> str:
+    """Ask the user to sign in on a page."""
+    reply = await ctx.elicit("Sign in to continue.", url="https://example.com/login")
+    return f"sign-in: {reply.action}"
+
+
+@define_tool
+async def fickle(ctx: ToolContext) -> str:
+    """Ask a question that changes from one run to the next."""
+    reply = await ctx.elicit(f"Pick a number ({random.random()})", Trip)
+    return reply.action
+
+
+@define_tool
+async def ask_then_wait(ctx: ToolContext) -> str:
+    """Ask, then wait until cancelled."""
+    reply = await ctx.elicit("Go?", Trip)
+    (RUNS / "ask_then_wait.started").touch()
+    try:
+        await anyio.sleep(60)
+    finally:
+        (RUNS / "ask_then_wait.cancelled").touch()
+    return reply.action
+'''
+
+
+FASTMCP_SERVER = '''
+"""A FastMCP 4 server over streamable HTTP (port: the first argument), for the MCP tests."""
+import json
+import os
+import sys
+from pathlib import Path
+
+import anyio
+import mcp_types as types
+from fastmcp import Context, FastMCP
+from pydantic import BaseModel
+
+MARKS = Path(os.environ["KODE_TEST_MARKS"])
+TRIP_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "nights": {"type": "integer"}},
+    "required": ["city", "nights"],
+}
+mcp = FastMCP("fastmcp-peer")
+
+
+class Trip(BaseModel):
+    city: str
+    nights: int
+
+
+def modern(ctx: Context) -> bool:
+    return ctx.session.protocol_version == "2026-07-28"
+
+
+@mcp.tool
+def echo(text: str) -> str:
+    \"\"\"Say the text back.\"\"\"
+    return text
+
+
+@mcp.tool
+async def count(n: int, ctx: Context) -> str:
+    \"\"\"Count to n, reporting progress.\"\"\"
+    await ctx.info(f"counting to {n}")
+    for i in range(n):
+        await ctx.report_progress(i + 1, n, f"at {i + 1}")
+        await anyio.sleep(0.01)
+    return f"counted to {n}"
+
+
+@mcp.tool
+async def plan_trip(ctx: Context) -> str | types.InputRequiredResult:
+    \"\"\"Ask the user where to, then ask a model for a tip.\"\"\"
+    question = "Where are you going, and for how long?"
+    if not modern(ctx):  # the handshake era: requests to the client, mid-call
+        reply = await ctx.elicit(question, response_type=Trip)
+        if reply.action != "accept":
+            return f"No trip: the user chose {reply.action}."
+        trip = reply.data.model_dump()
+        ask = f"One tip for {trip['nights']} nights in {trip['city']}?"
+        sampled = await ctx.session.create_message(
+            [types.SamplingMessage(role="user", content=types.TextContent(text=ask))],
+            max_tokens=60,
+            related_request_id=ctx.request_id,
+        )
+        tip = sampled.content.text
+        return f"{trip['nights']} nights in {trip['city']}. Tip: {tip}"
+    answers = ctx.input_responses or {}
+    if ctx.request_state:  # the last round: the trip is in the state, the tip in the answers
+        trip = json.loads(ctx.request_state)
+        return f"{trip['nights']} nights in {trip['city']}. Tip: {answers['tip'].content.text}"
+    trip_answer = answers.get("trip")
+    if trip_answer is None:
+        return types.InputRequiredResult(
+            input_requests={
+                "trip": types.ElicitRequest(
+                    params=types.ElicitRequestFormParams(
+                        message=question, requested_schema=TRIP_SCHEMA
+                    )
+                )
+            }
+        )
+    if trip_answer.action != "accept":
+        return f"No trip: the user chose {trip_answer.action}."
+    trip = trip_answer.content
+    ask = f"One tip for {trip['nights']} nights in {trip['city']}?"
+    message = types.SamplingMessage(role="user", content=types.TextContent(text=ask))
+    return types.InputRequiredResult(
+        input_requests={
+            "tip": types.CreateMessageRequest(
+                params=types.CreateMessageRequestParams(messages=[message], max_tokens=60)
+            )
+        },
+        request_state=json.dumps(trip),
+    )
+
+
+@mcp.tool
+async def roots(ctx: Context) -> str | types.InputRequiredResult:
+    \"\"\"Say which directories the client lets the server work in.\"\"\"
+    if not modern(ctx):
+        found = await ctx.session.list_roots()
+    else:
+        found = (ctx.input_responses or {}).get("roots")
+        if found is None:
+            return types.InputRequiredResult(input_requests={"roots": types.ListRootsRequest()})
+    return " ".join(str(root.uri) for root in found.roots)
+
+
+@mcp.tool
+async def patient(ctx: Context) -> str | types.InputRequiredResult:
+    \"\"\"Ask for time, not answers: a round that only carries its state (2026-07-28).\"\"\"
+    if modern(ctx) and ctx.request_state is None:
+        return types.InputRequiredResult(request_state="waited once")
+    return ctx.request_state or "no wait"
+
+
+@mcp.tool
+async def linger(seconds: float) -> str:
+    \"\"\"Sleep, noting when it starts and when it is cancelled.\"\"\"
+    (MARKS / "linger.started").touch()
+    try:
+        await anyio.sleep(seconds)
+    finally:
+        (MARKS / "linger.ended").touch()
+    return "lingered"
+
+
+if __name__ == "__main__":
+    mcp.run(transport="http", host="127.0.0.1", port=int(sys.argv[1]), show_banner=False)
+'''

@@ -7,6 +7,7 @@ import re
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -208,8 +209,11 @@ def _free_port() -> int:
         return port
 
 
+@pytest.mark.parametrize(
+    ("protocol", "version"), [("handshake", "2025-11-25"), ("newest", "2026-07-28")]
+)
 async def test_the_mcp_client_span_names_the_session_and_protocol_version(
-    reg: ToolRegistry, telemetry: Telemetry
+    reg: ToolRegistry, telemetry: Telemetry, protocol: Any, version: str
 ) -> None:
     port = _free_port()
     command = [sys.executable, "-m", "kode", "mcp", "serve", str(HERE / "traced_tools.py")]
@@ -223,7 +227,7 @@ async def test_the_mcp_client_span_names_the_session_and_protocol_version(
                 except OSError:
                     await anyio.sleep(0.05)
         url = f"http://127.0.0.1:{port}/mcp"
-        async with connect("srv", url=url, registry=reg) as connection:
+        async with connect("srv", url=url, registry=reg, protocol=protocol) as connection:
             model = ScriptedModel([[tool_use("mcp__srv__shout", {"text": "hi"})], "HI."])
             agent = Agent.create(
                 AgentTemplate(id="caller", tools=["mcp__srv__*"]),
@@ -238,8 +242,12 @@ async def test_the_mcp_client_span_names_the_session_and_protocol_version(
         await server.wait()
         await server.aclose()
     attrs = dict(telemetry.one("tools/call shout").attributes or {})
-    assert session.session_id and session.protocol_version
-    assert attrs["mcp.session.id"] == session.session_id
-    assert attrs["mcp.protocol.version"] == session.protocol_version
+    assert session.protocol_version == version
+    assert attrs["mcp.protocol.version"] == version
+    if version == "2025-11-25":
+        assert session.session_id
+        assert attrs["mcp.session.id"] == session.session_id
+    else:  # 2026-07-28 is sessionless: there is no session to name
+        assert session.session_id is None and "mcp.session.id" not in attrs
     assert (attrs["server.address"], attrs["server.port"]) == ("127.0.0.1", port)
     assert attrs["network.transport"] == "tcp"
