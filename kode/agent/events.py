@@ -20,6 +20,7 @@ from kode.tools.tool import PreparedCall, Tool
 __all__ = [
     "AgentEvent",
     "ApprovalRequired",
+    "Compaction",
     "Done",
     "ErrorEvent",
     "ModelRetry",
@@ -285,6 +286,34 @@ class TurnEnd:
 
 
 @dataclass(kw_only=True, slots=True)
+class Compaction:
+    """The older turns were summarised before a request (a context policy's compaction).
+
+    Sent when the request's messages passed the policy's ``compact_at_tokens``. With
+    `error`, no summary was made: the request sends the history uncompacted, and the next
+    request tries again. The history itself never changes either way.
+    """
+
+    messages: int
+    """How many messages, from the first, requests now send the summary in place of (with
+    `error`: would have)."""
+    summarised: int
+    """How many of them this summary read (the ones since the last compaction, which it
+    builds on)."""
+    tokens_before: int
+    """The estimated tokens of the request's messages before."""
+    tokens_after: int
+    """The estimated tokens after (the same as `tokens_before` with `error`)."""
+    usage: Usage
+    """Tokens the summary request used (counted in the run's usage and limits)."""
+    summary: str = ""
+    """The summary (empty with `error`)."""
+    error: str | None = None
+    """Why no summary was made, when it failed."""
+    type: Literal["compaction"] = "compaction"
+
+
+@dataclass(kw_only=True, slots=True)
 class Done:
     """The run ended: the model answered without calling tools, or the run paused."""
 
@@ -326,6 +355,7 @@ AgentEvent = (
     | ToolEnd
     | ApprovalRequired
     | TurnEnd
+    | Compaction
     | Done
     | ErrorEvent
 )

@@ -12,8 +12,9 @@ and commits before each step that follows a change.
 
 from __future__ import annotations
 
+import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -21,10 +22,12 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from kode.agent.blocks import cancelled_result, results_message
+from kode.agent.compaction import summarise
 from kode.agent.context import ContextView
 from kode.agent.errors import AgentError
 from kode.agent.events import (
     ApprovalRequired,
+    Compaction,
     Done,
     ErrorEvent,
     PartialOutput,
@@ -49,6 +52,7 @@ from kode.agent.state import ToolCallStatus
 from kode.agent.subagents import ParentApprovals
 from kode.agent.text import clean_message
 from kode.models.base import (
+    Model,
     ModelError,
     ModelRequest,
     ModelResponse,
@@ -66,6 +70,7 @@ from kode.models.messages import (
     ToolUseContent,
     Usage,
 )
+from kode.models.resolve import model_from
 from kode.tools.errors import ToolErrorType
 from kode.tracing import trace_headers
 
@@ -73,6 +78,8 @@ if TYPE_CHECKING:
     from kode.agent.ports import AgentLike
 
 __all__ = ["AgentRun", "EventCallbackFunc"]
+
+logger = logging.getLogger(__name__)
 
 
 class AgentRun:
@@ -105,6 +112,7 @@ class AgentRun:
         self.poll_interval = 0.2
         """Seconds between reads of the store for decisions made in other processes."""
         self._context: ContextView | None = None  # made by the first request, if a policy asks
+        self._summariser: Model | None = None  # a policy's compact_model, made when first due
         tracing = agent.tracing
         self.tracing = tracing if tracing is not None and tracing.active() else None
         """Its spans and metrics; `None` when the agent is not traced, or nothing would record
@@ -347,12 +355,17 @@ class AgentRun:
                     recorded = False
                     calls = ()
                     outcomes = []
-                    if turn > 1 and limits.counts_tokens and (hit := limits.spent(used)):
+                    sending = self._history()
+                    if self._context is not None and self._context.over_budget:
+                        spent, sending = await self._compact(settings)
+                        used += spent
+                    # (a first request's usage is nothing, unless a compaction spent some)
+                    if limits.counts_tokens and (hit := limits.spent(used)):
                         session.set_status("failed")
                         await self.commit()
                         return ErrorEvent(message=str(hit), error=hit)
                     try:
-                        response = await self._model_turn(settings, output)
+                        response = await self._model_turn(settings, sending, output)
                     except ModelError as exc:
                         session.set_status("failed")
                         await self.commit()
@@ -469,13 +482,16 @@ class AgentRun:
         )
 
     async def _model_turn(
-        self, settings: ModelSettings, output: RunOutput | None = None
+        self,
+        settings: ModelSettings,
+        messages: Sequence[Message],
+        output: RunOutput | None = None,
     ) -> ModelResponse | None:
         """Stream one model response, passing its text and thinking on as events."""
         agent = self.agent
         request = ModelRequest(
             system=agent.system_prompt,
-            messages=self._history(),
+            messages=messages,
             tools=agent.request_tools() if output is None else output.tools(agent.request_tools()),
             settings=settings,
             output=None if output is None else output.format,
@@ -594,7 +610,76 @@ class AgentRun:
             return HistoryView(agent.session.messages)
         if self._context is None:
             self._context = ContextView(policy)
-        return self._context.messages(agent.session.messages)
+        session = agent.session
+        return self._context.messages(session.messages, session.compaction)
+
+    async def _compact(self, settings: ModelSettings) -> tuple[Usage, Sequence[Message]]:
+        """Summarise the older turns (the view passed its budget): the usage, what to send.
+
+        A failed summary changes nothing but the event it makes (and a warning in the log):
+        the request sends the history uncompacted, and the next one tries again.
+        """
+        view = self._context
+        assert view is not None
+        agent = self.agent
+        session = agent.session
+        older = view.older()
+        if older is None:  # the recent turns alone pass the budget: nothing older to summarise
+            return Usage(), self._history()
+        cut, part = older
+        previous = session.compaction
+        before = view.tokens
+        policy = view.policy
+        tracing = self.tracing
+        try:
+            named = policy.compact_model
+            if named is None:
+                model = agent.model
+            else:  # made once a run (a scripted model plays its turns in order)
+                model = self._summariser = self._summariser or model_from(named)
+
+            def wrap(request: ModelRequest, stream: AsyncIterator[object]) -> AsyncIterator[object]:
+                if tracing is None:
+                    return stream
+                return tracing.chat(agent, request, stream, model=model, compaction=True)
+
+            summary, usage = await summarise(
+                model,
+                part,
+                previous.summary if previous is not None else None,
+                prompt=policy.compact_prompt,
+                settings=settings,
+                wrap=wrap,
+            )
+        except (ModelError, ValueError, TypeError) as exc:
+            # ValueError, TypeError: compact_model names no model model_from knows
+            logger.warning("kode: the history was not compacted: %s", exc)
+            self.emit(
+                Compaction(
+                    messages=cut,
+                    summarised=len(part),
+                    tokens_before=before,
+                    tokens_after=before,
+                    usage=Usage(),
+                    error=f"the summary failed, so the request sends the whole history: {exc}",
+                )
+            )
+            return Usage(), self._history()
+        session.add_usage(usage)
+        session.compact(summary, cut)
+        await self.commit()
+        sending = self._history()
+        self.emit(
+            Compaction(
+                messages=cut,
+                summarised=len(part),
+                tokens_before=before,
+                tokens_after=view.tokens,
+                usage=usage,
+                summary=summary,
+            )
+        )
+        return usage, sending
 
     def _retries_over(
         self,
