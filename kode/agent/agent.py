@@ -1012,6 +1012,7 @@ class Agent:
             status=self.status,
             always_allowed=sorted(self.always_allowed),
             template=self.template,
+            compaction=self.session.compaction,
         )
 
     @classmethod

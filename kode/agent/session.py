@@ -644,6 +644,7 @@ class Session:
         waiting still wait. Records are made for what changes (none for what is restored).
         """
         self.messages[:] = [m.model_copy(deep=True) for m in state.messages]
+        self.compaction = state.compaction
         self.records = CallRecords(r.copy() for r in state.tool_calls)
         self.todos[:] = [dict(t) for t in state.todos]  # the same list tools see
         self.usage = state.usage.model_copy()

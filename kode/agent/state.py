@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from kode.agent.template import AgentTemplate
 from kode.models.messages import Message, ToolResultContent, ToolUseContent, Usage
+from kode.sessions.records import HistoryCompacted
 from kode.tools.collector import collector_paused
 
 __all__ = [
@@ -190,6 +191,9 @@ class AgentState(BaseModel):
     template: AgentTemplate | None = None
     """The template itself (its hooks, which are code, are not saved), so that an agent made
     from a template that is not registered can be rebuilt; `None` in states saved before."""
+    compaction: HistoryCompacted | None = Field(default=None, exclude_if=lambda v: v is None)
+    """The latest compaction of the history (a context policy's summary), so the rebuilt
+    agent sends what this one did; not saved when there is none."""
 
     @classmethod
     def model_validate(cls, *args: Any, **kwargs: Any) -> Self:

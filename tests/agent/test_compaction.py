@@ -277,3 +277,23 @@ def test_a_compaction_policy_is_checked() -> None:
     with pytest.raises(ValueError, match="need compact_at_tokens"):
         ContextPolicy(keep_tool_results=3, compact_model="anthropic:claude-sonnet-4-5")
     assert ContextPolicy(compact_at_tokens=8_000).keep_tokens == 2_000
+
+
+def test_a_saved_state_keeps_the_compaction(read_page: None) -> None:
+    model = Reader()
+    agent = Agent.create(template(), model=FunctionModel(model))
+    agent.send_sync("Read the manual.")
+    saved = agent.state.model_dump_json()
+    assert '"compaction":' in saved
+    again: list[list[Message]] = []
+
+    def reply(request: ModelRequest) -> object:
+        again.append(list(request.messages))
+        return "Fifty pages."
+
+    state = type(agent.state).model_validate_json(saved)
+    rebuilt = Agent.from_state(state, model=FunctionModel(reply))
+    rebuilt.send_sync("How many pages?")
+    assert again[0] == [*model.chats[-1], *rebuilt.messages[-3:-1]]
+    plain = Agent.create(template(), model=FunctionModel(reply))
+    assert '"compaction"' not in plain.state.model_dump_json()  # none: not saved
