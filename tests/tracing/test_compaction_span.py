@@ -11,9 +11,7 @@ from kode.models import FunctionModel, ModelRequest, tool_use
 from kode.registries import ToolRegistry
 
 
-def test_the_summary_request_has_its_own_chat_span(
-    reg: ToolRegistry, telemetry: Telemetry
-) -> None:
+def test_the_summary_request_has_its_own_chat_span(reg: ToolRegistry, telemetry: Telemetry) -> None:
     @define_tool(registry=reg, kind="read")
     def read_page(n: int) -> str:
         """Read a page.
