@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
-from kode.models.base import ModelRetry
+from kode.models.base import ContextEdit, ModelRetry
 from kode.models.messages import ToolResultContent, Usage
 from kode.tools.invocation import Display
 from kode.tools.tool import PreparedCall, Tool
@@ -282,6 +282,9 @@ class TurnEnd:
     """Why the response ended."""
     usage: Usage
     """Tokens used by this response."""
+    context_edits: tuple[ContextEdit, ...] = ()
+    """What the provider's server-side context editing cleared from this request (Anthropic's
+    ``applied_edits``, with `AnthropicModel`'s ``context_editing``); the history is whole."""
     type: Literal["turn_end"] = "turn_end"
 
 

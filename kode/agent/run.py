@@ -389,7 +389,12 @@ class AgentRun:
                     if not calls or verdict is not None:  # else: written with the calls' first step
                         await self.commit()
                     self.emit(
-                        TurnEnd(turn=turn, stop_reason=response.stop_reason, usage=response.usage)
+                        TurnEnd(
+                            turn=turn,
+                            stop_reason=response.stop_reason,
+                            usage=response.usage,
+                            context_edits=response.context_edits,
+                        )
                     )
                     if not calls and verdict is None:
                         return Done(text=response.message.text, usage=used, turns=turn)

@@ -17,6 +17,7 @@ from kode.tools.errors import KodeError
 from kode.tools.tool import Tool
 
 __all__ = [
+    "ContextEdit",
     "Model",
     "ModelError",
     "ModelEvent",
@@ -174,6 +175,22 @@ class ModelRetry:
             self.message = str(self.error)
 
 
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ContextEdit:
+    """What a provider's server-side context editing cleared before a response.
+
+    Anthropic's ``applied_edits`` (see `AnthropicModel`'s ``context_editing``): the request's
+    history was shortened on the provider's side; the history kode keeps is whole.
+    """
+
+    kind: str
+    """The edit, as the provider names it (``"clear_tool_uses_20250919"``)."""
+    cleared_tool_uses: int = 0
+    """How many tool calls (with their results) it cleared."""
+    cleared_input_tokens: int = 0
+    """How many input tokens it cleared."""
+
+
 @dataclass(kw_only=True, slots=True)
 class ModelResponse:
     """The complete response: the assistant message, why it stopped, and usage."""
@@ -188,6 +205,8 @@ class ModelResponse:
     """The model that answered."""
     id: str = ""
     """The provider's id of the response (``msg_...``, ``chatcmpl-...``), when it sent one."""
+    context_edits: tuple[ContextEdit, ...] = ()
+    """What the provider's server-side context editing cleared from the request, if it did."""
 
 
 ModelEvent = TextDelta | ThinkingDelta | ToolInputDelta | ModelRetry | ModelResponse
