@@ -623,10 +623,10 @@ def _anthropic(reply: Reply, body: Mapping[str, Any], number: int) -> Iterator[b
         yield sse({"type": "content_block_stop", "index": index}, "content_block_stop")
     end = {"stop_reason": stop_reason_of(reply, blocks), "stop_sequence": None}
     usage = {"output_tokens": reply.usage.output_tokens}
-    delta: dict[str, Any] = {"type": "message_delta", "delta": end, "usage": usage}
+    ending: dict[str, Any] = {"type": "message_delta", "delta": end, "usage": usage}
     if reply.applied_edits:
-        delta["context_management"] = {"applied_edits": [dict(e) for e in reply.applied_edits]}
-    yield sse(delta, "message_delta")
+        ending["context_management"] = {"applied_edits": [dict(e) for e in reply.applied_edits]}
+    yield sse(ending, "message_delta")
     yield sse({"type": "message_stop"}, "message_stop")
 
 
