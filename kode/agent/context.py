@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from kode.models.anthropic_context import ContextEditing
 from kode.models.messages import (
     ContentBlock,
     ImageContent,
@@ -75,6 +76,10 @@ class ContextPolicy(BaseModel):
     `kode.models.model_from`); `None`: the agent's own model."""
     compact_prompt: str | None = None
     """Instructions for the summary in place of kode's `COMPACT_PROMPT`."""
+    server_editing: ContextEditing | None = None
+    """The provider's own clearing of old tool results, for the models that offer it
+    (Anthropic's ``clear_tool_uses_20250919``, `AnthropicModel`); other models ignore it. It
+    edits the provider's copy of each request, after this policy's own clearing."""
 
     @model_validator(mode="after")
     def _says_something(self) -> ContextPolicy:
@@ -82,10 +87,11 @@ class ContextPolicy(BaseModel):
             self.keep_tool_results is None
             and self.tool_results_tokens is None
             and self.compact_at_tokens is None
+            and self.server_editing is None
         ):
             raise ValueError(
-                "a context policy needs keep_tool_results, tool_results_tokens or "
-                "compact_at_tokens (or more than one)"
+                "a context policy needs keep_tool_results, tool_results_tokens, "
+                "compact_at_tokens or server_editing (or more than one)"
             )
         if self.compact_at_tokens is None and (
             self.compact_keep_tokens is not None

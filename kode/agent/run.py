@@ -501,6 +501,7 @@ class AgentRun:
             settings=settings,
             output=None if output is None else output.format,
             deferred=agent.request_deferred(),
+            context_editing=policy.server_editing if (policy := agent.template.context) else None,
         )
         response: ModelResponse | None = None
         partial = PartialReader(output.spec) if output is not None and output.native else None

@@ -158,7 +158,8 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
             request carries a ``clear_tool_uses_20250919`` edit in its ``context_management``
             (and the ``anthropic-beta: context-management-2025-06-27`` header), and each
             response's ``applied_edits`` become its `ModelResponse.context_edits`. Off by
-            default (`None`); only models that offer it accept it.
+            default (`None`); only models that offer it accept it. A request's own
+            ``context_editing`` (a template's `ContextPolicy.server_editing`) comes first.
         **settings: Request fields sent with every request, e.g. ``temperature=0.2`` or
             ``thinking={"type": "enabled", "budget_tokens": 2048}``. A request's
             ``settings.temperature`` and ``settings.extra`` take precedence. ``stream`` is
@@ -283,12 +284,13 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
                 extra["output_config"] = {**given, "format": output}
             else:
                 params["output_config"] = {"format": output}
-        if self.context_editing is not None:
+        editing = request.context_editing or self.context_editing  # the policy's first
+        if editing is not None:
             # Not a typed field of the (non-beta) messages API the model calls: it travels
             # in the body, with the beta header that enables it.
             given = extra.get("context_management")
             edits = list(given.get("edits", [])) if isinstance(given, dict) else []
-            extra["context_management"] = {"edits": [*edits, self.context_editing.edit()]}
+            extra["context_management"] = {"edits": [*edits, editing.edit()]}
             params["extra_headers"] = {"anthropic-beta": CONTEXT_MANAGEMENT_BETA}
         if extra:
             params["extra_body"] = extra

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from kode.models.messages import Message, Usage
 from kode.tools.errors import KodeError
 from kode.tools.tool import Tool
+
+if TYPE_CHECKING:
+    from kode.models.anthropic_context import ContextEditing
 
 __all__ = [
     "ContextEdit",
@@ -115,6 +118,10 @@ class ModelRequest:
     sends these definitions marked ``defer_loading`` together with its provider's search
     tool, and the provider loads the ones its search finds. Otherwise the agent's own
     ``tool_search`` is in `tools` and this stays empty."""
+    context_editing: ContextEditing | None = None
+    """Server-side context editing the provider should apply to this request, when it offers
+    it (a `kode.models.anthropic_context.ContextEditing`, from the template's context policy:
+    `AnthropicModel` sends it; other models ignore it). `None`: the model's own setting."""
 
 
 @dataclass(kw_only=True, slots=True)

@@ -13,7 +13,7 @@ from anthropic.types.beta.beta_context_management_response import BetaContextMan
 from pydantic import TypeAdapter
 
 from kode import Agent, AgentTemplate
-from kode.agent import TurnEnd
+from kode.agent import ContextPolicy, TurnEnd
 from kode.models import AnthropicModel, ContextEdit, Message, ModelRequest, ModelResponse
 from kode.models.anthropic_context import CONTEXT_MANAGEMENT_BETA, ContextEditing
 from kode.testing.providers import FakeProviderServer, RawEvents, Reply
@@ -182,3 +182,37 @@ def test_bad_settings_are_refused() -> None:
         ContextEditing(exclude_tools="memory_read")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="context_editing must be a ContextEditing"):
         AnthropicModel("claude-sonnet-4-5", context_editing={"trigger_tokens": 5})  # type: ignore[arg-type]
+
+
+async def test_a_template_policy_asks_for_it(server: FakeProviderServer) -> None:
+    applied = {
+        "type": "clear_tool_uses_20250919",
+        "cleared_tool_uses": 1,
+        "cleared_input_tokens": 70,
+    }
+    server.reply(Reply(content=["ok"], applied_edits=[applied]))
+    # As a template file would give it: plain data, validated into a ContextEditing.
+    policy = ContextPolicy.model_validate(
+        {"server_editing": {"trigger_tokens": 60_000, "exclude_tools": ["memory_read"]}}
+    )
+    assert policy.server_editing == ContextEditing(
+        trigger_tokens=60_000, exclude_tools=("memory_read",)
+    )
+    template = AgentTemplate(id="t", context=policy)
+    assert AgentTemplate.model_validate(template.model_dump()) == template
+    async with AnthropicModel("claude-sonnet-4-5", base_url=server.url, api_key="k") as model:
+        agent = Agent.create(template, model=model)
+        events: list[object] = []
+        await agent.send("Go on.", on_event=events.append)
+    sent = server.requests[-1]
+    assert sent.headers["anthropic-beta"] == CONTEXT_MANAGEMENT_BETA
+    edit = sent.body["context_management"]["edits"][0]
+    assert edit["trigger"] == {"type": "input_tokens", "value": 60_000}
+    assert edit["exclude_tools"] == ["memory_read"]
+    assert [e.context_edits for e in events if isinstance(e, TurnEnd)] == [
+        (
+            ContextEdit(
+                kind="clear_tool_uses_20250919", cleared_tool_uses=1, cleared_input_tokens=70
+            ),
+        )
+    ]
