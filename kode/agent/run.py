@@ -355,12 +355,16 @@ class AgentRun:
                     recorded = False
                     calls = ()
                     outcomes = []
-                    sending = self._history()
-                    if self._context is not None and self._context.over_budget:
-                        spent, sending = await self._compact(settings)
-                        used += spent
-                    # (a first request's usage is nothing, unless a compaction spent some)
-                    if limits.counts_tokens and (hit := limits.spent(used)):
+                    hit = limits.spent(used) if turn > 1 and limits.counts_tokens else None
+                    sending: Sequence[Message] = ()
+                    if hit is None:
+                        sending = self._history()
+                        if self._context is not None and self._context.over_budget:
+                            spent, sending = await self._compact(settings)
+                            used += spent  # the summary's tokens count as the run's
+                            if limits.counts_tokens and spent != Usage():
+                                hit = limits.spent(used)
+                    if hit is not None:
                         session.set_status("failed")
                         await self.commit()
                         return ErrorEvent(message=str(hit), error=hit)
@@ -643,6 +647,9 @@ class AgentRun:
                 model = agent.model
             else:  # made once a run (a scripted model plays its turns in order)
                 model = self._summariser = self._summariser or model_from(named)
+        except (ValueError, TypeError) as exc:  # compact_model names no model kode knows
+            return self._not_compacted(cut, part, before, exc)
+        try:
 
             def wrap(request: ModelRequest, stream: AsyncIterator[object]) -> AsyncIterator[object]:
                 if tracing is None:
@@ -657,20 +664,8 @@ class AgentRun:
                 settings=settings,
                 wrap=wrap,
             )
-        except (ModelError, ValueError, TypeError) as exc:
-            # ValueError, TypeError: compact_model names no model model_from knows
-            logger.warning("kode: the history was not compacted: %s", exc)
-            self.emit(
-                Compaction(
-                    messages=cut,
-                    summarised=len(part),
-                    tokens_before=before,
-                    tokens_after=before,
-                    usage=Usage(),
-                    error=f"the summary failed, so the request sends the whole history: {exc}",
-                )
-            )
-            return Usage(), self._history()
+        except Exception as exc:  # whatever the summary's failure, the run goes on without it
+            return self._not_compacted(cut, part, before, exc)
         session.add_usage(usage)
         session.compact(summary, cut)
         await self.commit()
@@ -686,6 +681,23 @@ class AgentRun:
             )
         )
         return usage, sending
+
+    def _not_compacted(
+        self, cut: int, part: Sequence[Message], before: int, exc: Exception
+    ) -> tuple[Usage, Sequence[Message]]:
+        """Say a compaction failed (an event, a warning); what the request sends instead."""
+        logger.warning("kode: the history was not compacted: %s", exc)
+        self.emit(
+            Compaction(
+                messages=cut,
+                summarised=len(part),
+                tokens_before=before,
+                tokens_after=before,
+                usage=Usage(),
+                error=f"the summary failed, so the request sends the whole history: {exc}",
+            )
+        )
+        return Usage(), self._history()
 
     def _retries_over(
         self,

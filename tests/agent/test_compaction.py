@@ -175,6 +175,17 @@ def test_a_failed_summary_sends_the_whole_history_and_says_so(read_page: None) -
     whole_history(agent.messages)
 
 
+def test_a_compact_model_that_names_no_model_is_a_failed_summary(read_page: None) -> None:
+    policy = ContextPolicy(compact_at_tokens=3_000, compact_model="nowhere")
+    model = Reader()
+    agent = Agent.create(template(policy), model=FunctionModel(model))
+    reply = agent.send_sync("Read the manual.")
+    assert reply.text == "I read all fifty pages."
+    events = [e for e in reply.events if isinstance(e, Compaction)]
+    assert events and all("names no provider" in (e.error or "") for e in events)
+    assert model.chats[-1] == agent.messages[:-1]  # sent whole
+
+
 def test_a_named_model_writes_the_summary(read_page: None, tmp_path: Path) -> None:
     script = tmp_path / "summaries.json"
     script.write_text(json.dumps(["The first pages were read.", "More pages were read."]))
