@@ -64,7 +64,7 @@ def test_result_lines_are_cut_between_words_with_an_ellipsis(tmp_path: Path) -> 
 
 def test_a_compaction_is_shown(tmp_path: Path) -> None:
     (tmp_path / "pages.py").write_text(
-        'from kode import define_tool\n\n\n@define_tool\ndef page(n: int) -> str:\n'
+        "from kode import define_tool\n\n\n@define_tool\ndef page(n: int) -> str:\n"
         '    """Read a page."""\n    return f"page {n}: " + "lorem ipsum " * 50\n',
         encoding="utf-8",
     )
