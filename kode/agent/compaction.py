@@ -1,10 +1,11 @@
 """Compaction: a model summarises the older turns of the history a context policy sends.
 
 This module owns what the summarising model is asked (`COMPACT_PROMPT`, and the transcript
-of the older messages it reads) and the request itself (`summarise`). It does not decide when
-to compact or where the older part ends (`kode.agent.context.ContextView` does), and does not
-record anything: the run keeps the summary as the session's `HistoryCompacted` record, counts
-its usage, and says what happened in a `Compaction` event.
+of the older messages it reads), the request itself (`summarise`) and a run's compactions
+(`Compactor`: the summary kept as the session's `HistoryCompacted` record, its usage added to
+the session's, a `Compaction` event either way). It does not decide when to compact or where
+the older part ends (`kode.agent.context.ContextView` does), nor stop a run a compaction's
+tokens took past its limits (the run does).
 
 The older part is sent as one text transcript, not as the messages themselves: a provider
 needs tool definitions to read ``tool_use`` blocks, and the summarising model must not call
@@ -14,9 +15,11 @@ tools. Each tool result in it is cut to `RESULT_CHARS` characters.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kode.agent.events import Compaction
 from kode.models.base import Model, ModelError, ModelRequest, ModelResponse, ModelSettings
 from kode.models.messages import (
     ImageContent,
@@ -27,11 +30,16 @@ from kode.models.messages import (
     ToolUseContent,
     Usage,
 )
+from kode.models.resolve import model_from
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from kode.agent.context import ContextView
+    from kode.agent.ports import AgentLike, EventCallbackFunc
+    from kode.tracing.spans import Tracing
 
-__all__ = ["COMPACT_PROMPT", "RESULT_CHARS", "summarise", "transcript"]
+__all__ = ["COMPACT_PROMPT", "RESULT_CHARS", "Compactor", "summarise", "transcript"]
+
+logger = logging.getLogger("kode.agent")
 
 COMPACT_PROMPT = (
     "You write the summary that replaces the earlier part of a conversation between a user "
@@ -127,3 +135,102 @@ async def summarise(
     if not text:
         raise ModelError("the model answered the summary request without text")
     return text, response.usage
+
+
+class Compactor:
+    """A run's compactions: each asks for a summary, keeps it, and says what happened.
+
+    Args:
+        agent: The agent whose history is compacted.
+        emit: Where the `Compaction` events go.
+        tracing: The run's tracing, if it is traced (the summary request is a ``chat`` span).
+    """
+
+    def __init__(self, agent: AgentLike, emit: EventCallbackFunc, tracing: Tracing | None) -> None:
+        self._agent = agent
+        self._emit = emit
+        self._tracing = tracing
+        self._named: Model | None = None  # a policy's compact_model, made once a run
+
+    async def compact(
+        self, view: ContextView, settings: ModelSettings, commit: Callable[[], Awaitable[None]]
+    ) -> Usage:
+        """Summarise the older turns `view` names; the tokens it took (none when it failed).
+
+        On success the session holds the new `HistoryCompacted` record and its usage, and
+        `commit` wrote them. A failure of any kind changes nothing but its event (and a
+        warning in the log): the request sends the history uncompacted, and the next one
+        tries again.
+        """
+        older = view.older()
+        if older is None:  # the recent turns alone pass the budget: nothing older to summarise
+            return Usage()
+        cut, part = older
+        session = self._agent.session
+        previous = session.compaction
+        before = view.tokens
+        policy = view.policy
+        try:
+            model = self._model(policy.compact_model)
+        except (ValueError, TypeError) as exc:  # compact_model names no model kode knows
+            return self._failed(cut, part, before, exc)
+        try:
+            summary, usage = await summarise(
+                model,
+                part,
+                previous.summary if previous is not None else None,
+                prompt=policy.compact_prompt,
+                settings=settings,
+                wrap=self._wrap(model),
+            )
+        except Exception as exc:  # whatever the summary's failure, the run goes on without it
+            return self._failed(cut, part, before, exc)
+        session.add_usage(usage)
+        session.compact(summary, cut)
+        await commit()
+        view.messages(session.messages, session.compaction)  # its estimate, now compacted
+        self._emit(
+            Compaction(
+                messages=cut,
+                summarised=len(part),
+                tokens_before=before,
+                tokens_after=view.tokens,
+                usage=usage,
+                summary=summary,
+            )
+        )
+        return usage
+
+    def _model(self, named: str | None) -> Model:
+        if named is None:
+            return self._agent.model
+        if self._named is None:  # once a run: a scripted model plays its turns in order
+            self._named = model_from(named)
+        return self._named
+
+    def _wrap(
+        self, model: Model
+    ) -> Callable[[ModelRequest, AsyncIterator[Any]], AsyncIterator[Any]] | None:
+        tracing = self._tracing
+        if tracing is None:
+            return None
+        agent = self._agent
+
+        def wrap(request: ModelRequest, stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+            return tracing.chat(agent, request, stream, model=model, compaction=True)
+
+        return wrap
+
+    def _failed(self, cut: int, part: Sequence[Message], before: int, exc: Exception) -> Usage:
+        logger.warning("kode: the history was not compacted: %s", exc)
+        self._emit(
+            Compaction(
+                messages=cut,
+                summarised=len(part),
+                tokens_before=before,
+                tokens_after=before,
+                usage=Usage(),
+                error=f"the summary failed, so the request sends the whole history: {exc}",
+            )
+        )
+        return Usage()

@@ -12,9 +12,8 @@ and commits before each step that follows a change.
 
 from __future__ import annotations
 
-import logging
 import threading
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -22,12 +21,11 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from kode.agent.blocks import cancelled_result, results_message
-from kode.agent.compaction import summarise
+from kode.agent.compaction import Compactor
 from kode.agent.context import ContextView
 from kode.agent.errors import AgentError
 from kode.agent.events import (
     ApprovalRequired,
-    Compaction,
     Done,
     ErrorEvent,
     PartialOutput,
@@ -52,7 +50,6 @@ from kode.agent.state import ToolCallStatus
 from kode.agent.subagents import ParentApprovals
 from kode.agent.text import clean_message
 from kode.models.base import (
-    Model,
     ModelError,
     ModelRequest,
     ModelResponse,
@@ -70,7 +67,6 @@ from kode.models.messages import (
     ToolUseContent,
     Usage,
 )
-from kode.models.resolve import model_from
 from kode.tools.errors import ToolErrorType
 from kode.tracing import trace_headers
 
@@ -78,8 +74,6 @@ if TYPE_CHECKING:
     from kode.agent.ports import AgentLike
 
 __all__ = ["AgentRun", "EventCallbackFunc"]
-
-logger = logging.getLogger(__name__)
 
 
 class AgentRun:
@@ -112,7 +106,7 @@ class AgentRun:
         self.poll_interval = 0.2
         """Seconds between reads of the store for decisions made in other processes."""
         self._context: ContextView | None = None  # made by the first request, if a policy asks
-        self._summariser: Model | None = None  # a policy's compact_model, made when first due
+        self._compactor: Compactor | None = None  # made by the first compaction due
         tracing = agent.tracing
         self.tracing = tracing if tracing is not None and tracing.active() else None
         """Its spans and metrics; `None` when the agent is not traced, or nothing would record
@@ -360,7 +354,12 @@ class AgentRun:
                     if hit is None:
                         sending = self._history()
                         if self._context is not None and self._context.over_budget:
-                            spent, sending = await self._compact(settings)
+                            if self._compactor is None:
+                                self._compactor = Compactor(self.agent, self.emit, self.tracing)
+                            spent = await self._compactor.compact(
+                                self._context, settings, self.commit
+                            )
+                            sending = self._history()
                             used += spent  # the summary's tokens count as the run's
                             if limits.counts_tokens and spent != Usage():
                                 hit = limits.spent(used)
@@ -622,82 +621,6 @@ class AgentRun:
             self._context = ContextView(policy)
         session = agent.session
         return self._context.messages(session.messages, session.compaction)
-
-    async def _compact(self, settings: ModelSettings) -> tuple[Usage, Sequence[Message]]:
-        """Summarise the older turns (the view passed its budget): the usage, what to send.
-
-        A failed summary changes nothing but the event it makes (and a warning in the log):
-        the request sends the history uncompacted, and the next one tries again.
-        """
-        view = self._context
-        assert view is not None
-        agent = self.agent
-        session = agent.session
-        older = view.older()
-        if older is None:  # the recent turns alone pass the budget: nothing older to summarise
-            return Usage(), self._history()
-        cut, part = older
-        previous = session.compaction
-        before = view.tokens
-        policy = view.policy
-        tracing = self.tracing
-        try:
-            named = policy.compact_model
-            if named is None:
-                model = agent.model
-            else:  # made once a run (a scripted model plays its turns in order)
-                model = self._summariser = self._summariser or model_from(named)
-        except (ValueError, TypeError) as exc:  # compact_model names no model kode knows
-            return self._not_compacted(cut, part, before, exc)
-        try:
-
-            def wrap(request: ModelRequest, stream: AsyncIterator[object]) -> AsyncIterator[object]:
-                if tracing is None:
-                    return stream
-                return tracing.chat(agent, request, stream, model=model, compaction=True)
-
-            summary, usage = await summarise(
-                model,
-                part,
-                previous.summary if previous is not None else None,
-                prompt=policy.compact_prompt,
-                settings=settings,
-                wrap=wrap,
-            )
-        except Exception as exc:  # whatever the summary's failure, the run goes on without it
-            return self._not_compacted(cut, part, before, exc)
-        session.add_usage(usage)
-        session.compact(summary, cut)
-        await self.commit()
-        sending = self._history()
-        self.emit(
-            Compaction(
-                messages=cut,
-                summarised=len(part),
-                tokens_before=before,
-                tokens_after=view.tokens,
-                usage=usage,
-                summary=summary,
-            )
-        )
-        return usage, sending
-
-    def _not_compacted(
-        self, cut: int, part: Sequence[Message], before: int, exc: Exception
-    ) -> tuple[Usage, Sequence[Message]]:
-        """Say a compaction failed (an event, a warning); what the request sends instead."""
-        logger.warning("kode: the history was not compacted: %s", exc)
-        self.emit(
-            Compaction(
-                messages=cut,
-                summarised=len(part),
-                tokens_before=before,
-                tokens_after=before,
-                usage=Usage(),
-                error=f"the summary failed, so the request sends the whole history: {exc}",
-            )
-        )
-        return Usage(), self._history()
 
     def _retries_over(
         self,

@@ -1,6 +1,8 @@
 """Skills served over MCP: each skill's files as resources, and the ``skill`` tool's catalog.
 
-This module owns what `ToolServer` offers when it is given a `SkillCatalog`: the resources
+This module owns what `ToolServer` offers when it is given a `SkillCatalog`: the ``skill``
+tool (the built-in's answer, `kode.tools.skills.skill_text`, for the catalog's skills), the
+resources
 ``skill://<name>/SKILL.md`` (the skill's front matter and instructions) and
 ``skill://<name>/<path>`` for each file beside it (`resources/list`, `resources/read`), and the
 text added to the server's instructions naming each skill. It does not choose the skills
@@ -16,14 +18,18 @@ from __future__ import annotations
 import base64
 import mimetypes
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote, unquote
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
+from pydantic import Field
 
-from kode.tools.skills import SKILL_FILE, SkillCatalog
+from kode.tools.define import define_tool
+from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.skills import SKILL_FILE, SkillCatalog, SkillError, skill_text
+from kode.tools.tool import Tool
 
 __all__ = ["MAX_RESOURCE_BYTES", "SCHEME", "ServedSkills", "skill_uri"]
 
@@ -53,6 +59,33 @@ class ServedSkills:
     def __init__(self, catalog: SkillCatalog) -> None:
         self.catalog = catalog
         """The skills served."""
+
+    def tool(self) -> Tool[..., Any]:
+        """The ``skill`` tool for these skills (kode's built-in, bound to this catalog)."""
+        catalog = self.catalog
+
+        @define_tool(registry=None, kind="read", groups=["group:skills"])
+        def skill(
+            name: Annotated[
+                str, Field(min_length=1, max_length=64, description="The skill's name.")
+            ],
+        ) -> str:
+            """Load a skill: its instructions, its folder and the files in it.
+
+            Call it with the name of a skill listed in the server's instructions when a task
+            matches its description, and follow what it says. Its files are also the
+            resources skill://<name>/<path>.
+
+            Args:
+                name: The skill's name.
+            """
+            try:
+                found = catalog.get(name)
+            except SkillError as exc:
+                raise ToolError(str(exc), type=ToolErrorType.INVALID_TOOL_PARAMS) from None
+            return skill_text(found)
+
+        return skill
 
     def install(self, server: Any) -> None:
         """Handle ``resources/list`` and ``resources/read`` on `server` (the SDK's)."""

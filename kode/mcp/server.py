@@ -216,9 +216,7 @@ class ToolServer:
         self.skills = ServedSkills(skills) if skills is not None else None
         """The skills offered (`None`: none)."""
         if self.skills is not None:
-            from kode.builtin.skills import skill as skill_tool
-
-            self._fixed.append(skill_tool)  # listed once, should `tools` select it too
+            self._fixed.append(self.skills.tool())  # first, so it wins over a namesake
             told = self.skills.instructions()
             if told:
                 instructions = f"{instructions.rstrip()}\n\n{told}" if instructions else told
