@@ -8,6 +8,10 @@ results) grows by one turn per request, as in a run. For each request it times:
 - ``policy_keep_10``: `ContextView.messages` with ``keep_tool_results=10`` (incremental: what
   the history gained since the last request, and the results newly cleared);
 - ``policy_budget``: the same with ``tool_results_tokens=20000``;
+- ``compact_idle``: compaction on but not due (``compact_at_tokens`` above the history): the
+  view keeps its token estimate as messages come and checks it against the budget;
+- ``compacted``: after a compaction of the older half, what the request sends (the summary
+  and the recent half), kept up to date;
 - ``to_openai``: `to_openai_messages` of the same history, the translation every request
   makes for an OpenAI-compatible provider (the cost of building the request today).
 
@@ -27,6 +31,7 @@ from kode.agent.context import ContextPolicy, ContextView
 from kode.agent.session import HistoryView
 from kode.models.messages import Message, TextContent, ToolResultContent, ToolUseContent
 from kode.models.translate import to_openai_messages
+from kode.sessions.records import HistoryCompacted
 
 
 def turn(i: int) -> list[Message]:
@@ -58,6 +63,32 @@ def per_request(
     return statistics.median(times) / 1000
 
 
+def idle(view: ContextView) -> Callable[[list[Message]], object]:
+    """What a run does before each request with a compacting policy: the view, its check."""
+
+    def op(history: list[Message]) -> object:
+        sent = view.messages(history)
+        assert not view.over_budget
+        return sent
+
+    return op
+
+
+def compacted() -> Callable[[list[Message]], object]:
+    """The view of a history whose first half was compacted (the first call compacts it)."""
+    view = ContextView(ContextPolicy(compact_at_tokens=10**9))
+    record: list[HistoryCompacted] = []
+
+    def op(history: list[Message]) -> object:
+        if not record:  # the run's first request: the older half, then a summary of it
+            record.append(
+                HistoryCompacted(summary="The summary. " * 100, messages=len(history) // 2 | 1)
+            )
+        return view.messages(history, record[0])
+
+    return op
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=1000)
@@ -75,6 +106,12 @@ def main() -> int:
             args.rounds,
             lambda: ContextView(ContextPolicy(tool_results_tokens=20_000)).messages,
         ),
+        "compact_idle": per_request(
+            args.messages,
+            args.rounds,
+            lambda: idle(ContextView(ContextPolicy(compact_at_tokens=10**9))),
+        ),
+        "compacted": per_request(args.messages, args.rounds, compacted),
         "to_openai": per_request(args.messages, args.rounds, lambda: to_openai_messages),
     }
     floor = figures["to_openai"]

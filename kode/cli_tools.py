@@ -584,6 +584,15 @@ async def _show(agent: Any, event: Any, started: dict[str, float]) -> int:
         finally:
             key = _ASKED + event.call_id
             started[key] = started.get(key, 0.0) + time.monotonic() - asked
+    elif isinstance(event, ev.Compaction):
+        if event.error is None:
+            print(
+                f"\n⋯ compacted: {event.messages} messages summarised "
+                f"({event.tokens_before:,} → {event.tokens_after:,} tokens)",
+                flush=True,
+            )
+        else:
+            print(f"\n⋯ not compacted: {event.error}", file=sys.stderr, flush=True)
     elif isinstance(event, ev.Done):
         print()
     elif isinstance(event, ev.ErrorEvent):

@@ -60,3 +60,34 @@ def test_result_lines_are_cut_between_words_with_an_ellipsis(tmp_path: Path) -> 
     assert 50 < len(shown["essay"]) <= 100
     assert shown["report"] == "summary: all good …"  # more lines follow
     assert shown["blob"] == "x" * 99 + "…"  # one word: cut where it must be
+
+
+def test_a_compaction_is_shown(tmp_path: Path) -> None:
+    (tmp_path / "pages.py").write_text(
+        "from kode import define_tool\n\n\n@define_tool\ndef page(n: int) -> str:\n"
+        '    """Read a page."""\n    return f"page {n}: " + "lorem ipsum " * 50\n',
+        encoding="utf-8",
+    )
+    policy = {
+        "compact_at_tokens": 1000,
+        "compact_keep_tokens": 300,
+        "compact_model": "scripted:summary.json",
+    }
+    (tmp_path / "agent.json").write_text(
+        json.dumps({"id": "t", "tools": ["page"], "context": policy}), encoding="utf-8"
+    )
+    turns = [[{"name": "page", "input": {"n": n}}] for n in range(1, 8)]
+    (tmp_path / "turns.json").write_text(json.dumps([*turns, "Done."]), encoding="utf-8")
+    (tmp_path / "summary.json").write_text(json.dumps(["Pages were read."]), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC", "OPENAI"))}
+    out = subprocess.run(
+        [sys.executable, "-m", "kode", "run", "agent.json", "Read", "-m", "pages.py",
+         "--model", "scripted:turns.json"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env,
+        stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    shown = [line for line in out.stdout.splitlines() if line.startswith("⋯ compacted: ")]
+    assert len(shown) == 1, out.stdout
+    assert " messages summarised (" in shown[0] and " tokens)" in shown[0]
+    assert "not compacted" not in out.stderr

@@ -8,6 +8,7 @@ from kode.agent.errors import RunLimitError
 from kode.agent.events import (
     AgentEvent,
     ApprovalRequired,
+    Compaction,
     Done,
     ErrorEvent,
     ModelRetry,
@@ -59,6 +60,7 @@ __all__ = [
     "ApprovalRequest",
     "ApprovalRequired",
     "Approver",
+    "Compaction",
     "ContextPolicy",
     "Deny",
     "Done",

@@ -1018,6 +1018,7 @@ class Agent:
             status=self.status,
             always_allowed=sorted(self.always_allowed),
             template=self.template,
+            compaction=self.session.compaction,
         )
 
     @classmethod

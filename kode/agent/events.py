@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
-from kode.models.base import ModelRetry
+from kode.models.base import ContextEdit, ModelRetry
 from kode.models.messages import ToolResultContent, Usage
 from kode.tools.invocation import Display
 from kode.tools.tool import PreparedCall, Tool
@@ -20,6 +20,7 @@ from kode.tools.tool import PreparedCall, Tool
 __all__ = [
     "AgentEvent",
     "ApprovalRequired",
+    "Compaction",
     "Done",
     "ErrorEvent",
     "ModelRetry",
@@ -296,7 +297,38 @@ class TurnEnd:
     """Why the response ended."""
     usage: Usage
     """Tokens used by this response."""
+    context_edits: tuple[ContextEdit, ...] = ()
+    """What the provider's server-side context editing cleared from this request (Anthropic's
+    ``applied_edits``, with `AnthropicModel`'s ``context_editing``); the history is whole."""
     type: Literal["turn_end"] = "turn_end"
+
+
+@dataclass(kw_only=True, slots=True)
+class Compaction:
+    """The older turns were summarised before a request (a context policy's compaction).
+
+    Sent when the request's messages passed the policy's ``compact_at_tokens``. With
+    `error`, no summary was made: the request sends the history uncompacted, and the next
+    request tries again. The history itself never changes either way.
+    """
+
+    messages: int
+    """How many messages, from the first, requests now send the summary in place of (with
+    `error`: would have)."""
+    summarised: int
+    """How many of them this summary read (the ones since the last compaction, which it
+    builds on)."""
+    tokens_before: int
+    """The estimated tokens of the request's messages before."""
+    tokens_after: int
+    """The estimated tokens after (the same as `tokens_before` with `error`)."""
+    usage: Usage
+    """Tokens the summary request used (counted in the run's usage and limits)."""
+    summary: str = ""
+    """The summary (empty with `error`)."""
+    error: str | None = None
+    """Why no summary was made, when it failed."""
+    type: Literal["compaction"] = "compaction"
 
 
 @dataclass(kw_only=True, slots=True)
@@ -341,6 +373,7 @@ AgentEvent = (
     | ToolEnd
     | ApprovalRequired
     | TurnEnd
+    | Compaction
     | Done
     | ErrorEvent
 )

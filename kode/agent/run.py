@@ -21,6 +21,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from kode.agent.blocks import cancelled_result, results_message
+from kode.agent.compaction import Compactor
 from kode.agent.context import ContextView
 from kode.agent.errors import AgentError
 from kode.agent.events import (
@@ -105,6 +106,7 @@ class AgentRun:
         self.poll_interval = 0.2
         """Seconds between reads of the store for decisions made in other processes."""
         self._context: ContextView | None = None  # made by the first request, if a policy asks
+        self._compactor: Compactor | None = None  # made by the first compaction due
         tracing = agent.tracing
         self.tracing = tracing if tracing is not None and tracing.active() else None
         """Its spans and metrics; `None` when the agent is not traced, or nothing would record
@@ -347,12 +349,26 @@ class AgentRun:
                     recorded = False
                     calls = ()
                     outcomes = []
-                    if turn > 1 and limits.counts_tokens and (hit := limits.spent(used)):
+                    hit = limits.spent(used) if turn > 1 and limits.counts_tokens else None
+                    sending: Sequence[Message] = ()
+                    if hit is None:
+                        sending = self._history()
+                        if self._context is not None and self._context.over_budget:
+                            if self._compactor is None:
+                                self._compactor = Compactor(self.agent, self.emit, self.tracing)
+                            spent = await self._compactor.compact(
+                                self._context, settings, self.commit
+                            )
+                            sending = self._history()
+                            used += spent  # the summary's tokens count as the run's
+                            if limits.counts_tokens and spent != Usage():
+                                hit = limits.spent(used)
+                    if hit is not None:
                         session.set_status("failed")
                         await self.commit()
                         return ErrorEvent(message=str(hit), error=hit)
                     try:
-                        response = await self._model_turn(settings, output)
+                        response = await self._model_turn(settings, sending, output)
                     except ModelError as exc:
                         session.set_status("failed")
                         await self.commit()
@@ -376,7 +392,12 @@ class AgentRun:
                     if not calls or verdict is not None:  # else: written with the calls' first step
                         await self.commit()
                     self.emit(
-                        TurnEnd(turn=turn, stop_reason=response.stop_reason, usage=response.usage)
+                        TurnEnd(
+                            turn=turn,
+                            stop_reason=response.stop_reason,
+                            usage=response.usage,
+                            context_edits=response.context_edits,
+                        )
                     )
                     if not calls and verdict is None:
                         return Done(text=response.message.text, usage=used, turns=turn)
@@ -469,17 +490,21 @@ class AgentRun:
         )
 
     async def _model_turn(
-        self, settings: ModelSettings, output: RunOutput | None = None
+        self,
+        settings: ModelSettings,
+        messages: Sequence[Message],
+        output: RunOutput | None = None,
     ) -> ModelResponse | None:
         """Stream one model response, passing its text and thinking on as events."""
         agent = self.agent
         request = ModelRequest(
             system=agent.system_prompt,
-            messages=self._history(),
+            messages=messages,
             tools=agent.request_tools() if output is None else output.tools(agent.request_tools()),
             settings=settings,
             output=None if output is None else output.format,
             deferred=agent.request_deferred(),
+            context_editing=policy.server_editing if (policy := agent.template.context) else None,
         )
         response: ModelResponse | None = None
         partial = PartialReader(output.spec) if output is not None and output.native else None
@@ -594,7 +619,8 @@ class AgentRun:
             return HistoryView(agent.session.messages)
         if self._context is None:
             self._context = ContextView(policy)
-        return self._context.messages(agent.session.messages)
+        session = agent.session
+        return self._context.messages(session.messages, session.compaction)
 
     def _retries_over(
         self,

@@ -35,6 +35,7 @@ from kode.sessions.records import (
     ApprovalRequested,
     CallUpdated,
     ClientCallsWaiting,
+    HistoryCompacted,
     MessageAdded,
     MetadataSet,
     SessionRecord,
@@ -189,6 +190,9 @@ class Session:
         """Whether the session was loaded with a run that had not ended (`Agent.resume`)."""
         self.last_seq = 0
         """The sequence number of the last record written or read."""
+        self.compaction: HistoryCompacted | None = None
+        """The latest compaction of the history (a context policy's summary of the older
+        messages), if any: the messages stay, requests send the summary in their place."""
         self._journal: list[SessionRecord] | None = [] if store is not None else None
         self._todos_written: list[dict[str, Any]] = []
         self._lock = anyio.Lock() if store is not None else None
@@ -239,12 +243,25 @@ class Session:
         """
         calls, duplicates = self.records.add_turn(message)
         self.add_message(message)
+        self.add_usage(usage)
+        return calls, duplicates
+
+    def add_usage(self, usage: Usage) -> None:
+        """Tokens used by a request whose response is not a message (a compaction's)."""
         self.usage += usage
         if self._journal is not None and (usage.input_tokens or usage.output_tokens):
             self._journal.append(
                 UsageAdded(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
             )
-        return calls, duplicates
+
+    def compact(self, summary: str, messages: int) -> None:
+        """Requests now send `summary` in place of the first `messages` messages.
+
+        The messages stay (the history and the store only grow); see `HistoryCompacted`.
+        """
+        record = HistoryCompacted(summary=summary, messages=messages)
+        self.compaction = record
+        self._write(record)
 
     def call_record(self, call: ToolUseContent) -> ToolCallRecord:
         """The record of `call` (made ``pending`` on first use)."""
@@ -603,6 +620,7 @@ class Session:
                 if (r := self.records.get(c.id)) is not None and r.result is not None
             }
             self.client_calls.restore(calls, done, state.client_waiting)
+        self.compaction = state.compaction
         self.children = list(state.metadata.get(CHILDREN_KEY) or [])
         trace = state.metadata.get(TRACE_KEY)
         self.trace_kept = trace is not None
@@ -626,6 +644,7 @@ class Session:
         waiting still wait. Records are made for what changes (none for what is restored).
         """
         self.messages[:] = [m.model_copy(deep=True) for m in state.messages]
+        self.compaction = state.compaction
         self.records = CallRecords(r.copy() for r in state.tool_calls)
         self.todos[:] = [dict(t) for t in state.todos]  # the same list tools see
         self.usage = state.usage.model_copy()

@@ -13,10 +13,18 @@ from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_serializer,
+    model_serializer,
+)
 
 from kode.agent.template import AgentTemplate
 from kode.models.messages import Message, ToolResultContent, ToolUseContent, Usage
+from kode.sessions.records import HistoryCompacted
 from kode.tools.collector import collector_paused
 
 __all__ = [
@@ -190,6 +198,9 @@ class AgentState(BaseModel):
     template: AgentTemplate | None = None
     """The template itself (its hooks, which are code, are not saved), so that an agent made
     from a template that is not registered can be rebuilt; `None` in states saved before."""
+    compaction: HistoryCompacted | None = None
+    """The latest compaction of the history (a context policy's summary), so the rebuilt
+    agent sends what this one did; not saved when there is none."""
 
     @classmethod
     def model_validate(cls, *args: Any, **kwargs: Any) -> Self:
@@ -210,6 +221,15 @@ class AgentState(BaseModel):
         """
         with collector_paused():
             return super().model_validate_json(*args, **kwargs)
+
+    @model_serializer(mode="wrap")
+    def _without_no_compaction(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Saved without the key when the history was never compacted, so such a state's JSON
+        # is what it was before the field existed (pydantic 2.7 has no exclude_if).
+        out = handler(self)
+        if isinstance(out, dict) and out.get("compaction", 0) is None:
+            del out["compaction"]
+        return out
 
     @field_serializer("tool_calls", mode="wrap")
     def _calls(self, calls: list[ToolCallRecord], handler: SerializerFunctionWrapHandler) -> Any:

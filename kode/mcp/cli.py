@@ -1,4 +1,4 @@
-"""The ``kode mcp`` commands: ``kode mcp serve my_module [--tools ...] [--http PORT]``.
+"""The ``kode mcp`` commands: ``kode mcp serve my_module [--tools ...] [--skills ...]``.
 
 This module owns the command line of the MCP layer and nothing else: it imports the modules
 that define tools (a module name, or a path to a ``.py`` file) and hands over to
@@ -135,6 +135,24 @@ def _no_sdk(exc: ModuleNotFoundError) -> int:
     return 2
 
 
+def _skills(entries: list[str]) -> Any:
+    """The `SkillCatalog` --skills asks for, or an error message (a string).
+
+    Entries are read as a template's ``skills``: folders (relative ones from the current
+    directory) and names of skills in ``$KODE_HOME/skills`` or a plugin; without names, every
+    skill of those is served too. Malformed shared skills and clashes are reported on stderr.
+    """
+    from kode.tools.skills import SkillError, skill_sources
+
+    try:
+        catalog = skill_sources(entries)
+    except SkillError as exc:
+        return str(exc).replace("template skills entry", "entry", 1)
+    for line in [*catalog.clashes(), *catalog.problems]:
+        print(f"kode mcp serve: --skills: {line}", file=sys.stderr)
+    return catalog
+
+
 def _serve_logged(args: argparse.Namespace) -> int:
     transport = "http" if args.http is not None else "stdio"
     if transport == "stdio":
@@ -180,6 +198,12 @@ def _serve_logged(args: argparse.Namespace) -> int:
             except DepsSpecError as exc:
                 print(f"kode mcp serve: --deps: {exc}", file=sys.stderr)
                 return 2
+    skills = None
+    if args.skills:
+        skills = _skills(args.skills)
+        if isinstance(skills, str):
+            print(f"kode mcp serve: --skills: {skills}", file=sys.stderr)
+            return 2
     try:
         from kode.mcp.server import ToolServer
     except ModuleNotFoundError as exc:
@@ -190,6 +214,7 @@ def _serve_logged(args: argparse.Namespace) -> int:
         poll_interval=args.poll_interval,
         tool_timeout=args.tool_timeout,
         deps=deps,
+        skills=skills,
     )
     for entry in server.unmatched:
         print(f"kode mcp serve: --tools {entry!r} matches no tool (yet)", file=sys.stderr)
@@ -275,6 +300,15 @@ def register(subparsers: Any) -> None:
         metavar="PATTERN",
         help="tool names and patterns to serve, as a template writes them (fs_*, group:web); "
         "default: every non-optional tool",
+    )
+    serve.add_argument(
+        "--skills",
+        action="extend",
+        nargs="+",
+        metavar="ENTRY",
+        help="offer skills, as a template's skills names them: folders (a skill, or folders "
+        "of skills) and names of skills in $KODE_HOME/skills or a plugin (without names, all "
+        "of those too); serves the skill tool and each skill's files as skill:// resources",
     )
     serve.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on PORT")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP interface (default: loopback)")

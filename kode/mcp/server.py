@@ -30,6 +30,9 @@ What a client sees:
   so far in a sealed ``requestState`` (`kode.mcp.rounds`);
 - over stdio, a ``tools/call`` with a ``task`` field runs as an MCP task
   (`kode.mcp.served_tasks`);
+- with `skills` (a `SkillCatalog`): the ``skill`` tool, and each skill's files as resources
+  ``skill://<name>/SKILL.md`` and ``skill://<name>/<path>`` (`kode.mcp.served_skills`), named
+  in the server's instructions;
 - tools registered (or removed) after the server started: ``notifications/tools/list_changed``,
   on the connection for handshake-era clients and through ``subscriptions/listen`` for
   2026-07-28 clients. The registry is watched by polling, every `poll_interval` seconds.
@@ -71,6 +74,7 @@ from kode.mcp.http import (
 from kode.mcp.inner import ServedCalls, script_may_call
 from kode.mcp.relay import ForwardingLogger, LogItem, relay
 from kode.mcp.rounds import CURRENT_ROUNDS, Rounds
+from kode.mcp.served_skills import ServedSkills
 from kode.mcp.served_tasks import TASK_EXECUTION, ServedTasks, TaskReplies, tasks_capability
 from kode.registries.meta import ToolSource
 from kode.registries.registry import ToolRegistry, normalize_name
@@ -79,6 +83,7 @@ from kode.tools.context import ToolContext, ToolEvent
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult, error_result
 from kode.tools.services import CALLER, INNER_CALLS
+from kode.tools.skills import SKILLS, SkillCatalog
 from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool
 from kode.tracing import tracing_for
@@ -180,6 +185,9 @@ class ToolServer:
             `Agent.create`'s ``deps``): one object, shared by all clients.
         tasks: Let clients run calls as MCP tasks (protocol 2025-11-25), over stdio or any
             stream pair given to `run` (`kode.mcp.served_tasks`).
+        skills: Skills to offer (`kode.tools.skills.skill_sources` finds them): the ``skill``
+            tool is served with them (besides `tools`), their files are resources, and the
+            instructions name them (`kode.mcp.served_skills`).
     """
 
     def __init__(
@@ -193,6 +201,7 @@ class ToolServer:
         instructions: str | None = None,
         deps: Any = None,
         tasks: bool = True,
+        skills: SkillCatalog | None = None,
     ) -> None:
         from importlib.metadata import PackageNotFoundError, version
 
@@ -209,6 +218,13 @@ class ToolServer:
         self.unmatched: list[str] = []
         """Names and patterns that selected no tool, at the last look at the registry."""
         self._fixed = [t for t in tools or () if isinstance(t, Tool)]
+        self.skills = ServedSkills(skills) if skills is not None else None
+        """The skills offered (`None`: none)."""
+        if self.skills is not None:
+            self._fixed.append(self.skills.tool())  # first, so it wins over a namesake
+            told = self.skills.instructions()
+            if told:
+                instructions = f"{instructions.rstrip()}\n\n{told}" if instructions else told
         self._patterns: list[str] | None = (
             None if tools is None else [t for t in tools if isinstance(t, str)]
         )
@@ -218,6 +234,8 @@ class ToolServer:
         self._bus = InMemorySubscriptionBus()
         self._min_level: types.LoggingLevel = "debug"
         self.services: dict[str, Any] = {CALLER.name: ClientCaller()}
+        if skills is not None:
+            self.services[SKILLS.name] = skills
         """Shared by every call this server runs (`ToolContext.services`); `CALLER` sends a
         tool's ``ctx.elicit`` and ``ctx.sample`` to the client of the call; `INNER_CALLS` runs
         a served ``code_run`` script's calls (`kode.mcp.inner`)."""
@@ -258,6 +276,8 @@ class ToolServer:
         self.server.middleware.append(
             RequestStateBoundary(RequestStateSecurity.ephemeral(), default_audience=name)
         )
+        if self.skills is not None:
+            self.skills.install(self.server)
         if self.served_tasks is not None:
             self.served_tasks.install(self.server)
         self.refresh()

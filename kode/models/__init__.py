@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kode.models.base import (
+    ContextEdit,
     Model,
     ModelError,
     ModelEvent,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "AnthropicModel",
     "ContentBlock",
+    "ContextEdit",
     "FunctionModel",
     "GeminiModel",
     "ImageContent",

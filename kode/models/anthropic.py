@@ -55,7 +55,9 @@ from kode.models._limits import (
 from kode.models._retry import retry_after, worth_retrying
 from kode.models._sdk import DEFAULT_MAX_RETRIES, SDKModel
 from kode.models._sdk_import import LazySDK, load_sdks
+from kode.models.anthropic_context import CONTEXT_MANAGEMENT_BETA, ContextEditing, applied_edits
 from kode.models.base import (
+    ContextEdit,
     ModelError,
     ModelEvent,
     ModelRequest,
@@ -79,7 +81,7 @@ from kode.models.messages import (
 )
 from kode.models.translate import RAW_INPUT_KEY, parse_arguments
 
-__all__ = ["RAW_INPUT_KEY", "AnthropicModel", "to_anthropic_messages"]
+__all__ = ["RAW_INPUT_KEY", "AnthropicModel", "ContextEditing", "to_anthropic_messages"]
 
 if TYPE_CHECKING:
     import anthropic
@@ -152,6 +154,12 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
             Anthropic to cache (1,024 to 4,096 tokens, by model). On by default: an agent
             sends the same tools and system prompt, and a growing history, every turn, and
             reading them from the cache costs a tenth of reading them afresh.
+        context_editing: Anthropic's server-side context editing (`ContextEditing`): each
+            request carries a ``clear_tool_uses_20250919`` edit in its ``context_management``
+            (and the ``anthropic-beta: context-management-2025-06-27`` header), and each
+            response's ``applied_edits`` become its `ModelResponse.context_edits`. Off by
+            default (`None`); only models that offer it accept it. A request's own
+            ``context_editing`` (a template's `ContextPolicy.server_editing`) comes first.
         **settings: Request fields sent with every request, e.g. ``temperature=0.2`` or
             ``thinking={"type": "enabled", "budget_tokens": 2048}``. A request's
             ``settings.temperature`` and ``settings.extra`` take precedence. ``stream`` is
@@ -179,6 +187,7 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         tool_search: Literal["bm25", "regex"] | None = None,
         strict_tools: bool = False,
         cache: bool = True,
+        context_editing: ContextEditing | None = None,
         **settings: Any,
     ) -> None:
         if tool_search is not None and tool_search not in _SEARCH_TOOLS:
@@ -192,6 +201,13 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         """Whether tools are declared with ``strict: true`` where their schemas allow."""
         self.cache = cache
         """Whether requests carry prompt-cache breakpoints."""
+        if context_editing is not None and not isinstance(context_editing, ContextEditing):
+            raise ValueError(
+                f"context_editing must be a ContextEditing (or None), got "
+                f"{type(context_editing).__name__}"
+            )
+        self.context_editing = context_editing
+        """Anthropic's server-side context editing asked for, if any."""
         self._strict_warned: set[str] = set()
         self._strict_counts: dict[int, tuple[Any, int, int]] = {}
         super().__init__(
@@ -268,6 +284,14 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
                 extra["output_config"] = {**given, "format": output}
             else:
                 params["output_config"] = {"format": output}
+        editing = request.context_editing or self.context_editing  # the policy's first
+        if editing is not None:
+            # Not a typed field of the (non-beta) messages API the model calls: it travels
+            # in the body, with the beta header that enables it.
+            given = extra.get("context_management")
+            edits = list(given.get("edits", [])) if isinstance(given, dict) else []
+            extra["context_management"] = {"edits": [*edits, editing.edit()]}
+            params["extra_headers"] = {"anthropic-beta": CONTEXT_MANAGEMENT_BETA}
         if extra:
             params["extra_body"] = extra
         if self.cache:
@@ -462,6 +486,7 @@ class _Assembler:
         self.stop_reason: str | None = None
         self.started = False
         self.stopped = False
+        self.edits: tuple[ContextEdit, ...] = ()  # what server-side context editing cleared
 
     def feed(self, event: Any) -> TextDelta | ThinkingDelta | ToolInputDelta | None:
         kind = event.type
@@ -497,6 +522,11 @@ class _Assembler:
                 block.input = parse_arguments(text) if text else block.initial_input
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason
+            # Sent when the request asked for context editing (a field the non-beta event
+            # type does not declare, kept by the SDK as it came).
+            edits = applied_edits(getattr(event, "context_management", None))
+            if edits:
+                self.edits = edits
             usage = event.usage
             input_tokens = _input_tokens(usage)
             # A count message_delta leaves out is message_start's.
@@ -571,6 +601,7 @@ class _Assembler:
             usage=self.usage,
             model=self.model,
             id=self.id,
+            context_edits=self.edits,
         )
 
 

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from kode.models.messages import Message, Usage
 from kode.tools.errors import KodeError
 from kode.tools.tool import Tool
 
+if TYPE_CHECKING:
+    from kode.models.anthropic_context import ContextEditing
+
 __all__ = [
+    "ContextEdit",
     "Model",
     "ModelError",
     "ModelEvent",
@@ -114,6 +118,10 @@ class ModelRequest:
     sends these definitions marked ``defer_loading`` together with its provider's search
     tool, and the provider loads the ones its search finds. Otherwise the agent's own
     ``tool_search`` is in `tools` and this stays empty."""
+    context_editing: ContextEditing | None = None
+    """Server-side context editing the provider should apply to this request, when it offers
+    it (a `kode.models.anthropic_context.ContextEditing`, from the template's context policy:
+    `AnthropicModel` sends it; other models ignore it). `None`: the model's own setting."""
 
 
 @dataclass(kw_only=True, slots=True)
@@ -174,6 +182,22 @@ class ModelRetry:
             self.message = str(self.error)
 
 
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ContextEdit:
+    """What a provider's server-side context editing cleared before a response.
+
+    Anthropic's ``applied_edits`` (see `AnthropicModel`'s ``context_editing``): the request's
+    history was shortened on the provider's side; the history kode keeps is whole.
+    """
+
+    kind: str
+    """The edit, as the provider names it (``"clear_tool_uses_20250919"``)."""
+    cleared_tool_uses: int = 0
+    """How many tool calls (with their results) it cleared."""
+    cleared_input_tokens: int = 0
+    """How many input tokens it cleared."""
+
+
 @dataclass(kw_only=True, slots=True)
 class ModelResponse:
     """The complete response: the assistant message, why it stopped, and usage."""
@@ -188,6 +212,8 @@ class ModelResponse:
     """The model that answered."""
     id: str = ""
     """The provider's id of the response (``msg_...``, ``chatcmpl-...``), when it sent one."""
+    context_edits: tuple[ContextEdit, ...] = ()
+    """What the provider's server-side context editing cleared from the request, if it did."""
 
 
 ModelEvent = TextDelta | ThinkingDelta | ToolInputDelta | ModelRetry | ModelResponse

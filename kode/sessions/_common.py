@@ -47,6 +47,7 @@ RECORD_TYPES: frozenset[str] = frozenset(
         "always_allowed",
         "status",
         "metadata",
+        "compaction",
     }
 )
 

@@ -17,6 +17,7 @@ A record says what changed, never the whole history again:
 | `ToolAlwaysAllowed` | ``always_allowed`` | a tool was allowed for the rest of the session |
 | `StatusChanged` | ``status`` | the session's status |
 | `MetadataSet` | ``metadata`` | a value the application keeps with the session |
+| `HistoryCompacted` | ``compaction`` | requests now send a summary in place of the older messages |
 
 It does not decide what the records add up to: `kode.sessions.state` folds them into a
 `SessionState`. Nor does it store them: a `Store` does.
@@ -37,6 +38,7 @@ __all__ = [
     "CallStatus",
     "CallUpdated",
     "ClientCallsWaiting",
+    "HistoryCompacted",
     "MessageAdded",
     "MetadataSet",
     "SessionEntry",
@@ -258,6 +260,23 @@ class MetadataSet(BaseModel):
     """Any JSON value; `None` removes the key."""
 
 
+class HistoryCompacted(BaseModel):
+    """Requests now send `summary` in place of the history's first `messages` messages.
+
+    The messages themselves stay in the log: a compaction changes what a context policy
+    sends (`kode.agent.context`), never the history. A later compaction stands for more
+    messages than the one before (its summary was written from that one's).
+    """
+
+    model_config = _RECORD
+    type: Literal["compaction"] = "compaction"
+    summary: Annotated[str, Field(min_length=1)]
+    """What the model wrote about the older messages."""
+    messages: Annotated[int, Field(ge=1)]
+    """How many messages, from the first, the summary stands for; the next one is a model's
+    turn (a call and its result are never apart)."""
+
+
 SessionRecord = Annotated[
     MessageAdded
     | CallUpdated
@@ -268,7 +287,8 @@ SessionRecord = Annotated[
     | TodosReplaced
     | ToolAlwaysAllowed
     | StatusChanged
-    | MetadataSet,
+    | MetadataSet
+    | HistoryCompacted,
     Field(discriminator="type"),
 ]
 """Any record, told apart by its ``type``."""

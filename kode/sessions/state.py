@@ -17,7 +17,9 @@ never interprets records, and whatever it returns folds here the same way. The r
 - an approval request needs its call ``awaiting_approval``; a decision counts only while its
   call waits and no decision came before (decisions may come from other processes, so a late
   one is not an error);
-- client calls waiting must be ``pending`` calls.
+- client calls waiting must be ``pending`` calls;
+- a compaction stands for more messages than the one before, ends before a model's turn and
+  leaves one message at least after it.
 
 A record that breaks a rule raises `SessionRecordError` naming the record and the rule.
 """
@@ -38,6 +40,7 @@ from kode.sessions.records import (
     CallStatus,
     CallUpdated,
     ClientCallsWaiting,
+    HistoryCompacted,
     MessageAdded,
     MetadataSet,
     SessionEntry,
@@ -138,6 +141,8 @@ class SessionState(BaseModel):
     """What the session's agent was doing."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Values the application keeps with the session (`MetadataSet`)."""
+    compaction: HistoryCompacted | None = None
+    """The latest compaction: the summary requests send in place of the older messages."""
 
     @property
     def open_calls(self) -> list[CallState]:
@@ -186,9 +191,26 @@ class SessionState(BaseModel):
                 self.metadata.pop(record.key, None)
             else:
                 self.metadata[record.key] = record.value
+        elif isinstance(record, HistoryCompacted):
+            self._compact(entry.seq, record)
         else:  # pragma: no cover - the union is closed; a new record type needs a branch
             raise SessionRecordError(f"record {entry.seq}: unknown record {record!r}")
         self.last_seq = entry.seq
+
+    def _compact(self, seq: int, record: HistoryCompacted) -> None:
+        before = self.compaction.messages if self.compaction is not None else 0
+        if not before < record.messages < len(self.messages):
+            raise SessionRecordError(
+                f"record {seq}: a compaction of the first {record.messages} messages needs "
+                f"more than the {before} compacted before and fewer than the "
+                f"{len(self.messages)} of the history (the recent part keeps one at least)"
+            )
+        if self.messages[record.messages].role != "assistant":
+            raise SessionRecordError(
+                f"record {seq}: a compaction must end before a model's turn, and message "
+                f"{record.messages} is the user's (a call would be apart from its result)"
+            )
+        self.compaction = record
 
     def _add_message(self, seq: int, record: MessageAdded) -> None:
         message = record.message

@@ -116,6 +116,10 @@ class Reply:
     cut_after: int | None = None
     """Drop the connection after this many events, mid-stream, without ending the response
     (`None`: send the whole stream). Use it for a stream cut short in any wire format."""
+    applied_edits: Sequence[Mapping[str, Any]] = ()
+    """Anthropic only: the ``context_management.applied_edits`` its ``message_delta`` reports
+    (what server-side context editing cleared), e.g. ``{"type": "clear_tool_uses_20250919",
+    "cleared_tool_uses": 4, "cleared_input_tokens": 12000}``."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)
@@ -619,7 +623,10 @@ def _anthropic(reply: Reply, body: Mapping[str, Any], number: int) -> Iterator[b
         yield sse({"type": "content_block_stop", "index": index}, "content_block_stop")
     end = {"stop_reason": stop_reason_of(reply, blocks), "stop_sequence": None}
     usage = {"output_tokens": reply.usage.output_tokens}
-    yield sse({"type": "message_delta", "delta": end, "usage": usage}, "message_delta")
+    ending: dict[str, Any] = {"type": "message_delta", "delta": end, "usage": usage}
+    if reply.applied_edits:
+        ending["context_management"] = {"applied_edits": [dict(e) for e in reply.applied_edits]}
+    yield sse(ending, "message_delta")
     yield sse({"type": "message_stop"}, "message_stop")
 
 

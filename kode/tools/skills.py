@@ -36,6 +36,7 @@ __all__ = [
     "find_skills",
     "parse_skill",
     "skill_sources",
+    "skill_text",
     "user_skills_dir",
     "workspace_skills_dir",
 ]
@@ -374,6 +375,29 @@ class SkillCatalog:
         ]
         lines += [f"- {s.name}: {s.description}" for s in self.skills.values()]
         return "\n".join(lines)
+
+
+def skill_text(found: Skill) -> str:
+    """What the ``skill`` tool answers for `found`: its folder, its files, its instructions."""
+    files, count = found.files()
+    lines = [
+        f"# Skill: {found.name}",
+        "",
+        f"Folder: {found.path}",
+        "(read-only; run its scripts with bash_run by this absolute path, from the workspace)",
+        "",
+    ]
+    if files:
+        lines.append("Files (relative to the folder):")
+        lines += [f"- {f}" for f in files]
+        if count > len(files):
+            lines.append(f"- ... and {count - len(files)} more")
+    else:
+        lines.append("Files: none besides SKILL.md")
+    if found.compatibility:
+        lines += ["", f"Needs: {found.compatibility}"]
+    lines += ["", "## Instructions", "", found.body or "(the skill has no instructions)"]
+    return "\n".join(lines)
 
 
 def skill_sources(

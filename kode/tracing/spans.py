@@ -232,10 +232,21 @@ class Tracing:
     # --- chat ----------------------------------------------------------------------------------
 
     async def chat(
-        self, agent: Any, request: Any, stream: AsyncIterator[Any]
+        self,
+        agent: Any,
+        request: Any,
+        stream: AsyncIterator[Any],
+        *,
+        model: Any = None,
+        compaction: bool = False,
     ) -> AsyncIterator[Any]:
-        """`stream` (one model request's events), inside its ``chat`` span."""
-        model = agent.model
+        """`stream` (one model request's events), inside its ``chat`` span.
+
+        `model` is the one asked when not the agent's; `compaction` marks a request that
+        summarises the history (attribute ``kode.compaction``).
+        """
+        if model is None:
+            model = agent.model
         provider = provider_name(model)
         settings = request.settings
         attributes: dict[str, Any] = {
@@ -253,6 +264,8 @@ class Tracing:
         attributes.update(server)
         if request.output is not None:
             attributes["gen_ai.output.type"] = "json"
+        if compaction:
+            attributes["kode.compaction"] = True
         span = self.tracer.start_span(f"chat {model.name}", kind=SpanKind.CLIENT)
         recording = span.is_recording()
         if recording:

@@ -119,7 +119,10 @@ def test_a_replaced_last_message_and_a_new_history_are_seen() -> None:
 
 
 def test_a_policy_must_say_something() -> None:
-    with pytest.raises(ValueError, match="keep_tool_results or tool_results_tokens"):
+    with pytest.raises(
+        ValueError,
+        match="keep_tool_results, tool_results_tokens, compact_at_tokens or server_editing",
+    ):
         ContextPolicy()
 
 

@@ -17,7 +17,7 @@ from pydantic import Field
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
-from kode.tools.skills import SKILLS, SkillError
+from kode.tools.skills import SKILLS, SkillError, skill_text
 
 __all__ = ["skill"]
 
@@ -49,22 +49,4 @@ def skill(
         found = catalog.get(name)
     except SkillError as exc:
         raise ToolError(str(exc), type=ToolErrorType.INVALID_TOOL_PARAMS) from None
-    files, count = found.files()
-    lines = [
-        f"# Skill: {found.name}",
-        "",
-        f"Folder: {found.path}",
-        "(read-only; run its scripts with bash_run by this absolute path, from the workspace)",
-        "",
-    ]
-    if files:
-        lines.append("Files (relative to the folder):")
-        lines += [f"- {f}" for f in files]
-        if count > len(files):
-            lines.append(f"- ... and {count - len(files)} more")
-    else:
-        lines.append("Files: none besides SKILL.md")
-    if found.compatibility:
-        lines += ["", f"Needs: {found.compatibility}"]
-    lines += ["", "## Instructions", "", found.body or "(the skill has no instructions)"]
-    return "\n".join(lines)
+    return skill_text(found)
