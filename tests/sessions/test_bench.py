@@ -104,9 +104,9 @@ def test_the_store_writes_bench_runs_and_counts_statements() -> None:
     )
     assert done.returncode == 0, done.stderr
     rows = {r["figure"]: r for r in json.loads(done.stdout)["rows"]}
-    assert list(rows) == ["turn", "turn, statements before", "floor"]
-    # a tool turn: two commits of BEGIN, the update, one INSERT, COMMIT; before, an INSERT
-    # per record (the turn's five); the floor, one INSERT committed by itself
-    assert [r["statements"] for r in rows.values()] == [8, 11, 1]
+    assert list(rows) == ["turn", "turn, one INSERT a batch", "floor"]
+    # a tool turn: two commits of BEGIN, the update, the INSERT stepped per record (the
+    # turn's five), COMMIT; with one INSERT a batch, eight; the floor, one INSERT by itself
+    assert [r["statements"] for r in rows.values()] == [11, 8, 1]
     assert rows["floor"]["ratio"] == 1.0
     assert all(r["median_us"] > 0 for r in rows.values())

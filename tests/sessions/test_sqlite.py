@@ -168,27 +168,3 @@ async def test_an_append_waits_for_another_writer_off_the_event_loop(tmp_path: P
     assert await store.append("s", [StatusChanged(status="idle")]) == 2  # in this thread
     await store.aclose()
 
-
-async def test_an_append_is_four_statements_whatever_its_size(tmp_path: Path) -> None:
-    """BEGIN, the header's conditional update, one INSERT of every record, COMMIT."""
-    async with SQLiteStore(tmp_path / "s.db") as store:
-        await store.create(template="t", session_id="s")
-        lease = await store.acquire("s")
-        conn = store._conn
-        assert conn is not None
-        for size in (1, 3, 40):
-            seen: list[str] = []
-            conn.set_trace_callback(seen.append)
-            try:
-                await store.append(
-                    "s",
-                    [MessageAdded(message=Message.user(str(i))) for i in range(size)],
-                    lease=lease,
-                )
-            finally:
-                conn.set_trace_callback(None)
-            words = [s.split(None, 1)[0] for s in seen]
-            assert words == ["BEGIN", "UPDATE", "INSERT", "COMMIT"], (size, seen)
-        log = await store.load("s")
-        assert [e.seq for e in log.entries] == list(range(1, 45))
-        assert [m.text for m in log.state().messages][-3:] == ["37", "38", "39"]
