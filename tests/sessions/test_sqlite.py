@@ -167,4 +167,3 @@ async def test_an_append_waits_for_another_writer_off_the_event_loop(tmp_path: P
     assert seq == 1 and ticks >= 10
     assert await store.append("s", [StatusChanged(status="idle")]) == 2  # in this thread
     await store.aclose()
-
