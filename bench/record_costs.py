@@ -12,8 +12,9 @@ cluster from `kode.testing.postgres` with fsync off, so its figures are round tr
 - ``append_1 baseline`` / ``append_3 baseline``: a batch of one / three records appended
   without a lease by a store that writes no checksum, with the statements of the code before
   checksums (on PostgreSQL: psycopg's ``executemany``, a pipeline);
-- ``append_N checksum``: the same batch by the store as it is (a CRC-32 per record, and on
-  PostgreSQL one whole ``INSERT`` statement);
+- ``append_N checksum``: the same batch by the store as it is (a CRC-32 per record, one
+  ``INSERT`` of every record; on PostgreSQL the whole append is one statement, one round trip,
+  once the store knows the session's last record);
 - ``append_N checksum+lease``: the same with the run's lease (the owner check in the
   append's own conditional update: the fencing every append of a run pays);
 - ``append_N checksum+if_last_seq``: the same with a compare-and-set on the last record (what
@@ -56,6 +57,7 @@ from kode.sessions import (
     UsageAdded,
 )
 from kode.sessions._common import checksum
+from kode.sessions._sql import SQLStore
 
 
 def _plain_insert(self: Any, cur: Any, session_id: str, first: int, now: int, rows: Any) -> None:
@@ -82,6 +84,14 @@ class _Switch:
             _plain_insert(self, cur, *args)
         else:
             super()._insert_records(cur, *args)  # type: ignore[misc]
+
+    def _append(self, cur: Any, *args: Any) -> int:
+        if self.plain:  # the transaction of the code before (PostgreSQL's is one statement)
+            last = SQLStore._append(self, cur, *args)  # type: ignore[arg-type]
+            if isinstance(self, PostgresStore):  # as the store would know it after its own
+                self._remember(args[0], last)
+            return last
+        return super()._append(cur, *args)  # type: ignore[misc,no-any-return]
 
 
 class SwitchSQLite(_Switch, SQLiteStore):

@@ -21,11 +21,50 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio.to_thread
 
 from kode.extras import install_hint
+from kode.sessions._common import checksum, now_us, to_seconds
 from kode.sessions._schema import migrate
 from kode.sessions._sql import SQLStore
 from kode.sessions.errors import StoreError
+from kode.sessions.store import Lease
 
 __all__ = ["PostgresStore"]
+
+_KNOWN_SEQS = 4096  # sessions whose last record number a store remembers (then forgets all)
+
+# An append as one statement, so one round trip in autocommit (its own transaction): the
+# header's update, conditioned on the last record number the store expects, and the records
+# inserted only if that update matched. The rows come as arrays, so the text is the same for
+# any number of records and the server keeps it prepared.
+_APPEND_AT = (
+    "WITH s AS (UPDATE kode_sessions SET last_seq = %s, last_active = %s, "
+    "status = COALESCE(%s, status) WHERE id = %s AND last_seq = %s{lease} RETURNING id) "
+    "INSERT INTO kode_records (session_id, seq, at, type, data, checksum) "
+    "SELECT s.id, r.seq, %s, r.type, r.data, r.checksum FROM s, "
+    "unnest(%s::bigint[], %s::text[], %s::text[], %s::bigint[]) AS r(seq, type, data, checksum)"
+)
+_APPEND_AT_FREE = _APPEND_AT.format(lease="")
+_APPEND_AT_LEASED = _APPEND_AT.format(lease=" AND lease_owner = %s")
+# A run's first commit as one statement: the session made and leased, and its records written,
+# unless the session exists (then the transaction of `SQLStore._start` takes it up).
+_START_NEW = (
+    "WITH s AS (INSERT INTO kode_sessions (id, template, status, created_at, last_active, "
+    "last_seq, parent_id, metadata, lease_owner, lease_expires) "
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, '{}', %s, %s) ON CONFLICT (id) DO NOTHING RETURNING id) "
+    "INSERT INTO kode_records (session_id, seq, at, type, data, checksum) "
+    "SELECT s.id, r.seq, %s, r.type, r.data, r.checksum FROM s, "
+    "unnest(%s::bigint[], %s::text[], %s::text[], %s::bigint[]) AS r(seq, type, data, checksum)"
+)
+
+
+def _columns(
+    first: int, now: int, rows: list[tuple[str, str, str | None]]
+) -> tuple[list[int], list[str], list[str], list[int]]:
+    """The records from number `first` on as the four arrays `_APPEND_AT` and `_START_NEW` take."""
+    seqs = list(range(first, first + len(rows)))
+    kinds = [k for k, _, _ in rows]
+    texts = [d for _, d, _ in rows]
+    sums = [checksum(n, now, k, d) for n, (k, d, _) in zip(seqs, rows, strict=True)]
+    return seqs, kinds, texts, sums
 
 
 def _import_psycopg() -> Any:
@@ -121,6 +160,11 @@ class PostgresStore(SQLStore):
         self._migrated = False
         self._migrate_lock = threading.Lock()
         self._closed = False
+        # The last record number each session had at this store's last write: an append that
+        # expects it is one statement; any other (another process wrote, or it was forgotten)
+        # takes the transaction of `SQLStore._append`, which finds the number and checks
+        # everything again.
+        self._seqs: dict[str, int] = {}
 
     def __repr__(self) -> str:
         return f"PostgresStore({redact(self.url)!r})"
@@ -210,6 +254,88 @@ class PostgresStore(SQLStore):
                 conn.close()
             except Exception:  # closing a broken connection: nothing left to do
                 pass
+
+    # --- one round trip per commit ----------------------------------------------------------
+
+    def _remember(self, session_id: str, last_seq: int) -> None:
+        if len(self._seqs) >= _KNOWN_SEQS and session_id not in self._seqs:
+            self._seqs.clear()
+        self._seqs[session_id] = last_seq
+
+    def _append(
+        self,
+        cur: Any,
+        session_id: str,
+        rows: list[tuple[str, str, str | None]],
+        lease: Lease | None,
+        expected: int | None = None,
+    ) -> int:
+        """`SQLStore._append` in one statement when the session's last record is known."""
+        known = expected if expected is not None else self._seqs.get(session_id)
+        if rows and known is not None:
+            now = now_us()
+            statuses = [s for _, _, s in rows if s is not None]
+            last = known + len(rows)
+            params: list[Any] = [
+                last,
+                now,
+                statuses[-1] if statuses else None,
+                session_id,
+                known,
+            ]
+            if lease is not None:
+                params.append(lease.owner)
+            params += [now, *_columns(known + 1, now, rows)]
+            cur.execute(_APPEND_AT_LEASED if lease is not None else _APPEND_AT_FREE, params)
+            if cur.rowcount == len(rows):
+                self._seqs[session_id] = last
+                return last
+            # Not written: the last record is another, the lease another's, or no session.
+        last = super()._append(cur, session_id, rows, lease, expected)
+        self._remember(session_id, last)
+        return last
+
+    def _start(
+        self,
+        cur: Any,
+        session_id: str,
+        template: str,
+        parent_id: str | None,
+        owner: str,
+        ttl: float,
+        rows: list[tuple[str, str, str | None]],
+    ) -> tuple[Lease, int]:
+        """`SQLStore._start` in one statement when the session is new and gets records."""
+        if rows:
+            now = now_us()
+            expires = now + round(ttl * 1_000_000)
+            statuses = [s for _, _, s in rows if s is not None]
+            params = [
+                session_id,
+                template,
+                statuses[-1] if statuses else "idle",
+                now,
+                now,
+                len(rows),
+                parent_id,
+                owner,
+                expires,
+                now,
+                *_columns(1, now, rows),
+            ]
+            cur.execute(_START_NEW, params)
+            if cur.rowcount == len(rows):
+                self._remember(session_id, len(rows))
+                lease = Lease(session_id=session_id, owner=owner, expires_at=to_seconds(expires))
+                return lease, len(rows)
+            # It exists: the transaction takes it up if it may.
+        made = super()._start(cur, session_id, template, parent_id, owner, ttl, rows)
+        self._remember(session_id, made[1])
+        return made
+
+    def _delete(self, cur: Any, session_id: str, force: bool) -> None:
+        super()._delete(cur, session_id, force)
+        self._seqs.pop(session_id, None)
 
     def _failure(self, exc: Exception) -> Exception | None:
         if not isinstance(exc, self._psycopg.Error):

@@ -481,6 +481,11 @@ class Tool(Generic[P, R]):
             assert refused.is_error  # a ToolResult: 'a' should be a valid integer ...
             ```
         """
+        outcome = self._arguments_for(input)
+        return outcome if isinstance(outcome, ToolResult) else PreparedCall(self, outcome)
+
+    def _arguments_for(self, input: Mapping[str, Any] | str | None) -> dict[str, Any] | ToolResult:
+        """`prepare` without the `PreparedCall`: the keyword arguments, or the error result."""
         try:
             outcome = self._validator(input)
         except (ValueError, RecursionError) as exc:  # input a check could not read
@@ -491,7 +496,7 @@ class Tool(Generic[P, R]):
         except Exception as exc:  # a user validator that raised something odd
             return self._failure(exc)
         if type(outcome) is dict:
-            return PreparedCall(self, outcome)
+            return outcome
         assert isinstance(outcome, InvalidArguments)
         return error_result(outcome.message, type=ToolErrorType.INVALID_TOOL_PARAMS)
 
@@ -528,10 +533,10 @@ class Tool(Generic[P, R]):
             default_timeout: The limit for this call when the tool has no `timeout` of its
                 own (a server or an agent's default).
         """
-        prepared = self.prepare(input)
-        if isinstance(prepared, ToolResult):
-            return prepared
-        return await self.execute(prepared.arguments, ctx, default_timeout=default_timeout)
+        arguments = self._arguments_for(input)
+        if isinstance(arguments, ToolResult):
+            return arguments
+        return await self.execute(arguments, ctx, default_timeout=default_timeout)
 
     async def execute(
         self,

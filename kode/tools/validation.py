@@ -235,6 +235,8 @@ def _data_path(loc: Sequence[int | str], data: Any) -> tuple[int | str, ...]:
     when it is a key or index of the value reached so far, or the last part at an object (a
     missing key); anything else is a tag.
     """
+    if len(loc) == 1 and type(data) is dict:  # a top-level argument: kept, present or missing
+        return tuple(loc)
     path: list[int | str] = []
     node = data
     last = len(loc) - 1
@@ -304,10 +306,14 @@ def format_validation_error(
     With `data` (the input), union-member tags are left out of the field paths; `nulls` are
     the paths of ``null`` values that were dropped before a second attempt.
     """
-    parts = list(dict.fromkeys(_describe(e, params, data, nulls) for e in errors))
-    parts = parts[:8] + ([f"and {len(parts) - 8} more"] if len(parts) > 8 else [])
+    if len(errors) == 1:  # the common case: one bad field
+        described = _describe(errors[0], params, data, nulls)
+    else:
+        parts = list(dict.fromkeys(_describe(e, params, data, nulls) for e in errors))
+        parts = parts[:8] + ([f"and {len(parts) - 8} more"] if len(parts) > 8 else [])
+        described = "; ".join(parts)
     return (
-        f"Invalid arguments for tool '{tool_name}': {'; '.join(parts)}. "
+        f"Invalid arguments for tool '{tool_name}': {described}. "
         "Fix the arguments and call the tool again."
     )
 
@@ -522,7 +528,7 @@ class ArgumentValidator:
         if count > MAX_DESCRIBED_ERRORS:
             # No repair either: a model's habits are a few fields, not thousands.
             return InvalidArguments(self._many_errors(raw, count))
-        errors = first.errors(include_url=False)
+        errors = first.errors(include_url=False, include_context=False)  # ctx: read by none
         nulls: set[tuple[int | str, ...]] = set()
         repaired = _repair(raw, errors, nulls)
         if repaired is None:
@@ -534,7 +540,11 @@ class ArgumentValidator:
         except ValidationError as second:
             return InvalidArguments(
                 format_validation_error(
-                    self._tool_name, second.errors(include_url=False), self._params, repaired, nulls
+                    self._tool_name,
+                    second.errors(include_url=False, include_context=False),
+                    self._params,
+                    repaired,
+                    nulls,
                 )
             )
         return self._arguments(values)
@@ -553,7 +563,10 @@ class ArgumentValidator:
             self._validate(trimmed)
         except ValidationError as exc:
             text = format_validation_error(
-                self._tool_name, exc.errors(include_url=False), self._params, trimmed
+                self._tool_name,
+                exc.errors(include_url=False, include_context=False),
+                self._params,
+                trimmed,
             )
         else:  # the errors are all past the first items of long lists
             text = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -227,4 +228,37 @@ async def test_the_lease_is_not_renewed_once_the_run_ended(
     await anyio.sleep(0.3)  # six renewal periods
     assert (await store.get(agent.session_id)).lease_expires == expires
     await agent.aclose()
+    await store.aclose()
+
+
+async def test_a_tool_turn_is_two_commits_of_one_append_each(
+    reg: ToolRegistry, tmp_path: Path
+) -> None:
+    """What a turn writes to SQLite: its reply with the call's start, then the call's end,
+    each one transaction of the header's update and the records' INSERT."""
+
+    @define_tool(kind="read", registry=reg)
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    store = SQLiteStore(tmp_path / "s.db")
+    turns: list[Any] = [[tool_use("add", {"a": 1, "b": i})] for i in range(3)]
+    agent, _ = make_agent(reg, ["Hi.", *turns, "Done."], create={"store": store})
+    await agent.send("open the session")
+    conn = store._conn
+    assert conn is not None
+    seen: list[str] = []
+    conn.set_trace_callback(seen.append)
+    try:
+        assert (await agent.send("add three times")).text == "Done."
+    finally:
+        conn.set_trace_callback(None)
+    words = [s.split(None, 1)[0] for s in seen]
+    commits = words.count("COMMIT")
+    # the prompt, two a tool turn, the answer (which also sets the status)
+    assert commits == 1 + 2 * 3 + 1, words
+    # each commit: BEGIN, the header's update, the records' INSERT (stepped per record), COMMIT
+    groups = [word for word, _ in itertools.groupby(words)]
+    assert groups == ["BEGIN", "UPDATE", "INSERT", "COMMIT"] * commits, words
     await store.aclose()

@@ -89,3 +89,24 @@ def test_the_record_costs_bench_runs() -> None:
             assert rows["sqlite NORMAL", f"append_{size} {subject}"]["median_us"] > 0
     assert rows["sqlite NORMAL", "load_100 baseline"]["ratio"] == 1.0
     assert rows["cpu", "checksum 1 KB"]["median_us"] > 0
+
+
+WRITES = SCRIPT.with_name("store_writes.py")
+
+
+def test_the_store_writes_bench_runs_and_counts_statements() -> None:
+    done = subprocess.run(
+        [sys.executable, str(WRITES), "--quick", "--json", "--no-postgres"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = {r["figure"]: r for r in json.loads(done.stdout)["rows"]}
+    assert list(rows) == ["turn", "turn, one INSERT a batch", "floor"]
+    # a tool turn: two commits of BEGIN, the update, the INSERT stepped per record (the
+    # turn's five), COMMIT; with one INSERT a batch, eight; the floor, one INSERT by itself
+    assert [r["statements"] for r in rows.values()] == [11, 8, 1]
+    assert rows["floor"]["ratio"] == 1.0
+    assert all(r["median_us"] > 0 for r in rows.values())

@@ -263,3 +263,42 @@ def test_service_keys_check_types_with_clear_errors() -> None:
     with pytest.raises(TypeError, match=r"services\['n'\] must be a int, got str"):
         key.set(services, "x")  # type: ignore[arg-type]
     assert repr(key) == "ServiceKey('n', int)"
+
+
+def test_the_refusal_texts_of_one_and_of_several_bad_fields() -> None:
+    """The words the model reads, whole: one bad field, a nested one, several at once."""
+
+    @define_tool(registry=None)
+    def place(count: int, items: list[dict[str, int]], note: str = "") -> str:
+        """Place an order."""
+        return note
+
+    tail = " Fix the arguments and call the tool again."
+    cases: list[tuple[Any, str]] = [
+        (
+            {"count": "twenty", "items": []},
+            "'count' should be a valid integer, unable to parse string as an integer, "
+            'got "twenty".',
+        ),
+        ({"items": []}, "'count' is required but missing."),
+        (
+            {"count": 1, "items": [], "colour": "red"},
+            "'colour' is not a parameter of this tool (parameters: count, items, note).",
+        ),
+        (
+            {"count": 1, "items": [{"a": "x"}]},
+            "'items[0].a' should be a valid integer, unable to parse string as an integer, "
+            'got "x".',
+        ),
+        (
+            {"count": "x", "note": 5},
+            "'count' should be a valid integer, unable to parse string as an integer, "
+            "got \"x\"; 'items' is required but missing; 'note' should be a valid string, "
+            "got 5.",
+        ),
+    ]
+    for raw, said in cases:
+        result = place.prepare(raw)
+        assert not isinstance(result, PreparedCall)
+        assert result.text == f"Invalid arguments for tool 'place': {said}{tail}", raw
+        assert result.error_type == ToolErrorType.INVALID_TOOL_PARAMS
