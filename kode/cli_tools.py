@@ -698,9 +698,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except CommandError as exc:
         model, wrong_model = None, exc
     if model is not None:
-        from kode.models._sdk_import import import_soon
+        from kode.models.resolve import import_sdk_soon
 
-        import_soon(model)
+        import_sdk_soon(model)
     reg = _load(args)
     try:
         template = AgentTemplate.from_file(args.template)
