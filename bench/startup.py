@@ -6,12 +6,15 @@ round in turn, so a noisy machine slows all alike, and each is given as a ratio 
 ``python -c pass`` measured in the same rounds.
 
 - ``help``: ``kode --help``.
-- ``run_scripted``: ``kode run`` of a template with no tools, on a scripted model (a JSON file
-  of turns): kode's own start-up, no provider SDK.
-- ``run_<provider>``: ``kode run --model <provider>:bench-model`` against a loopback fake of
-  the provider (`kode.testing.providers.FakeProviderServer`), to the end of its one reply; the
-  ``first_output`` column is when the reply's first byte reached stdout. The provider SDK is
-  imported by the first request, in a worker thread.
+- ``run_scripted``: ``kode run --status`` of a template with no tools, on a scripted model (a
+  JSON file of turns): kode's own start-up, no provider SDK.
+- ``run_<provider>``: ``kode run --status --model <provider>:bench-model`` against a loopback
+  fake of the provider (`kode.testing.providers.FakeProviderServer`), to the end of its one
+  reply. The provider SDK is imported in a thread from the moment the model is read.
+
+Two columns say when something was first shown: ``first_output``, the first byte on stdout or
+stderr (for ``kode run``, the ``--status`` line on stderr), which is what a person at the
+terminal waits for; and ``first_reply``, the first byte on stdout (the reply's first text).
 - ``import_<sdk>``: ``python -c "import <sdk>"``, for what the SDK alone costs.
 
 No network beyond loopback, no pytest: a plain script.
@@ -27,9 +30,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO, Any
 
 from kode.testing.providers import FakeProviderServer, Reply
 
@@ -44,10 +49,19 @@ class Row:
     env: dict[str, str] = field(default_factory=dict)
     totals: list[float] = field(default_factory=list)
     firsts: list[float] = field(default_factory=list)
+    replies: list[float] = field(default_factory=list)
+
+
+def _read(stream: IO[bytes], into: dict[str, Any], key: str) -> None:
+    """Read `stream` to its end, noting when its first byte came (under `key`)."""
+    first = stream.read(1)
+    if first:
+        into[key] = time.perf_counter()
+    into[key + "_text"] = first + stream.read()
 
 
 def _time(row: Row, cwd: Path) -> None:
-    """Run `row` once: wall time to exit, and to the first byte on stdout."""
+    """Run `row` once: wall time to exit, to the first byte shown, and to the first on stdout."""
     started = time.perf_counter()
     process = subprocess.Popen(
         row.argv,
@@ -57,17 +71,27 @@ def _time(row: Row, cwd: Path) -> None:
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
     )
-    assert process.stdout is not None
-    first = process.stdout.read(1)
-    first_at = time.perf_counter()
-    rest, errors = process.communicate(timeout=120)
+    assert process.stdout is not None and process.stderr is not None
+    seen: dict[str, Any] = {}
+    readers = [
+        threading.Thread(target=_read, args=(process.stdout, seen, "out")),
+        threading.Thread(target=_read, args=(process.stderr, seen, "err")),
+    ]
+    for reader in readers:
+        reader.start()
+    for reader in readers:
+        reader.join(timeout=120)
+    process.wait(timeout=120)
     ended = time.perf_counter()
     if process.returncode != 0:
-        raise SystemExit(f"{row.name} failed ({process.returncode}): {errors.decode()[-2000:]}")
+        errors = seen.get("err_text", b"").decode()[-2000:]
+        raise SystemExit(f"{row.name} failed ({process.returncode}): {errors}")
     row.totals.append(ended - started)
-    if first:
-        row.firsts.append(first_at - started)
-    del rest
+    shown = [seen[key] for key in ("out", "err") if key in seen]
+    if shown:
+        row.firsts.append(min(shown) - started)
+    if "out" in seen:
+        row.replies.append(seen["out"] - started)
 
 
 def main() -> None:
@@ -94,12 +118,21 @@ def main() -> None:
             Row("baseline", [py, "-c", "pass"]),
             Row("help", [*kode, "--help"]),
             Row(
-                "run_scripted", [*kode, "run", "agent.json", "hi", "--model", "scripted:turns.json"]
+                "run_scripted",
+                [*kode, "run", "agent.json", "hi", "--status", "--model", "scripted:turns.json"],
             ),
             *(
                 Row(
                     f"run_{provider}",
-                    [*kode, "run", "agent.json", "hi", "--model", f"{provider}:bench-model"],
+                    [
+                        *kode,
+                        "run",
+                        "agent.json",
+                        "hi",
+                        "--status",
+                        "--model",
+                        f"{provider}:bench-model",
+                    ],
                     env=fake,
                 )
                 for provider in PROVIDERS
@@ -121,21 +154,24 @@ def main() -> None:
     for row in rows:
         total = statistics.median(row.totals)
         first = statistics.median(row.firsts) if row.firsts else None
+        reply = statistics.median(row.replies) if row.replies else None
         results.append(
             {
                 "name": row.name,
                 "seconds": round(total, 4),
                 "ratio": round(total / base, 2),
                 "first_output": None if first is None else round(first, 4),
+                "first_reply": None if reply is None else round(reply, 4),
             }
         )
     if args.json:
         print(json.dumps({"python": platform.python_version(), "rows": results}, indent=2))
         return
-    print(f"{'row':<22} {'median s':>9} {'x pass':>8} {'first output s':>15}")
+    print(f"{'row':<22} {'median s':>9} {'x pass':>8} {'first output s':>15} {'first reply s':>14}")
     for r in results:
         first = "" if r["first_output"] is None else f"{r['first_output']:.3f}"
-        print(f"{r['name']:<22} {r['seconds']:>9.3f} {r['ratio']:>7.1f}x {first:>15}")
+        reply = "" if r["first_reply"] is None else f"{r['first_reply']:.3f}"
+        print(f"{r['name']:<22} {r['seconds']:>9.3f} {r['ratio']:>7.1f}x {first:>15} {reply:>14}")
 
 
 if __name__ == "__main__":

@@ -698,6 +698,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from kode.agent import Agent, AgentError, AgentTemplate, TemplateError
 
+    # The model first: its provider's SDK (seconds for anthropic) is imported in a thread while
+    # the tools and the template load. A wrong --model is still reported where it was, after
+    # a template that cannot be read.
+    try:
+        model: Any = _model_from(args.model)
+        wrong_model: CommandError | None = None
+    except CommandError as exc:
+        model, wrong_model = None, exc
+    if model is not None:
+        from kode.models.resolve import import_sdk_soon
+
+        import_sdk_soon(model)
     reg = _load(args)
     try:
         template = AgentTemplate.from_file(args.template)
@@ -718,7 +730,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             + ("not a directory" if Path(args.workspace).exists() else "no such directory")
             + "; give an existing directory for the tools to work in"
         )
-    model = _model_from(args.model)
+    if wrong_model is not None:
+        raise wrong_model
     deps = _deps(args)
     flush = _otel() if args.otel else None  # before the agent: it is made traced
     try:
@@ -728,6 +741,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except AgentError as exc:
         hint = "" if args.builtin else _builtin_hint(reg, list(template.tools or ()))
         raise CommandError(str(exc) + hint) from None
+    if _shows_status(args):
+        print(_status_line(agent, args.model), file=sys.stderr, flush=True)
     started: dict[str, float] = {}
     code = 0
     interrupted = False
@@ -778,6 +793,32 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print("kode: interrupted", file=sys.stderr)
         return 130
     return code
+
+
+def _shows_status(args: argparse.Namespace) -> bool:
+    """``--status``, ``--no-status``, else whether stderr is a terminal."""
+    if args.status is not None:
+        return bool(args.status)
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # no stderr, or a closed one
+        return False
+
+
+def _status_line(agent: Any, spec: str | None) -> str:
+    """What ``kode run`` says on stderr before the model's first reply: what was loaded."""
+    from kode.models.resolve import PROVIDERS
+
+    named = spec or os.environ.get("KODE_MODEL") or ""
+    if named.partition(":")[0] not in PROVIDERS:  # a name the environment gave a provider
+        provider = getattr(agent.model, "_provider", "")
+        name = getattr(agent.model, "name", type(agent.model).__name__)
+        named = f"{provider}:{name}" if provider else str(name)
+    count = len(agent.tools)
+    return (
+        f"kode: agent {agent.template.id!r} with {count} tool{'' if count == 1 else 's'}; "
+        f"asking {named}"
+    )
 
 
 def _busy_threads() -> list[threading.Thread]:
@@ -943,6 +984,13 @@ def register(commands: Any) -> None:
         action="store_true",
         help="trace the run with OpenTelemetry: to OTEL_EXPORTER_OTLP_ENDPOINT over OTLP/HTTP "
         "when set, else as JSON on stderr",
+    )
+    run.add_argument(
+        "--status",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="say on stderr what was loaded before the model's first reply (the agent, its "
+        "tool count, the model); default: when stderr is a terminal",
     )
     common(run)
     deps(run)

@@ -251,7 +251,12 @@ class Session:
         self.usage += usage
         if self._journal is not None and (usage.input_tokens or usage.output_tokens):
             self._journal.append(
-                UsageAdded(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+                UsageAdded(
+                    input_tokens=usage.input_tokens,
+                    output_tokens=usage.output_tokens,
+                    cache_read_input_tokens=usage.cache_read_input_tokens,
+                    cache_creation_input_tokens=usage.cache_creation_input_tokens,
+                )
             )
 
     def compact(self, summary: str, messages: int) -> None:

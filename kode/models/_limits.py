@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeAlias, TypeVar
 
 import anyio
 
@@ -40,12 +40,18 @@ __all__ = [
     "ReplyLimits",
     "Guard",
     "WireLimits",
+    "bounded_deltas",
     "give_up",
     "guard_response",
     "limit_error",
 ]
 
 T = TypeVar("T")
+
+Delta: TypeAlias = TextDelta | ThinkingDelta | ToolInputDelta
+"""A piece of a reply a model yields as it streams."""
+
+_ONE = (TextDelta, ThinkingDelta, ToolInputDelta)
 
 DEFAULT_MAX_REPLY_CHARS = 4_000_000
 """The most characters of text, thinking and tool-call arguments in one reply: some 1 million
@@ -227,6 +233,64 @@ async def give_up(events: Any, guard: Guard | None) -> None:
     with contextlib.suppress(Exception):
         for _ in range(100_000):  # what the SDK decoded and kept, then the failing read
             await events.__anext__()
+
+
+async def bounded_deltas(
+    items: AsyncIterator[T],
+    feed: Callable[[T], Delta | Sequence[Delta] | None],
+    budget: ReplyBudget,
+    guard: Guard | None,
+    *,
+    read: tuple[T, ...] = (),
+    counted: Callable[[], int] | None = None,
+) -> AsyncGenerator[Delta, None]:
+    """The deltas of an SDK's stream `items`, within `budget`: every provider model's loop.
+
+    Each item is waited for until the idle deadline at most (`ReplyBudget.next`), given to
+    `feed` (a model's assembler: it returns the item's deltas, one delta, or `None`), and each
+    delta is counted (`ReplyBudget.took`) before it is yielded. `counted`, if given, is asked
+    after each item for characters the assembler took without a delta to show for them (a
+    Gemini function call arrives whole). When anything fails, or the consumer stops early (a
+    `GeneratorExit`: close this generator, e.g. with `contextlib.aclosing`), the SDK's stream
+    is given up (`give_up`) before the error goes on. `read` holds items already read from
+    `items` (Gemini reads the first while it opens the request), fed before the rest.
+
+    Raises:
+        ModelError: a limit was crossed (or whatever `feed` or the SDK raised).
+    """
+    pending = list(read)
+    step = items.__anext__
+    try:
+        while True:
+            if pending:
+                item = pending.pop(0)
+            else:
+                # `ReplyBudget.next`, written out: this runs for every event of every reply,
+                # and a coroutine less per event is what the shared loop's layer costs.
+                try:
+                    with anyio.move_on_after(
+                        max(budget._deadline - anyio.current_time(), 0)
+                    ) as scope:
+                        item = await step()
+                except StopAsyncIteration:
+                    return
+                if scope.cancelled_caught:
+                    raise budget.idle()
+            out = feed(item)
+            if out is None:
+                pass
+            elif isinstance(out, _ONE):
+                budget.took(out)
+                yield out
+            else:
+                for delta in out:
+                    budget.took(delta)
+                    yield delta
+            if counted is not None:
+                budget.add(counted())
+    except (Exception, GeneratorExit):
+        await give_up(items, guard)
+        raise
 
 
 def guard_response(response: Any, wire: WireLimits) -> Guard:

@@ -9,6 +9,11 @@ e.g. a model's ``client`` outside any request, imports it there and then). A mis
 still reported when the provider module is imported (`LazySDK` asks the import system whether it
 can be found, which imports nothing).
 
+A caller that knows a request will come (``kode run``, once its model is read) may start the
+import sooner with `import_soon`: a daemon thread imports the model's SDKs while the caller
+loads its tools and template, and the first request's `load_sdks` then waits for that import
+rather than starting its own (each module is imported once, under its `LazySDK`'s lock).
+
 This module does not make clients or requests.
 """
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import importlib.util
+import sys
 import threading
 from types import ModuleType
 from typing import Any
@@ -25,9 +31,9 @@ import anyio.to_thread
 
 from kode.extras import install_hint
 
-__all__ = ["LazySDK", "load_sdks"]
+__all__ = ["LazySDK", "import_soon", "load_sdks"]
 
-_OWN = frozenset({"_name", "_module", "_lock", "_missing", "_found_as", "_origin"})
+_OWN = frozenset({"_name", "_module", "_lock", "_missing", "_found_as", "_origin", "_soon"})
 
 
 class LazySDK:
@@ -62,6 +68,7 @@ class LazySDK:
         # since in a directory on sys.path (a workspace that is the current directory, under
         # `python -m`) is not run in its place.
         self._origin = found.origin
+        self._soon = False  # whether `import_soon` has started a thread for it
 
     def _find(self) -> importlib.machinery.ModuleSpec | None:
         try:
@@ -114,3 +121,41 @@ async def load_sdks(*sdks: object) -> None:
     waiting = [sdk for sdk in sdks if isinstance(sdk, LazySDK) and not sdk.loaded]
     if waiting:
         await anyio.to_thread.run_sync(lambda: [sdk.load() for sdk in waiting])
+
+
+_SOON = threading.Lock()
+
+
+def _import_quietly(sdks: list[LazySDK]) -> None:
+    for sdk in sdks:
+        try:
+            sdk.load()
+        except Exception:  # the first request's `load_sdks` tries again and reports it
+            pass
+
+
+def import_soon(model: object) -> bool:
+    """Start importing the SDKs `model`'s provider module uses, in a daemon thread.
+
+    The SDKs are the `LazySDK` modules of the module that defines `model`'s class (none for a
+    model that is not a provider model, such as a scripted one). Each is started at most once,
+    however often this is called; a failure is left for the first request to report, where it
+    would have been reported anyway.
+
+    Returns:
+        Whether a thread was started (`False` when there was nothing left to import).
+    """
+    module = sys.modules.get(type(model).__module__)
+    found = [v for v in vars(module).values() if isinstance(v, LazySDK)] if module else []
+    with _SOON:
+        waiting = [sdk for sdk in found if not sdk.loaded and not sdk._soon]
+        for sdk in waiting:
+            sdk._soon = True
+    if not waiting:
+        return False
+    # A daemon: a command that ends (an error, Ctrl-C) does not wait for an import it no
+    # longer needs.
+    threading.Thread(
+        target=_import_quietly, args=(waiting,), name="kode-sdk-import", daemon=True
+    ).start()
+    return True

@@ -39,6 +39,7 @@ Where kode's messages and the API differ, these are the choices made:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -48,7 +49,7 @@ from kode.models._limits import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_REPLY_BYTES,
     DEFAULT_MAX_REPLY_CHARS,
-    give_up,
+    bounded_deltas,
     guard_response,
     limit_error,
 )
@@ -328,21 +329,11 @@ class AnthropicModel(SDKModel["anthropic.AsyncAnthropic"]):
         assembler = _Assembler()
         budget = self._budget(options)
         guard = guard_response(events.response, budget.wire())
+        deltas = bounded_deltas(events, assembler.feed, budget, guard)
         try:
-            async with events:
-                try:
-                    while True:
-                        try:
-                            event = await budget.next(events)
-                        except StopAsyncIteration:
-                            break
-                        delta = assembler.feed(event)
-                        if delta is not None:
-                            budget.took(delta)
-                            yield delta
-                except (Exception, GeneratorExit):
-                    await give_up(events, guard)
-                    raise
+            async with events, contextlib.aclosing(deltas):
+                async for delta in deltas:
+                    yield delta
         except ModelError:
             raise
         except Exception as exc:  # transport errors mid-stream, undecodable events

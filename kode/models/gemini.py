@@ -43,6 +43,7 @@ character limit and the idle timeout but not the byte limits.
 from __future__ import annotations
 
 import base64
+import contextlib
 import contextvars
 import functools
 import json
@@ -62,6 +63,7 @@ from kode.models._limits import (
     Guard,
     ReplyBudget,
     WireLimits,
+    bounded_deltas,
     give_up,
     guard_response,
     limit_error,
@@ -338,27 +340,27 @@ class GeminiModel(SDKModel["genai.Client"]):
         assert opened is not None
         chunks, chunk, budget, guard = opened
         assembler = _Assembler()
-        ended = False
         try:
-            while chunk is not None:
-                for delta in assembler.feed(chunk):
-                    budget.took(delta)
-                    yield delta
-                budget.add(assembler.take_call_chars())
-                try:
-                    chunk = await budget.next(chunks)
-                except StopAsyncIteration:
-                    chunk = None
-            ended = True
+            if chunk is not None:  # else the stream ended before its first chunk
+                deltas = bounded_deltas(
+                    chunks,
+                    assembler.feed,
+                    budget,
+                    guard,
+                    read=(chunk,),
+                    counted=assembler.take_call_chars,
+                )
+                async with contextlib.aclosing(deltas):
+                    async for delta in deltas:
+                        yield delta
         except ModelError:
             raise
         except Exception as exc:
             raise _model_error(exc, streaming=True) from exc
         finally:
-            if ended:
-                await chunks.aclose()
-            else:
-                await _give_up(chunks, guard)
+            # The SDK nests async generators without closing the inner ones when the outer
+            # is closed; on a failure `bounded_deltas` has given the body up already.
+            await chunks.aclose()
         yield assembler.response()
 
 

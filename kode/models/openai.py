@@ -36,6 +36,7 @@ warnings are turned on). The response is complete; asyncio does not report them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator
@@ -46,7 +47,7 @@ from kode.models._limits import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_REPLY_BYTES,
     DEFAULT_MAX_REPLY_CHARS,
-    give_up,
+    bounded_deltas,
     guard_response,
     limit_error,
 )
@@ -268,20 +269,11 @@ class OpenAIModel(SDKModel["openai.AsyncOpenAI"]):
         assembler = _Assembler()
         budget = self._budget(options)
         guard = guard_response(chunks.response, budget.wire())
+        deltas = bounded_deltas(chunks, assembler.feed, budget, guard)
         try:
-            async with chunks:
-                try:
-                    while True:
-                        try:
-                            chunk = await budget.next(chunks)
-                        except StopAsyncIteration:
-                            break
-                        for delta in assembler.feed(chunk):
-                            budget.took(delta)
-                            yield delta
-                except (Exception, GeneratorExit):
-                    await give_up(chunks, guard)
-                    raise
+            async with chunks, contextlib.aclosing(deltas):
+                async for delta in deltas:
+                    yield delta
         except ModelError:
             raise
         except Exception as exc:  # an error object or a transport error mid-stream

@@ -48,7 +48,7 @@ from kode.models._limits import (
     DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_REPLY_BYTES,
     DEFAULT_MAX_REPLY_CHARS,
-    give_up,
+    bounded_deltas,
     guard_response,
 )
 from kode.models._sdk import DEFAULT_MAX_RETRIES, SDKModel
@@ -270,19 +270,10 @@ class OpenAIResponsesModel(SDKModel["openai.AsyncOpenAI"]):
             # aclosing: when an event makes the assembler raise, the SDK's iterator is closed
             # now, not left to the garbage collector (which trio reports).
             async with events, contextlib.aclosing(aiter(events)) as iterator:
-                try:
-                    while True:
-                        try:
-                            event = await budget.next(iterator)
-                        except StopAsyncIteration:
-                            break
-                        delta = assembler.feed(event)
-                        if delta is not None:
-                            budget.took(delta)
-                            yield delta
-                except (Exception, GeneratorExit):
-                    await give_up(iterator, guard)
-                    raise
+                deltas = bounded_deltas(iterator, assembler.feed, budget, guard)
+                async with contextlib.aclosing(deltas):
+                    async for delta in deltas:
+                        yield delta
         except ModelError:
             raise
         except Exception as exc:  # transport errors mid-stream, undecodable events

@@ -24,7 +24,13 @@ from collections.abc import Mapping
 
 from kode.models.base import Model
 
-__all__ = ["DEFAULT_MODELS", "PROVIDERS", "model_from", "model_from_environment"]
+__all__ = [
+    "DEFAULT_MODELS",
+    "PROVIDERS",
+    "import_sdk_soon",
+    "model_from",
+    "model_from_environment",
+]
 
 PROVIDERS = ("anthropic", "openai", "openai-responses", "google", "scripted")
 """The providers a model string may name, before its first colon."""
@@ -151,3 +157,19 @@ def model_from_environment(
         )
     text = text or DEFAULT_MODELS[provider]
     return _named(provider, text, f"{provider}:{text}", env)
+
+
+def import_sdk_soon(model: object) -> bool:
+    """Start importing `model`'s provider SDK in a background thread, once.
+
+    For a caller that knows a request will come (``kode run``, once ``--model`` is read): the
+    SDK (seconds to import, for ``anthropic``) loads while the caller does other work, and the
+    first request waits for that import instead of starting it. A model that is not a provider
+    model (a scripted one) has nothing to import. See `kode.models._sdk_import.import_soon`.
+
+    Returns:
+        Whether an import was started.
+    """
+    from kode.models._sdk_import import import_soon
+
+    return import_soon(model)

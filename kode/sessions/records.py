@@ -27,7 +27,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    field_validator,
+    model_serializer,
+)
 
 from kode.models.messages import Message, ToolResultContent
 
@@ -194,6 +202,21 @@ class UsageAdded(BaseModel):
     """Tokens read."""
     output_tokens: Annotated[int, Field(ge=0)] = 0
     """Tokens written."""
+    cache_read_input_tokens: Annotated[int, Field(ge=0)] = 0
+    """Of `input_tokens`, those read from the provider's prompt cache."""
+    cache_creation_input_tokens: Annotated[int, Field(ge=0)] = 0
+    """Of `input_tokens`, those written to the provider's prompt cache."""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_cache_counts(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Stored without the cache counts when there are none: a record is written as it was
+        # before they were kept (most providers report none), and older kode reads it.
+        out = handler(self)
+        if isinstance(out, dict):
+            for name in ("cache_read_input_tokens", "cache_creation_input_tokens"):
+                if not out.get(name, 1):
+                    del out[name]
+        return out
 
 
 class TodosReplaced(BaseModel):

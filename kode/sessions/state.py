@@ -167,9 +167,11 @@ class SessionState(BaseModel):
         elif isinstance(record, CallUpdated):
             self._update_call(entry, record)
         elif isinstance(record, UsageAdded):
-            self.usage = Usage(
-                input_tokens=self.usage.input_tokens + record.input_tokens,
-                output_tokens=self.usage.output_tokens + record.output_tokens,
+            self.usage = self.usage + Usage(
+                input_tokens=record.input_tokens,
+                output_tokens=record.output_tokens,
+                cache_read_input_tokens=record.cache_read_input_tokens,
+                cache_creation_input_tokens=record.cache_creation_input_tokens,
             )
         elif isinstance(record, StatusChanged):
             self.status = record.status

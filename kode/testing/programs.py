@@ -72,20 +72,33 @@ def requires_program(
     )
 
 
-def sandbox_here(policy: RuntimePolicy | None = None) -> SandboxSupport:
+def sandbox_here(
+    policy: RuntimePolicy | None = None, *, workspace: str | os.PathLike[str] | None = None
+) -> SandboxSupport:
     """Whether kode can sandbox ``bash_run``'s commands here: kode's own probe, run once.
 
     Args:
         policy: The policy whose bubblewrap is asked about (default: a default policy's).
+        workspace: The directory the commands work in (default: the current directory).
     """
-    # As bash_run asks it for a command run here: a workspace (the current directory, by
-    # default) that holds the bubblewrap in use (a checkout with its .venv) gets no sandbox.
-    return sandbox_support_for((policy or RuntimePolicy()).bwrap, (os.getcwd(),))
+    # As bash_run asks it for a command run in the workspace: one that holds the bubblewrap
+    # in use (a checkout with its .venv, for the current directory) gets no sandbox.
+    where = os.getcwd() if workspace is None else os.fspath(workspace)
+    return sandbox_support_for((policy or RuntimePolicy()).bwrap, (where,))
 
 
-def requires_sandbox(policy: RuntimePolicy | None = None) -> pytest.MarkDecorator:
-    """A mark that skips a test where kode cannot sandbox commands, saying why."""
-    support = sandbox_here(policy)
+def requires_sandbox(
+    policy: RuntimePolicy | None = None, *, workspace: str | os.PathLike[str] | None = None
+) -> pytest.MarkDecorator:
+    """A mark that skips a test where kode cannot sandbox commands, saying why.
+
+    Args:
+        policy: The policy whose bubblewrap is asked about (default: a default policy's).
+        workspace: The directory the test's commands work in (default: the current
+            directory): a test whose workspaces are elsewhere (in a temporary directory) is
+            not skipped because the bubblewrap in use lives under the current directory.
+    """
+    support = sandbox_here(policy, workspace=workspace)
     return pytest.mark.skipif(
         not support.available, reason=f"kode cannot make an OS sandbox here: {support.reason}"
     )

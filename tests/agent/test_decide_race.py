@@ -7,7 +7,6 @@ connection), as two processes would be; a barrier starts them together, round af
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -26,13 +25,6 @@ from kode.sessions import (
 )
 
 ROUNDS = 40
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'sessions.db'}"
-    return str(request.getfixturevalue("postgres_url"))
 
 
 async def _waiting_sessions(url: str, count: int) -> None:

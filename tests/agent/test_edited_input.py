@@ -3,7 +3,6 @@ model reads what ran, and a session in a store (resumed elsewhere) says the same
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,13 +29,6 @@ EDITED = "The user changed the input of this call before approving it, so it ran
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'sessions.db'}"
-    return str(request.getfixturevalue("postgres_url"))
 
 
 def pay_tool(reg: ToolRegistry, paid: list[int]) -> None:
@@ -138,27 +130,35 @@ async def test_a_stored_session_keeps_the_edit_and_a_resume_sees_it(
     assert paid == [10]
 
 
-async def test_an_edit_decided_in_the_store_runs_after_a_resume(
-    url: str, reg: ToolRegistry
+@pytest.mark.parametrize("decided", ["in-the-store", "before-the-stop"])
+async def test_an_edit_approved_while_stopped_runs_with_the_edit_after_a_resume(
+    url: str, reg: ToolRegistry, decided: str
 ) -> None:
+    """A call waited for approval when its process stopped; the edit was decided in the store
+    by another process, or recorded (with the call approved) just before the stop."""
     paid: list[int] = []
     pay_tool(reg, paid)
     template = AgentTemplate(id="payer", tools=["pay"])
     call = tool_use("pay", {"amount": 1000}, id="p1")
+    records: list[Any] = [
+        MessageAdded(message=Message.user("pay")),
+        StatusChanged(status="running"),
+        MessageAdded(message=Message(role="assistant", content=[call])),
+        CallUpdated(call_id="p1", name="pay", status="awaiting_approval"),
+        ApprovalRequested(call_id="p1", tool_name="pay", input={"amount": 1000}),
+    ]
+    if decided == "in-the-store":
+        records.append(StatusChanged(status="awaiting_approval"))
+    else:  # the process stopped after recording the approval, before the call started
+        records += [
+            ApprovalDecided(call_id="p1", decision="allow", input={"amount": 10}),
+            CallUpdated(call_id="p1", name="pay", status="approved", input={"amount": 10}),
+        ]
     store = store_from(url)
     await store.create(template="payer", session_id="s1")
-    await store.append(
-        "s1",
-        [
-            MessageAdded(message=Message.user("pay")),
-            StatusChanged(status="running"),
-            MessageAdded(message=Message(role="assistant", content=[call])),
-            CallUpdated(call_id="p1", name="pay", status="awaiting_approval"),
-            ApprovalRequested(call_id="p1", tool_name="pay", input={"amount": 1000}),
-            StatusChanged(status="awaiting_approval"),
-        ],
-    )
-    await Agent.decide_in_store(store, "s1", "p1", "allow", input={"amount": 10})
+    await store.append("s1", records)
+    if decided == "in-the-store":
+        await Agent.decide_in_store(store, "s1", "p1", "allow", input={"amount": 10})
     seen: list[Any] = []
 
     def model(request: ModelRequest) -> str:
@@ -171,43 +171,12 @@ async def test_an_edit_decided_in_the_store_runs_after_a_resume(
     await agent.send()
     assert paid == [10]
     assert seen[0].text.startswith(EDITED) and seen[0].text.endswith("paid 10")
+    answer = agent.messages[2].content[0]
+    assert isinstance(answer, ToolResultContent) and answer.text.startswith(EDITED)
     record = agent.records.get("p1")
     assert record is not None
     assert record.input == {"amount": 10} and record.requested_input == {"amount": 1000}
     await agent.aclose()
     calls = (await store.load("s1")).state().calls
     assert calls["p1"].input == {"amount": 10} and calls["p1"].status == "done"
-    await store.aclose()
-
-
-async def test_a_call_approved_with_an_edit_before_a_stop_runs_with_the_edit(
-    url: str, reg: ToolRegistry
-) -> None:
-    paid: list[int] = []
-    pay_tool(reg, paid)
-    template = AgentTemplate(id="payer", tools=["pay"])
-    call = tool_use("pay", {"amount": 1000}, id="p1")
-    store = store_from(url)
-    await store.create(template="payer", session_id="s1")
-    await store.append(
-        "s1",
-        [
-            MessageAdded(message=Message.user("pay")),
-            StatusChanged(status="running"),
-            MessageAdded(message=Message(role="assistant", content=[call])),
-            CallUpdated(call_id="p1", name="pay", status="awaiting_approval"),
-            ApprovalRequested(call_id="p1", tool_name="pay", input={"amount": 1000}),
-            ApprovalDecided(call_id="p1", decision="allow", input={"amount": 10}),
-            # the process stopped after recording the approval, before the call started
-            CallUpdated(call_id="p1", name="pay", status="approved", input={"amount": 10}),
-        ],
-    )
-    agent = await Agent.resume(
-        "s1", store=url, model=FunctionModel(lambda r: "fine"), template=template, registry=reg
-    )
-    await agent.send()
-    assert paid == [10]
-    answer = agent.messages[2].content[0]
-    assert isinstance(answer, ToolResultContent) and answer.text.startswith(EDITED)
-    await agent.aclose()
     await store.aclose()

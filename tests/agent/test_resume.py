@@ -40,13 +40,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'sessions.db'}"
-    return str(request.getfixturevalue("postgres_url"))
-
-
 def finish_when_answered(request: ModelRequest) -> Any:
     """A model that ends the conversation once its calls are answered."""
     last = request.messages[-1]

@@ -23,13 +23,6 @@ SCRIPT = Path(__file__).with_name("lease_script.py")
 TEMPLATE = AgentTemplate(id="scripted", tools=[])
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'sessions.db'}"
-    return str(request.getfixturevalue("postgres_url"))
-
-
 def script(url: str, mode: str) -> str:
     done = subprocess.run(
         [sys.executable, str(SCRIPT), url, "s1", mode],

@@ -32,20 +32,21 @@ import pytest
 from kode import ToolContext
 from kode.builtin.runtime import ProcessManager, RuntimePolicy, bash_run, sandbox_support
 from kode.sessions import SQLiteStore
+from kode.testing.programs import requires_sandbox
 from kode.tools.results import ToolResult
 from kode.tools.workspace import Workspace
 
+BASE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kode-sandbox-tests"
+
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's"),
-    pytest.mark.skipif(
-        shutil.which("bwrap") is None,
-        reason="bubblewrap (bwrap) is not installed; .ci/run installs it (apt install bubblewrap)",
-    ),
+    # kode's probe, for where these tests' workspaces are: bubblewrap may come from the
+    # `sandbox` extra's wheel rather than PATH.
+    requires_sandbox(workspace=BASE),
 ]
 
 PY = sys.executable
 TOKEN = secrets.token_hex(6)
-BASE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kode-sandbox-tests"
 
 HOME_SECRETS = (
     ".aws/credentials",

@@ -40,15 +40,17 @@ from kode.builtin.runtime import (
     bash_run,
     sandbox_support,
 )
+from kode.testing.programs import requires_sandbox
 from kode.tools.results import ToolResult
 from kode.tools.workspace import Workspace
 
+BASE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kode-sandbox-tests"
+
 pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's"),
-    pytest.mark.skipif(
-        shutil.which("bwrap") is None,
-        reason="bubblewrap (bwrap) is not installed; .ci/run installs it (apt install bubblewrap)",
-    ),
+    # kode's probe, for where these tests' workspaces are: bubblewrap may come from the
+    # `sandbox` extra's wheel rather than PATH.
+    requires_sandbox(workspace=BASE),
     pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc compiles the attempts"),
     pytest.mark.skipif(
         platform.machine() not in ("x86_64", "aarch64"),
@@ -57,7 +59,6 @@ pytestmark = [
 ]
 
 TOKEN = secrets.token_hex(6)
-BASE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kode-sandbox-tests"
 SOURCE = Path(__file__).with_name("seccomp_attempts.c")
 
 UNIX_SOCKET_ATTEMPTS = (

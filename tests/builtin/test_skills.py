@@ -7,6 +7,7 @@ import os
 import secrets
 import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from kode.builtin.fs import fs_write
 from kode.builtin.runtime import RuntimePolicy, bash_run, using_runtime_policy
 from kode.builtin.skills import skill
 from kode.models import ScriptedModel, ToolResultContent, tool_use
+from kode.testing.programs import requires_sandbox
 from kode.tools.skills import (
     SkillError,
     find_skills,
@@ -29,10 +31,9 @@ from kode.tools.skills import (
 
 pytestmark = pytest.mark.anyio
 
-needs_bwrap = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or shutil.which("bwrap") is None,
-    reason="the sandbox needs Linux and bubblewrap (apt install bubblewrap)",
-)
+# kode's probe, for a workspace in the temporary directory (where tmp_path is): bubblewrap may
+# come from the `sandbox` extra's wheel rather than PATH.
+needs_bwrap = requires_sandbox(workspace=tempfile.gettempdir())
 
 
 def make_skill(

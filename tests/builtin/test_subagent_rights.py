@@ -13,6 +13,7 @@ neither, nowhere: the call is refused at once.
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -39,7 +40,7 @@ from kode.builtin.tasks import task_run
 from kode.models import FunctionModel, ModelRequest, ScriptedModel, ToolResultContent, tool_use
 from kode.registries import ToolPolicy
 from kode.sessions import SQLiteStore
-from kode.trust.sandbox import sandbox_support
+from kode.testing.programs import requires_sandbox
 
 pytestmark = pytest.mark.anyio
 
@@ -215,7 +216,7 @@ RUNTIME: dict[str, tuple[RuntimePolicy | None, dict[str, Any], str, str]] = {
 }
 
 
-@pytest.mark.skipif(not sandbox_support("bwrap").available, reason="no bubblewrap sandbox here")
+@requires_sandbox(workspace=tempfile.gettempdir())  # kode's probe, where tmp_path is
 @pytest.mark.parametrize("policy", sorted(RUNTIME))
 @pytest.mark.parametrize("spawner", ["task_run", "sessions_spawn"])
 async def test_a_child_runs_commands_under_its_parents_policy(
@@ -263,15 +264,31 @@ async def test_a_child_runs_commands_under_its_parents_policy(
 # --- where a child's approval goes ---------------------------------------------------------
 
 
-@pytest.mark.parametrize("decision", ["allow", "deny"])
-@pytest.mark.parametrize("spawner", ["task_run", "sessions_spawn"])
-async def test_a_childs_approval_reaches_the_parents_approver(
+SPAWNERS = ("task_run", "sessions_spawn")
+
+ANSWERS = [
+    # (spawner, who answers the child's approval, the decision)
+    *((spawner, "approver", d) for spawner in SPAWNERS for d in ("allow", "deny")),
+    *((spawner, "stream", d) for spawner in SPAWNERS for d in ("allow", "deny")),
+    *((spawner, "nobody", "deny") for spawner in SPAWNERS),  # refused at once
+    *(("sessions_spawn", "store", d) for d in ("allow", "deny")),
+]
+
+
+@pytest.mark.parametrize(
+    ("spawner", "answerer", "decision"), ANSWERS, ids=["-".join(a) for a in ANSWERS]
+)
+async def test_a_childs_approval_goes_where_its_parent_is_answered(
     tools: ToolRegistry,
     isolated_templates: TemplateRegistry,
     tmp_path: Path,
     spawner: str,
+    answerer: str,
     decision: Literal["allow", "deny"],
 ) -> None:
+    """To the parent's approver; to the parent's event stream, answered with ``decide`` or
+    (a spawned session) through the store; or, when the parent has neither approver nor
+    stream, nowhere: the call is refused at once."""
     isolated_templates.register(
         AgentTemplate(id="child", tools=["fs_write"], permission={"mode": "approval"})
     )
@@ -283,89 +300,56 @@ async def test_a_childs_approval_reaches_the_parents_approver(
         model=model,
         registry=tools,
         workspace=tmp_path,
-        approver=approver,
+        **({"approver": approver} if answerer == "approver" else {}),
         **options,
     )
+    asked: list[tuple[str, str]] = []
+    statuses = []
     try:
         with anyio.fail_after(SECONDS):
-            await agent.send("go")
-        (asked,) = approver.asked
-        assert asked.tool_name == "fs_write" and asked.reason.startswith("sub-agent 'child': ")
-        (result,) = child_results(model)
-        assert result.is_error == (decision == "deny"), result.text
-        assert (tmp_path / "out.txt").exists() == (decision == "allow")
-        if spawner == "sessions_spawn":  # the spawned session keeps the request and decision
+            if answerer in ("approver", "nobody"):
+                reply = await agent.send("go")
+                assert reply.text == "parent done"
+            else:
+                async with agent.stream("go") as events:
+                    async for event in events:
+                        if event.type != "approval_required":
+                            continue
+                        asked.append((event.name, event.reason))
+                        if answerer == "stream":
+                            agent.decide(event.call_id, decision)
+                            continue
+                        store = options["store"]
+                        (child_id,) = agent.session.children
+                        statuses.append((await store.get(child_id)).status)
+                        await Agent.decide_in_store(store, child_id, event.call_id, decision)
+        if spawner == "sessions_spawn" and answerer != "nobody":
+            # the spawned session keeps the request and decision, and ends settled
             store = options["store"]
             (child_id,) = agent.session.children
-            types = [e.record.type for e in (await store.load(child_id)).entries]
+            log = await store.load(child_id)
+            types = [e.record.type for e in log.entries]
             assert "approval_request" in types and "approval_decision" in types, types
+            state = log.state()
+            assert state.status == "idle" and not state.approvals
     finally:
         await close(agent, options)
-
-
-@pytest.mark.parametrize("decision", ["allow", "deny"])
-@pytest.mark.parametrize("spawner", ["task_run", "sessions_spawn"])
-async def test_a_childs_approval_reaches_the_parents_stream(
-    tools: ToolRegistry,
-    isolated_templates: TemplateRegistry,
-    tmp_path: Path,
-    spawner: str,
-    decision: Literal["allow", "deny"],
-) -> None:
-    isolated_templates.register(
-        AgentTemplate(id="child", tools=["fs_write"], permission={"mode": "approval"})
-    )
-    model = script(spawner, tool_use("fs_write", {"path": "out.txt", "content": "ok"}))
-    options = parent_store(spawner, tmp_path)
-    agent = Agent.create(
-        AgentTemplate(id="parent", tools=PARENT_TOOLS),
-        model=model,
-        registry=tools,
-        workspace=tmp_path,
-        **options,
-    )
-    asked = []
-    try:
-        with anyio.fail_after(SECONDS):
-            async with agent.stream("go") as events:
-                async for event in events:
-                    if event.type == "approval_required":
-                        asked.append((event.name, event.reason))
-                        agent.decide(event.call_id, decision)
-    finally:
-        await close(agent, options)
-    assert [name for name, _ in asked] == ["fs_write"]
-    assert asked[0][1].startswith("sub-agent 'child': ")
     (result,) = child_results(model)
+    if answerer == "nobody":
+        assert result.is_error and "nobody can give it here" in result.text
+        assert not (tmp_path / "out.txt").exists()
+        return
     assert result.is_error == (decision == "deny"), result.text
     assert (tmp_path / "out.txt").exists() == (decision == "allow")
-
-
-@pytest.mark.parametrize("spawner", ["task_run", "sessions_spawn"])
-async def test_a_childs_approval_nobody_can_give_is_refused_at_once(
-    tools: ToolRegistry, isolated_templates: TemplateRegistry, tmp_path: Path, spawner: str
-) -> None:
-    isolated_templates.register(
-        AgentTemplate(id="child", tools=["fs_write"], permission={"mode": "approval"})
-    )
-    model = script(spawner, tool_use("fs_write", {"path": "out.txt", "content": "ok"}))
-    options = parent_store(spawner, tmp_path)
-    agent = Agent.create(
-        AgentTemplate(id="parent", tools=PARENT_TOOLS),
-        model=model,
-        registry=tools,
-        workspace=tmp_path,
-        **options,
-    )
-    try:
-        with anyio.fail_after(SECONDS):
-            reply = await agent.send("go")
-    finally:
-        await close(agent, options)
-    assert reply.text == "parent done"
-    (result,) = child_results(model)
-    assert result.is_error and "nobody can give it here" in result.text
-    assert not (tmp_path / "out.txt").exists()
+    if answerer == "approver":
+        (request,) = approver.asked
+        assert request.tool_name == "fs_write"
+        assert request.reason.startswith("sub-agent 'child': ")
+    else:
+        assert [name for name, _ in asked] == ["fs_write"]
+        assert asked[0][1].startswith("sub-agent 'child': ")
+    if answerer == "store":  # the request was in the store while it waited
+        assert statuses == ["awaiting_approval"]
 
 
 # --- the other dimensions ------------------------------------------------------------------
@@ -565,40 +549,3 @@ async def test_a_queued_session_run_by_sessions_send_is_held_by_the_sender(
     (result,) = seen
     assert result.is_error and "read-only" in result.text, result.text
     assert not (tmp_path / "out.txt").exists()
-
-
-@pytest.mark.parametrize("decision", ["allow", "deny"])
-async def test_a_spawned_childs_approval_can_be_decided_through_the_store(
-    tools: ToolRegistry, isolated_templates: TemplateRegistry, tmp_path: Path, decision: str
-) -> None:
-    """The parent's stream shows the request; the decision comes from the store instead."""
-    isolated_templates.register(
-        AgentTemplate(id="child", tools=["fs_write"], permission={"mode": "approval"})
-    )
-    model = script("sessions_spawn", tool_use("fs_write", {"path": "out.txt", "content": "ok"}))
-    store = SQLiteStore(tmp_path / "s.db")
-    agent = Agent.create(
-        AgentTemplate(id="parent", tools=PARENT_TOOLS),
-        model=model,
-        registry=tools,
-        workspace=tmp_path,
-        store=store,
-    )
-    statuses = []
-    try:
-        with anyio.fail_after(SECONDS):
-            async with agent.stream("go") as events:
-                async for event in events:
-                    if event.type == "approval_required":
-                        (child_id,) = agent.session.children
-                        statuses.append((await store.get(child_id)).status)
-                        await Agent.decide_in_store(store, child_id, event.call_id, decision)
-        (child_id,) = agent.session.children
-        state = (await store.load(child_id)).state()
-    finally:
-        await close(agent, {"store": store})
-    assert statuses == ["awaiting_approval"]  # the request was in the store while it waited
-    (result,) = child_results(model)
-    assert result.is_error == (decision == "deny"), result.text
-    assert (tmp_path / "out.txt").exists() == (decision == "allow")
-    assert state.status == "idle" and not state.approvals

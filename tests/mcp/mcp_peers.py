@@ -7,13 +7,19 @@ fixtures that write and start them are in ``conftest.py``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
 
 KODE_TOOLS = '''
 """Tools served by `kode mcp serve` in the tests."""
@@ -228,6 +234,26 @@ def write(path: Path, text: str) -> Path:
 def serve_command(module: Path, *extra: str) -> list[str]:
     """``python -m kode.cli mcp serve <module> ...`` as an argument list."""
     return [sys.executable, "-m", "kode.cli", "mcp", "serve", str(module), *extra]
+
+
+@contextlib.asynccontextmanager
+async def served_over_stdio(
+    module: Path, *extra: str, cwd: Path | None = None
+) -> AsyncIterator[ClientSession]:
+    """`kode mcp serve MODULE EXTRA...` over stdio, and the official client's session with it,
+    initialized. The server runs in `cwd` (default: the module's folder)."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    command = serve_command(module, *extra)
+    params = StdioServerParameters(
+        command=command[0],
+        args=command[1:],
+        cwd=str(cwd or module.parent),
+        env=subprocess_env(),
+    )
+    async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
+        await session.initialize()
+        yield session
 
 
 def subprocess_env() -> dict[str, str]:

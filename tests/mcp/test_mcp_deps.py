@@ -9,9 +9,9 @@ from pathlib import Path
 import anyio
 import mcp.types as types
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession
 from mcp.shared.memory import create_client_server_memory_streams
-from mcp_peers import serve_command, subprocess_env, write
+from mcp_peers import served_over_stdio, write
 
 from kode import ToolContext, define_tool
 from kode.cli import main
@@ -84,12 +84,7 @@ async def test_tool_server_gives_its_deps_to_every_call() -> None:
 
 async def test_kode_mcp_serve_makes_deps_once(tmp_path: Path) -> None:
     module = write(tmp_path / "greeting_app.py", APP)
-    command = serve_command(module, "--deps", "greeting_app:make_settings")
-    params = StdioServerParameters(
-        command=command[0], args=command[1:], cwd=str(tmp_path), env=subprocess_env()
-    )
-    async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
-        await session.initialize()
+    async with served_over_stdio(module, "--deps", "greeting_app:make_settings") as session:
         for name in ("Ada", "Bo"):
             result = await session.call_tool("greet", {"name": name})
             assert not result.is_error, text(result)

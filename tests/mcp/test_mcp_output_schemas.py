@@ -11,8 +11,7 @@ from pathlib import Path
 
 import mcp.types as types
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
-from mcp_peers import serve_command, subprocess_env, write
+from mcp_peers import served_over_stdio, write
 
 pytestmark = pytest.mark.anyio
 
@@ -82,12 +81,7 @@ def text(result: types.CallToolResult) -> str:
 
 async def test_output_schemas_and_checked_structured_content(tmp_path: Path) -> None:
     module = write(tmp_path / "typed_tools.py", TOOLS)
-    command = serve_command(module)
-    params = StdioServerParameters(
-        command=command[0], args=command[1:], cwd=str(tmp_path), env=subprocess_env()
-    )
-    async with stdio_client(params) as (read, write_), ClientSession(read, write_) as session:
-        await session.initialize()
+    async with served_over_stdio(module) as session:
         listed = {t.name: t for t in (await session.list_tools()).tools}
         assert listed["weather"].output_schema == {
             "type": "object",
