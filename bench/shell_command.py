@@ -51,8 +51,10 @@ def _variants(root: Path) -> dict[str, Runner]:
     python = [os.path.realpath(sys.executable), "-I", "-S", "-c", "pass"]
 
     def run(argv: list[str]) -> Runner:
-        async def call() -> None:  # in the loop's thread, as bash_run's own fork is
-            done = subprocess.run(argv, cwd=root, check=False)
+        async def call() -> None:  # in a worker thread, as bench/sandbox.py's floor
+            done = await anyio.to_thread.run_sync(
+                lambda: subprocess.run(argv, cwd=root, check=False)
+            )
             assert done.returncode == 0, argv
 
         return call
