@@ -9,6 +9,12 @@ round to round so that a noisy machine slows them alike:
   --proc /proc true`` (the bubblewrap kode uses), the floor of a sandboxed one;
 - ``python -I -S``: an interpreter that starts and does nothing, what a helper written in
   Python costs at least;
+- ``bwrap, kode's sandbox``: ``subprocess.run`` of the bubblewrap command line kode builds for
+  a sandboxed command in this workspace (the default policy's namespaces, mounts and
+  system-call filter; the command line built and the filter's descriptor made per command, as
+  kode does), running ``bash -c true`` itself, with no supervisor: what a sandboxed
+  command would cost if kode did nothing else, the floor of any launch that keeps kode's
+  sandbox as it is;
 - ``bash_run (sandbox)`` and ``bash_run (no sandbox)``: the whole tool call as a model makes
   it (``bash_run.run``: the policy check, the environment, the launch under the supervisor,
   the leftover check, the result), with the sandbox on and off.
@@ -38,6 +44,9 @@ import anyio
 from kode import ToolContext
 from kode.builtin.runtime import RuntimePolicy, bash_run, sandbox_support
 from kode.tools.workspace import Workspace
+from kode.trust.executables import shell
+from kode.trust.sandbox import Sandbox
+from kode.trust.seccomp import seccomp_fd
 
 Runner = Callable[[], Awaitable[None]]
 
@@ -49,6 +58,18 @@ def _variants(root: Path) -> dict[str, Runner]:
     bwrap = [support.program, "--unshare-all", "--ro-bind", "/", "/", "--dev", "/dev"]
     bwrap += ["--proc", "/proc", "true"]
     python = [os.path.realpath(sys.executable), "-I", "-S", "-c", "pass"]
+    policy = RuntimePolicy(security="full", ask="off")
+    sandbox = Sandbox(
+        program=support.program,
+        mode="workspace-write",  # the default policy's
+        roots=(root,),
+        network=policy.network,
+        hidden=policy.hidden_paths,
+        home_paths=policy.home_paths,
+        user_namespace=support.user_namespace,
+    )
+    bash = shell().path
+    assert bash is not None
 
     def run(argv: list[str]) -> Runner:
         async def call() -> None:  # in a worker thread, as bench/sandbox.py's floor
@@ -56,6 +77,24 @@ def _variants(root: Path) -> dict[str, Runner]:
                 lambda: subprocess.run(argv, cwd=root, check=False)
             )
             assert done.returncode == 0, argv
+
+        return call
+
+    def in_sandbox() -> Runner:
+        async def call() -> None:  # the filter's descriptor is made per command, as kode does
+            def once() -> subprocess.CompletedProcess[bytes]:
+                fd = seccomp_fd()
+                try:
+                    argv = sandbox.argv([bash, "-c", "true"], cwd=root, seccomp=fd)
+                    return subprocess.run(
+                        argv, cwd=root, check=False, pass_fds=() if fd is None else (fd,)
+                    )
+                finally:
+                    if fd is not None:
+                        os.close(fd)
+
+            done = await anyio.to_thread.run_sync(once)
+            assert done.returncode == 0, done
 
         return call
 
@@ -72,7 +111,8 @@ def _variants(root: Path) -> dict[str, Runner]:
         "bash -c": run(["bash", "-c", "true"]),
         "bwrap": run(bwrap),
         "python -I -S": run(python),
-        "bash_run (sandbox)": tool(RuntimePolicy(security="full", ask="off"), True),
+        "bwrap, kode's sandbox": in_sandbox(),
+        "bash_run (sandbox)": tool(policy, True),
         "bash_run (no sandbox)": tool(
             RuntimePolicy(security="full", ask="off", sandbox="off"), False
         ),
@@ -109,6 +149,7 @@ def main() -> None:
         "bash_run (sandbox)": "bwrap",
         "bash_run (no sandbox)": "bash -c",
         "python -I -S": "bash -c",
+        "bwrap, kode's sandbox": "bwrap",
     }
     rows = [
         {
