@@ -64,7 +64,20 @@ TAG = "KODE_COMMAND_ID"
 TRACKING = sys.platform.startswith("linux") and os.path.isdir("/proc/self") and bool(sys.executable)
 """Whether commands run under a supervisor that tracks every process they start."""
 _POLL = 0.02
-_SUPERVISOR = str(Path(_supervisor.__file__).resolve())
+_SUPERVISOR = Path(_supervisor.__file__).resolve()
+# The supervisor is imported, not run as a script: a script is compiled at every start (a few
+# milliseconds, each command), a module's bytecode is read from its cache. -I leaves the
+# working directory off sys.path (and ignores PYTHON* variables); only kode's own folder is added.
+_BOOT = (
+    f"import sys; sys.path.insert(0, {str(_SUPERVISOR.parent)!r}); "
+    "import _supervisor; _supervisor.supervise(sys.argv[1:])"
+)
+
+
+def _supervisor_argv(python: str) -> list[str]:
+    """How `python` starts the supervisor; what follows are its arguments."""
+    return [python, "-I", "-S", "-c", _BOOT]
+
 
 Signal = Literal["SIGTERM", "SIGKILL"]
 ReapFunc = Callable[[], object]
@@ -98,10 +111,23 @@ class Target:
         found = _supervisor.live(_supervisor.descendants(roots, table) | roots, table)
         return found - {self.pid, os.getpid()}, table
 
-    def alive(self) -> bool:
-        """Whether a process of the command (the supervisor apart) still runs."""
+    def alive(self, *, ended: bool = False) -> bool:
+        """Whether a process of the command (the supervisor apart) still runs.
+
+        Args:
+            ended: The supervisor is known to have ended (its exit status collected). Its
+                orphans were re-parented when it died, so nothing is below it any more: only
+                the processes carrying the tag, and those below them, can be left, and the
+                process table is read only when one is found. In a sandbox nothing can be
+                left: the namespace ended with its first process, the supervisor.
+        """
         if self.tag is None and not self.sandboxed:
             return group_alive(self.pid)
+        if ended:
+            if self.sandboxed or self.tag is None:
+                return False
+            tagged = _supervisor.tagged(TAG, self.tag)
+            return bool(tagged) and bool(self.find(tagged)[0])
         return bool(self.find(self.roots())[0])
 
 
@@ -158,7 +184,7 @@ def launch(command: str, env: dict[str, str]) -> tuple[list[str], dict[str, str]
     tag = secrets.token_hex(8)
     parent = f"{_supervisor.PARENT_OPTION}{os.getpid()}"
     python = _program(executables.python())
-    argv = [python, "-I", "-S", _SUPERVISOR, parent, shell, "-c", command]
+    argv = [*_supervisor_argv(python), parent, shell, "-c", command]
     return argv, {**env, TAG: tag}, tag
 
 
@@ -217,7 +243,7 @@ def prepare(
     line = lifeline()
     watch = f"{_supervisor.LIFELINE_OPTION}{line}"
     shell, python = _program(executables.shell()), _program(executables.python())
-    inner = [python, "-I", "-S", _SUPERVISOR, watch, shell, "-c", command]
+    inner = [*_supervisor_argv(python), watch, shell, "-c", command]
     fd = seccomp_fd()
     try:
         argv = sandbox.argv(inner, cwd=cwd, seccomp=fd)

@@ -53,6 +53,9 @@ __all__ = [
 ]
 
 _DRAIN = 0.5
+_SETTLE = 0.05
+"""Seconds a command's supervisor has, once the shell exited and the output ended, to end too
+before the leftover check looks for what it still waits for."""
 
 
 # --- output ---------------------------------------------------------------------------------------
@@ -272,8 +275,14 @@ async def run_command(
             else:
                 with anyio.move_on_after(_DRAIN):
                     await pumped.wait()
+                # The supervisor exits once nothing it adopted is left: when it has, the scan
+                # needs no process table (see Target.alive).
+                if tracked:
+                    with anyio.move_on_after(_SETTLE):
+                        await process.wait()
+                ended = process.returncode is not None
                 # it exited, leaving processes behind? (a scan of /proc: in a worker thread)
-                if await anyio.to_thread.run_sync(target.alive):
+                if await anyio.to_thread.run_sync(functools.partial(target.alive, ended=ended)):
                     leftovers = True
                     killed = await _launch_and_kill.kill(target, reap)
             with anyio.move_on_after(_DRAIN) as drain:
@@ -286,7 +295,8 @@ async def run_command(
         done = True
     finally:
         with anyio.CancelScope(shield=True):
-            if not done and (process.returncode is None or target.alive()):  # cancelled
+            # cancelled
+            if not done and (process.returncode is None or target.alive(ended=True)):
                 await _launch_and_kill.kill(target, reap)
             with anyio.move_on_after(_launch_and_kill.KILL_GRACE):
                 await process.aclose()
@@ -353,7 +363,7 @@ class BackgroundShell:
 
     def settled(self) -> bool:
         """Whether the shell and every process it started are gone (checked, then kept)."""
-        if not self.ended and self.popen.poll() is not None and not self.target.alive():
+        if not self.ended and self.popen.poll() is not None and not self.target.alive(ended=True):
             self.ended = True
         return self.ended
 

@@ -22,15 +22,22 @@ it runs in an isolated interpreter.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
+import _thread
 import os
 import select
-import signal
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterable
+
+# What the script imports is what every command waits for: an interpreter's start is most of
+# a short command's cost. The C modules alone then (``_signal``, ``_thread``, ``_ctypes``):
+# ``signal``, ``threading``, ``contextlib`` and ``ctypes`` would bring ``enum``,
+# ``functools``, ``collections`` and ``struct``, which doubles the start; ``typing`` too.
+TYPE_CHECKING = False  # what mypy reads as typing's
+if TYPE_CHECKING:
+    import signal as _signal
+    from collections.abc import Callable, Iterable
+else:
+    import _signal
 
 __all__ = [
     "LIFELINE_OPTION",
@@ -106,9 +113,11 @@ def tagged(name: str, value: str) -> set[int]:
     return found
 
 
-def _send(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
+def _send(pid: int, sig: int) -> None:
+    try:
         os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def freeze_and_kill(find: Callable[[], tuple[set[int], ProcessTable]]) -> bool:
@@ -129,14 +138,14 @@ def freeze_and_kill(find: Callable[[], tuple[set[int], ProcessTable]]) -> bool:
             found, table = find()
             new = found - stopped
             for pid in new:
-                _send(pid, signal.SIGSTOP)
+                _send(pid, _signal.SIGSTOP)
             stopped |= found
             if not new and all(table[pid][1] in ("T", "t") for pid in found):
                 break
             if attempt:
                 time.sleep(0.001 * attempt)  # let the stop reach a process in a system call
         for pid in stopped:
-            _send(pid, signal.SIGKILL)
+            _send(pid, _signal.SIGKILL)
         if not stopped:
             return True
         time.sleep(0.001)
@@ -150,10 +159,27 @@ def freeze_and_kill(find: Callable[[], tuple[set[int], ProcessTable]]) -> bool:
 
 def _set_subreaper() -> bool:
     try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
-    except (OSError, AttributeError):
+        return _prctl(_PR_SET_CHILD_SUBREAPER, 1) == 0
+    except (OSError, AttributeError, ImportError):
         return False
+
+
+def _prctl(option: int, value: int) -> int:
+    """``prctl(option, value, 0, 0, 0)`` through ``_ctypes`` (``ctypes`` costs its imports)."""
+    import _ctypes
+
+    class _Int(_ctypes._SimpleCData):  # type: ignore[type-arg]  # the stub's generic
+        _type_ = "i"
+
+    class _Call(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL
+        _restype_ = _Int
+
+    class _Library:  # what a foreign function's constructor needs of a library
+        _handle = _ctypes.dlopen(None, os.RTLD_NOW)  # type: ignore[arg-type]  # None: this program
+
+    call = _Call(("prctl", _Library()))  # type: ignore[arg-type]  # a CDLL in the stub
+    return int(call(option, value, 0, 0, 0))
 
 
 def _watch_parent(parent: int) -> None:
@@ -197,9 +223,11 @@ def _watch_lifeline(fd: int) -> None:
 
 def _exit_like(code: int) -> None:
     if code < 0:  # killed by a signal: end the same way, so the parent sees the same status
-        with contextlib.suppress(OSError, ValueError):
-            signal.signal(-code, signal.SIG_DFL)
+        try:
+            _signal.signal(-code, _signal.SIG_DFL)
             os.kill(os.getpid(), -code)
+        except (OSError, ValueError):
+            pass
         os._exit(128 - code)
     os._exit(code)
 
@@ -237,19 +265,19 @@ def supervise(argv: list[str]) -> None:
         try:
             if line is not None:
                 os.close(line)  # the command has no use for it
-            for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; a shell must not
-                signal.signal(sig, signal.SIG_DFL)
+            for sig in (_signal.SIGPIPE, _signal.SIGXFSZ):  # Python ignores these; a shell must not
+                _signal.signal(sig, _signal.SIG_DFL)
             os.dup2(1, 2)  # the command's stderr joins its stdout; ours carries the status
             os.execvp(argv[0], argv)
         finally:
             os._exit(127)
     # A command may signal its own process group (kill 0): the supervisor stays to reap.
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_IGN)
+    for sig in (_signal.SIGTERM, _signal.SIGINT, _signal.SIGHUP, _signal.SIGQUIT, _signal.SIGPIPE):
+        _signal.signal(sig, _signal.SIG_IGN)
     if line is None:
-        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+        _thread.start_new_thread(_watch_parent, (parent,))
     else:
-        threading.Thread(target=_watch_lifeline, args=(line,), daemon=True).start()
+        _thread.start_new_thread(_watch_lifeline, (line,))
     code = 127
     while True:
         try:
@@ -260,8 +288,10 @@ def supervise(argv: list[str]) -> None:
             continue
         if pid == shell:
             code = os.waitstatus_to_exitcode(status)
-            with contextlib.suppress(OSError):
+            try:
                 os.write(2, f"exit {code}\n".encode())
+            except OSError:
+                pass
     _exit_like(code)
 
 
