@@ -41,7 +41,6 @@ HARNESS = (Path(__file__).with_name("_harness.py")).read_text(encoding="utf-8")
 MAX_MESSAGE_BYTES = 4_000_000
 """The longest line the script may send kode (one call's arguments, its result)."""
 
-_SUPERVISOR = str(Path(_supervisor.__file__).resolve())
 _READ = 1 << 16
 _LAST_WORDS = 0.5  # seconds to read the harness's last message once it has exited
 
@@ -100,10 +99,7 @@ def _prepare(sandbox: Sandbox, cwd: Path, memory: int) -> _Launch:
     line = _launch_and_kill.lifeline()
     read, write = os.pipe()
     inner = [
-        python,
-        "-I",
-        "-S",
-        _SUPERVISOR,
+        *_launch_and_kill.supervisor_argv(python),
         f"{_supervisor.LIFELINE_OPTION}{line}",
         python,
         "-I",

@@ -74,7 +74,7 @@ _BOOT = (
 )
 
 
-def _supervisor_argv(python: str) -> list[str]:
+def supervisor_argv(python: str) -> list[str]:
     """How `python` starts the supervisor; what follows are its arguments."""
     return [python, "-I", "-S", "-c", _BOOT]
 
@@ -184,7 +184,7 @@ def launch(command: str, env: dict[str, str]) -> tuple[list[str], dict[str, str]
     tag = secrets.token_hex(8)
     parent = f"{_supervisor.PARENT_OPTION}{os.getpid()}"
     python = _program(executables.python())
-    argv = [*_supervisor_argv(python), parent, shell, "-c", command]
+    argv = [*supervisor_argv(python), parent, shell, "-c", command]
     return argv, {**env, TAG: tag}, tag
 
 
@@ -243,7 +243,7 @@ def prepare(
     line = lifeline()
     watch = f"{_supervisor.LIFELINE_OPTION}{line}"
     shell, python = _program(executables.shell()), _program(executables.python())
-    inner = [*_supervisor_argv(python), watch, shell, "-c", command]
+    inner = [*supervisor_argv(python), watch, shell, "-c", command]
     fd = seccomp_fd()
     try:
         argv = sandbox.argv(inner, cwd=cwd, seccomp=fd)
