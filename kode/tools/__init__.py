@@ -36,6 +36,10 @@ from kode.tools.tool import PreparedCall, Tool
 if TYPE_CHECKING:
     from kode.registries.define import define_tool, tool
 
+# ``kode.tools.tool`` is the decorator, as it has always been, not the submodule of that name
+# the imports above bound here as they loaded it: the decorator is read through __getattr__.
+globals().pop("tool", None)
+
 __all__ = [
     "CallDetails",
     "Display",
