@@ -626,6 +626,59 @@ def test_the_builtin_clusters_import_nothing_of_each_other() -> None:
     assert not wrong, wrong
 
 
+# The plumbing of one folder of kode.builtin that another folder uses, by the module that owns
+# it: the workspace's paths and writes (memory and media write files as the file tools do), and
+# the web tools' address rules and settings (the browser loads what web_fetch may). Every other
+# module of a folder is its own. These still live in the folder that first needed them.
+SHARED_PLUMBING = {
+    "kode.builtin.fs._workspace_files": {"memory", "media"},
+    "kode.builtin.fs._safe_open": {"memory", "media"},
+    "kode.builtin.fs._git_dirs": {"media"},
+    "kode.builtin.web._ssrf": {"browser"},
+    "kode.builtin.web._config": {"browser"},
+    "kode.builtin.web": {"browser"},
+}
+
+
+def builtin_folder_problems(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of one folder of kode.builtin by another, but the listed plumbing."""
+    wrong = []
+    for module, imported in graph.items():
+        if module.count(".") < 3 and not (ROOT / "builtin" / module.split(".")[-1]).is_dir():
+            continue  # kode.builtin itself, todo, tasks and the compatibility modules
+        mine = module.split(".")[2]
+        for target in sorted(imported):
+            if target.count(".") < 2:
+                wrong.append(f"{module} imports the package {target}")
+                continue
+            theirs = target.split(".")[2]
+            if (ROOT / "builtin" / theirs).is_dir() and theirs != mine:
+                if mine not in SHARED_PLUMBING.get(target, set()):
+                    wrong.append(f"{module} imports {target}")
+    return wrong
+
+
+def test_no_folder_of_kode_builtin_imports_another_but_the_shared_plumbing() -> None:
+    """Every folder (fs, runtime, web, memory, media, browser, sessions, skills, and any new
+    one), not just the first three clusters."""
+    folders = {p.name for p in (ROOT / "builtin").iterdir() if (p / "__init__.py").is_file()}
+    assert folders >= {"fs", "runtime", "web", "memory", "media", "browser"}
+    assert builtin_folder_problems(import_graph("kode.builtin")) == []
+
+
+def test_the_folder_check_catches_a_folder_reaching_another() -> None:
+    graph = {
+        "kode.builtin.memory": {"kode.builtin.runtime._processes"},
+        "kode.builtin.media._save": {"kode.builtin.web._ssrf"},
+        "kode.builtin.browser": {"kode.builtin.web._config", "kode.builtin"},
+    }
+    assert builtin_folder_problems(graph) == [
+        "kode.builtin.memory imports kode.builtin.runtime._processes",
+        "kode.builtin.media._save imports kode.builtin.web._ssrf",
+        "kode.builtin.browser imports the package kode.builtin",
+    ]
+
+
 # Public modules of the former flat layout of kode.builtin, kept as thin modules that re-export
 # the objects of their new home (old path -> new path) so that existing imports keep working.
 BUILTIN_COMPATIBILITY_MODULES = {"kode.builtin.fs_search": "kode.builtin.fs.search"}
