@@ -352,8 +352,10 @@ class Tool(Generic[P, R]):
         requires_approval: bool | Callable[..., bool | str | None] | None = None,
         output_schema: Mapping[str, Any] | None = None,
         param_aliases: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+        defer_loading: bool = False,
     ) -> Tool[..., Any]:
-        """A tool from a name, a description and a JSON schema (see `declare_tool`).
+        """A tool from a name, a description and a JSON schema: `declare_tool`, the one way.
 
         Raises:
             ToolDefinitionError: every problem with the declaration, in one message.
@@ -372,6 +374,8 @@ class Tool(Generic[P, R]):
             requires_approval=requires_approval,
             output_schema=output_schema,
             param_aliases=param_aliases,
+            idempotent=idempotent,
+            defer_loading=defer_loading,
         )
 
     # --- being a function ------------------------------------------------------------------

@@ -29,6 +29,14 @@ def test_from_schema_takes_declare_tool_s_options() -> None:
     assert _options(Tool.from_schema) == _options(declare_tool)
 
 
+def test_a_declared_tool_may_be_idempotent_and_deferred_as_a_defined_one() -> None:
+    for make in (declare_tool, Tool.from_schema):
+        made = make("lookup", description="Look up.", idempotent=True, defer_loading=True)
+        assert (made.idempotent, made.defer_loading) == (True, True)
+    plain = declare_tool("lookup", description="Look up.")
+    assert (plain.idempotent, plain.defer_loading) == (False, False)
+
+
 def test_from_function_sets_what_define_tool_sets_and_registers_nothing() -> None:
     tools = ToolRegistry()
 
