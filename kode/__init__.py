@@ -30,9 +30,11 @@ if TYPE_CHECKING:
         ToolPolicy,
         ToolRegistry,
         ToolSource,
+        define_tool,
         load_plugin,
         load_plugins,
         registry,
+        tool,
         tool_factory,
     )
     from kode.registries.deps import DepsSpecError
@@ -63,19 +65,17 @@ if TYPE_CHECKING:
         ToolNotFoundError,
         ToolResult,
         ToolRetry,
-        define_tool,
         error_result,
         image_result,
         json_result,
         run_sync,
         text_result,
-        tool,
     )
     from kode.tools.declared import declare_tool
     from kode.tools.skills import SkillError
     from kode.tools.workspace import FilePool, Workspace
 
-__version__ = "0.1.0"
+from kode.version import __version__
 
 _SOURCES: dict[str, str] = {
     "Agent": "kode.agent",
@@ -126,7 +126,7 @@ _SOURCES: dict[str, str] = {
     "ToolSource": "kode.registries",
     "Workspace": "kode.tools.workspace",
     "declare_tool": "kode.tools.declared",
-    "define_tool": "kode.tools",
+    "define_tool": "kode.registries",
     "error_result": "kode.tools",
     "image_result": "kode.tools",
     "json_result": "kode.tools",
@@ -135,7 +135,7 @@ _SOURCES: dict[str, str] = {
     "registry": "kode.registries",
     "run_sync": "kode.tools",
     "text_result": "kode.tools",
-    "tool": "kode.tools",
+    "tool": "kode.registries",
     "tool_factory": "kode.registries",
 }
 

@@ -16,20 +16,13 @@ from collections.abc import Sequence
 __all__ = ["build_parser", "main", "version"]
 
 _GROUPS = ("kode.cli_tools", "kode.cli_skills", "kode.mcp.cli", "kode.durable.cli")
-_DISTRIBUTION = "kode-sdk"
 
 
 def version() -> str:
     """The installed kode's version: its distribution's, else ``kode.__version__``."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
+    from kode.version import installed_version
 
-    try:
-        return installed(_DISTRIBUTION)
-    except PackageNotFoundError:  # running from a source tree, or an older distribution name
-        import kode
-
-        return str(getattr(kode, "__version__", None) or "unknown")
+    return installed_version()
 
 
 class _Version(argparse.Action):

@@ -520,8 +520,8 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
     # The API reference opens define_tool with its description: no overloads or signature
     # before it, and no private name among its parameters' types and defaults.
     api = (tmp_path / "site" / "api" / "index.html").read_text(encoding="utf-8")
-    start = api.index('id="kode.tools.define.define_tool"')
-    section = api[start : api.index('id="kode.tools.define.tool"', start)]
+    start = api.index('id="kode.registries.define.define_tool"')
+    section = api[start : api.index('id="kode.registries.define.tool"', start)]
     description = section.index("Turn a typed, documented function into a")
     assert "Parameters:" in section[description:]
     assert "doc-overloads" not in section

@@ -1,7 +1,9 @@
 """The agent's event stream: what happens during a run, as typed records.
 
 This module owns the event types `Agent.stream` yields (and `on_event` receives). Every event
-has a ``type`` string, so a consumer can match on it or on the class.
+has a ``type`` string, so a consumer can match on it or on the class. Three are the model's own,
+passed on as they come: `TextDelta`, `ThinkingDelta` (one class each, in `kode.models.base`) and
+`ModelRetry`.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 
-from kode.models.base import ContextEdit, ModelRetry
+from kode.models.base import ContextEdit, ModelRetry, TextDelta, ThinkingDelta
 from kode.models.messages import ToolResultContent, Usage
 from kode.tools.invocation import Display
 from kode.tools.tool import PreparedCall, Tool
@@ -34,24 +36,6 @@ __all__ = [
     "ToolStart",
     "TurnEnd",
 ]
-
-
-@dataclass(kw_only=True, slots=True)
-class TextDelta:
-    """Text from the model, as it streams."""
-
-    text: str
-    """The new text."""
-    type: Literal["text_delta"] = "text_delta"
-
-
-@dataclass(kw_only=True, slots=True)
-class ThinkingDelta:
-    """Reasoning from the model, as it streams."""
-
-    thinking: str
-    """The new reasoning text."""
-    type: Literal["thinking_delta"] = "thinking_delta"
 
 
 @dataclass(kw_only=True, slots=True)

@@ -57,8 +57,6 @@ from kode.models.base import (
     ModelSettings,
     ToolInputDelta,
 )
-from kode.models.base import TextDelta as ModelTextDelta
-from kode.models.base import ThinkingDelta as ModelThinkingDelta
 from kode.models.messages import (
     ContentBlock,
     Message,
@@ -515,8 +513,8 @@ class AgentRun:
         async for event in stream:
             if isinstance(event, ModelResponse):
                 response = event
-            elif isinstance(event, ModelTextDelta):
-                self.emit(TextDelta(text=event.text))
+            elif isinstance(event, TextDelta):
+                self.emit(event)
                 if partial is not None:
                     changed, value = partial.feed(event.text)
                     if changed:
@@ -527,8 +525,8 @@ class AgentRun:
                     changed, value = reader.feed(event.text)
                     if changed:
                         self.emit(PartialOutput(output=value))
-            elif isinstance(event, ModelThinkingDelta):
-                self.emit(ThinkingDelta(thinking=event.thinking))
+            elif isinstance(event, ThinkingDelta):
+                self.emit(event)
             elif isinstance(event, ModelRetry):
                 self.emit(event)  # the model retries a failed request: say so
         if response is not None:

@@ -268,10 +268,6 @@ class Session:
         self.compaction = record
         self._write(record)
 
-    def call_record(self, call: ToolUseContent) -> ToolCallRecord:
-        """The record of `call` (made ``pending`` on first use)."""
-        return self.records.for_call(call)
-
     def update_call(
         self,
         call: ToolUseContent,
@@ -287,7 +283,7 @@ class Session:
 
         `tool`, given when the call starts running, records whether it only reads and
         whether it is idempotent (what a resumed session needs to decide on a re-run).
-        `record` is the call's record, when the caller holds it already (`call_record`).
+        `record` is the call's record, when the caller holds it already.
         """
         if record is None:
             record = self.records.for_call(call)

@@ -172,7 +172,14 @@ _init_record = ToolCallRecord.__init__
 
 
 class AgentState(BaseModel):
-    """Everything needed to rebuild an agent."""
+    """Everything needed to rebuild an agent, as one snapshot (`Agent.state`, `Agent.from_state`).
+
+    Not a store's view of a session: that is `kode.sessions.SessionState`, the fold of the
+    session's records, from which `Agent.resume` rebuilds an agent. The two share the
+    conversation, usage, todos, allowed tools and status; this one adds what a snapshot without
+    a store needs (the template, the ids) and keeps calls as a list of `ToolCallRecord`, that one
+    keeps calls by id with the approvals and client calls still waiting.
+    """
 
     model_config = ConfigDict(extra="forbid")
     version: Literal[1] = 1

@@ -22,7 +22,7 @@ import importlib
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from kode.tools.define import default_registry
+from kode.registries import registry
 
 if TYPE_CHECKING:
     from kode.builtin.runtime._policy import (
@@ -98,10 +98,8 @@ def _import_tool_module(name: str) -> ModuleType:
 
 # Importing kode.builtin imports none of the tool modules: the registry knows each tool's name,
 # kind, group and aliases from TOOLS, and imports its module when the tool is first needed.
-# (The global registry is reached as define_tool reaches it: builtin/ sits below registries/.)
-_registry: Any = default_registry()
 for _name, _target, _kind, _group, _aliases in TOOLS:
-    _registry.register_lazy(
+    registry.register_lazy(
         _name,
         _target,
         kind=_kind,

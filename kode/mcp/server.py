@@ -203,7 +203,7 @@ class ToolServer:
         tasks: bool = True,
         skills: SkillCatalog | None = None,
     ) -> None:
-        from importlib.metadata import PackageNotFoundError, version
+        from kode.version import installed_version
 
         if isinstance(tools, str):
             raise TypeError(f"tools must be a list of tools or patterns, got the string {tools!r}")
@@ -250,12 +250,7 @@ class ToolServer:
         )
         self.served_tasks = ServedTasks() if tasks else None
         """The calls clients asked to run as MCP tasks (`None`: tasks are not offered)."""
-        try:
-            kode_version = version("kode-sdk")
-        except PackageNotFoundError:  # running from a source tree, or an older distribution
-            import kode
-
-            kode_version = str(getattr(kode, "__version__", ""))
+        kode_version = installed_version()
         self.server: Server[Any] = _LowLevelServer(
             name,
             version=kode_version,

@@ -126,18 +126,20 @@ class ModelRequest:
 
 @dataclass(kw_only=True, slots=True)
 class TextDelta:
-    """A piece of text as it streams."""
+    """A piece of text as it streams: from a model, and the same object in an agent's events."""
 
     text: str
     """The new text."""
+    type: Literal["text_delta"] = "text_delta"
 
 
 @dataclass(kw_only=True, slots=True)
 class ThinkingDelta:
-    """A piece of reasoning as it streams."""
+    """A piece of reasoning as it streams: from a model, and the same object in agent events."""
 
     thinking: str
     """The new reasoning text."""
+    type: Literal["thinking_delta"] = "thinking_delta"
 
 
 @dataclass(kw_only=True, slots=True)

@@ -1,7 +1,8 @@
-"""Tool registries: sources, factories, plugins, groups, profiles, policy and resolution."""
+"""Tool registries: registering decorators, sources, factories, plugins, policy, resolution."""
 
 from __future__ import annotations
 
+from kode.registries.define import define_tool, tool
 from kode.registries.factories import ToolFactoryContext, ToolFactoryFunc, tool_factory
 from kode.registries.meta import Diagnostic, ToolMeta, ToolSource
 from kode.registries.plugins import PluginApi, PluginReport, load_plugin, load_plugins
@@ -25,9 +26,11 @@ __all__ = [
     "ToolRegistry",
     "ToolSource",
     "UnmatchedEntry",
+    "define_tool",
     "load_plugin",
     "load_plugins",
     "normalize_name",
     "registry",
+    "tool",
     "tool_factory",
 ]

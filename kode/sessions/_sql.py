@@ -285,7 +285,7 @@ class SQLStore:
 
         return self._transaction(cur, body)
 
-    async def _start_session(
+    async def start_session_at_once(
         self,
         session_id: str,
         template: str,

@@ -219,7 +219,7 @@ class MemoryStore:
                 raise conflict_error(session_id, expected, len(session.records))
             return self._add(session, rows, now_us())
 
-    async def _start_session(
+    async def start_session_at_once(
         self,
         session_id: str,
         template: str,

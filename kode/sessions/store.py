@@ -155,6 +155,12 @@ class Store(Protocol):
     Every method is safe to call from concurrent tasks. Errors are `SessionError`s:
     `SessionNotFoundError` for an unknown id, `SessionExistsError`, `SessionLeaseError`,
     `StoreError` when the database fails; a bad argument is a `ValueError` or `TypeError`.
+
+    One method is optional: ``start_session_at_once(session_id, template, parent_id, owner,
+    ttl, records) -> (Lease, last_seq)``, what `start_session` does (create or take up an empty
+    session, take its lease, append `records`) in one transaction. A store that has it is asked
+    to; any other gets the same effect from `create`, `get`, `acquire` and `append`.
+    kode's own stores have it.
     """
 
     async def create(
@@ -360,7 +366,7 @@ async def start_session(
         check_id(parent_id, "parent_id")
     who = check_id(owner, "owner") if owner is not None else new_owner()
     seconds = check_ttl(ttl)
-    fast = getattr(store, "_start_session", None)
+    fast = getattr(store, "start_session_at_once", None)  # optional (see `Store`)
     if fast is not None:
         started: tuple[Lease, int] = await fast(
             session_id, template, parent_id, who, seconds, records

@@ -1,9 +1,15 @@
-"""The tool layer: `define_tool`, `Tool`, schema inference, `ToolContext`, results and errors."""
+"""The tool layer: `Tool`, schema inference, `ToolContext`, results and errors.
+
+`define_tool` and `tool`, which register the tool they make, live in `kode.registries.define`
+beside the registry; reading them here still works (they are imported on first use, so
+``import kode.tools`` loads nothing of the layer above).
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from kode.tools.context import ToolContext, ToolEvent
-from kode.tools.define import define_tool, tool
 from kode.tools.errors import (
     KodeError,
     ToolDefinitionError,
@@ -26,6 +32,13 @@ from kode.tools.results import (
 )
 from kode.tools.sync import run_sync
 from kode.tools.tool import PreparedCall, Tool
+
+if TYPE_CHECKING:
+    from kode.registries.define import define_tool, tool
+
+# ``kode.tools.tool`` is the decorator, as it has always been, not the submodule of that name
+# the imports above bound here as they loaded it: the decorator is read through __getattr__.
+globals().pop("tool", None)
 
 __all__ = [
     "CallDetails",
@@ -53,3 +66,12 @@ __all__ = [
     "text_result",
     "tool",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`define_tool` and `tool`, kept at this path: they live in `kode.registries.define`."""
+    if name in ("define_tool", "tool"):
+        from kode.registries.define import define_tool, tool
+
+        return define_tool if name == "define_tool" else tool
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

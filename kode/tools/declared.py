@@ -251,6 +251,8 @@ def declare_tool(
     requires_approval: bool | Callable[..., bool | str | None] | None = None,
     output_schema: Mapping[str, Any] | None = None,
     param_aliases: Mapping[str, str] | None = None,
+    idempotent: bool = False,
+    defer_loading: bool = False,
 ) -> DeclaredTool:
     """A tool from a schema: its code is a `handler`, another program, or the client.
 
@@ -268,6 +270,10 @@ def declare_tool(
         output_schema: The JSON schema of its result, if known.
         param_aliases: Other names accepted for parameters, ``{"file_path": "path"}`` (as in
             `define_tool`): the schema shows the parameter's own name.
+        idempotent: Running a call twice does what running it once does (as in `define_tool`):
+            a resumed session may run such a call that was running again.
+        defer_loading: Send the definition to the model only once ``tool_search`` has found
+            it (as in `define_tool`).
 
     Raises:
         ToolDefinitionError: every problem with the declaration, in one message.
@@ -333,7 +339,7 @@ def declare_tool(
         problems.append(f"timeout must be a positive number of seconds or None, got {timeout!r}")
     if problems:
         raise ToolDefinitionError(str(name), problems)
-    return DeclaredTool(
+    made = DeclaredTool(
         name=name,
         description=description,
         input_schema=schema,
@@ -346,3 +352,6 @@ def declare_tool(
         output_schema=output_schema,
         param_aliases=param_aliases,
     )
+    made.idempotent = idempotent
+    made.defer_loading = defer_loading
+    return made

@@ -305,17 +305,23 @@ class Tool(Generic[P, R]):
         run_in_thread: bool = True,
         aliases: Iterable[str] = (),
         param_aliases: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+        retries: int = 1,
+        transient: Iterable[type[BaseException]] = (),
+        transient_retries: int = 2,
+        defer_loading: bool = False,
     ) -> Tool[P, R]:
         """A tool from a typed, documented function, without registering it anywhere.
 
-        `define_tool` is this plus registration; the options mean the same.
+        This is the one way a function becomes a tool: `define_tool` is this plus
+        registration, and takes the same options with the same meaning (see it for each).
 
         Raises:
             ToolDefinitionError: every problem of the function, in one message.
         """
-        from kode.tools.define import build_tool
+        from kode.tools.define import caller_locals, make_tool
 
-        return build_tool(
+        return make_tool(
             fn,
             name=name,
             description=description,
@@ -329,6 +335,12 @@ class Tool(Generic[P, R]):
             run_in_thread=run_in_thread,
             aliases=aliases,
             param_aliases=param_aliases,
+            idempotent=idempotent,
+            retries=retries,
+            transient=transient,
+            transient_retries=transient_retries,
+            defer_loading=defer_loading,
+            localns=caller_locals(fn),
         )
 
     @staticmethod
@@ -345,8 +357,10 @@ class Tool(Generic[P, R]):
         requires_approval: bool | Callable[..., bool | str | None] | None = None,
         output_schema: Mapping[str, Any] | None = None,
         param_aliases: Mapping[str, str] | None = None,
+        idempotent: bool = False,
+        defer_loading: bool = False,
     ) -> Tool[..., Any]:
-        """A tool from a name, a description and a JSON schema (see `declare_tool`).
+        """A tool from a name, a description and a JSON schema: `declare_tool`, the one way.
 
         Raises:
             ToolDefinitionError: every problem with the declaration, in one message.
@@ -365,6 +379,8 @@ class Tool(Generic[P, R]):
             requires_approval=requires_approval,
             output_schema=output_schema,
             param_aliases=param_aliases,
+            idempotent=idempotent,
+            defer_loading=defer_loading,
         )
 
     # --- being a function ------------------------------------------------------------------

@@ -229,7 +229,7 @@ def mcp_call_span(
 ) -> contextlib.AbstractContextManager[Any]:
     """A ``tools/call {name}`` CLIENT span for a call to an MCP server, when tracing is on.
 
-    The span (or ``None``) is what the block gets; `Tracing.mcp_result` marks an error result.
+    The span (or ``None``) is what the block gets; `mark_mcp_result` marks an error result.
     """
     tracing = active_tracing()
     if tracing is None:
