@@ -811,7 +811,7 @@ def _status_line(agent: Any, spec: str | None) -> str:
 
     named = spec or os.environ.get("KODE_MODEL") or ""
     if named.partition(":")[0] not in PROVIDERS:  # a name the environment gave a provider
-        provider = getattr(agent.model, "_provider", "")
+        provider = getattr(agent.model, "provider", "")
         name = getattr(agent.model, "name", type(agent.model).__name__)
         named = f"{provider}:{name}" if provider else str(name)
     count = len(agent.tools)

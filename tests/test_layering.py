@@ -637,6 +637,13 @@ SHARED_PLUMBING = {
     "kode.builtin.web._ssrf": {"browser"},
     "kode.builtin.web._config": {"browser"},
     "kode.builtin.web": {"browser"},
+    # code_run's script runs as a sandboxed command does: the runtime policy and environment,
+    # the supervisor, its launch and kill, and the reading of its output and status.
+    "kode.builtin.runtime._environment": {"code"},
+    "kode.builtin.runtime._policy": {"code"},
+    "kode.builtin.runtime._launch_and_kill": {"code"},
+    "kode.builtin.runtime._processes": {"code"},
+    "kode.builtin.runtime._supervisor": {"code"},
 }
 
 

@@ -133,6 +133,11 @@ class SDKModel(Generic[ClientT]):
     _provider = ""
     _label = ""
 
+    @property
+    def provider(self) -> str:
+        """The provider's name, as errors name it (``anthropic``, ``openai``, ``gemini``)."""
+        return self._provider
+
     def __init__(
         self,
         model: str,

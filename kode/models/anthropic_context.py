@@ -15,14 +15,34 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kode.models.base import ContextEdit
-
-__all__ = ["CONTEXT_MANAGEMENT_BETA", "CLEAR_TOOL_USES", "ContextEditing", "applied_edits"]
+__all__ = [
+    "CONTEXT_MANAGEMENT_BETA",
+    "CLEAR_TOOL_USES",
+    "ContextEdit",
+    "ContextEditing",
+    "applied_edits",
+]
 
 CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
 """The ``anthropic-beta`` header value a request with ``context_management`` carries."""
 CLEAR_TOOL_USES = "clear_tool_uses_20250919"
 """The edit that clears old tool results (and, optionally, the calls' inputs)."""
+
+
+@dataclass(kw_only=True, frozen=True, slots=True)
+class ContextEdit:
+    """What a provider's server-side context editing cleared before a response.
+
+    Anthropic's ``applied_edits`` (see `AnthropicModel`'s ``context_editing``): the request's
+    history was shortened on the provider's side; the history kode keeps is whole.
+    """
+
+    kind: str
+    """The edit, as the provider names it (``"clear_tool_uses_20250919"``)."""
+    cleared_tool_uses: int = 0
+    """How many tool calls (with their results) it cleared."""
+    cleared_input_tokens: int = 0
+    """How many input tokens it cleared."""
 
 
 @dataclass(kw_only=True, frozen=True, slots=True)

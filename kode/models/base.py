@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
+from kode.models.anthropic_context import ContextEdit, ContextEditing
 from kode.models.messages import Message, Usage
 from kode.tools.errors import KodeError
 from kode.tools.tool import Tool
-
-if TYPE_CHECKING:
-    from kode.models.anthropic_context import ContextEditing
 
 __all__ = [
     "ContextEdit",
@@ -182,22 +180,6 @@ class ModelRetry:
     def __post_init__(self) -> None:
         if not self.message:
             self.message = str(self.error)
-
-
-@dataclass(kw_only=True, frozen=True, slots=True)
-class ContextEdit:
-    """What a provider's server-side context editing cleared before a response.
-
-    Anthropic's ``applied_edits`` (see `AnthropicModel`'s ``context_editing``): the request's
-    history was shortened on the provider's side; the history kode keeps is whole.
-    """
-
-    kind: str
-    """The edit, as the provider names it (``"clear_tool_uses_20250919"``)."""
-    cleared_tool_uses: int = 0
-    """How many tool calls (with their results) it cleared."""
-    cleared_input_tokens: int = 0
-    """How many input tokens it cleared."""
 
 
 @dataclass(kw_only=True, slots=True)
