@@ -40,10 +40,10 @@ from pathlib import Path
 import anyio
 
 from kode import ToolContext
+from kode.builtin._shared._processes import run_command
 from kode.builtin.fs import fs_grep
 from kode.builtin.fs._grep import GrepQuery, confinement, python_search
 from kode.builtin.runtime import RuntimePolicy, bash_run, sandbox_support
-from kode.builtin.runtime._processes import run_command
 from kode.tools.workspace import Workspace
 from kode.trust import sandbox as _sandbox
 

@@ -54,7 +54,7 @@ def test_tools_layer_does_not_import_the_layers_above_at_import_time() -> None:
 def test_what_users_look_for_is_exported_where_they_look() -> None:
     import kode.builtin
     import kode.registries
-    from kode.builtin.runtime import _policy
+    from kode.builtin._shared import _policy
     from kode.registries import plugins
     from kode.tools import workspace
 

@@ -626,29 +626,17 @@ def test_the_builtin_clusters_import_nothing_of_each_other() -> None:
     assert not wrong, wrong
 
 
-# The plumbing of one folder of kode.builtin that another folder uses, by the module that owns
-# it: the workspace's paths and writes (memory and media write files as the file tools do), and
-# the web tools' address rules and settings (the browser loads what web_fetch may). Every other
-# module of a folder is its own. These still live in the folder that first needed them.
-SHARED_PLUMBING = {
-    "kode.builtin.fs._workspace_files": {"memory", "media"},
-    "kode.builtin.fs._safe_open": {"memory", "media"},
-    "kode.builtin.fs._git_dirs": {"media"},
-    "kode.builtin.web._ssrf": {"browser"},
-    "kode.builtin.web._config": {"browser"},
-    "kode.builtin.web": {"browser"},
-    # code_run's script runs as a sandboxed command does: the runtime policy and environment,
-    # the supervisor, its launch and kill, and the reading of its output and status.
-    "kode.builtin.runtime._environment": {"code"},
-    "kode.builtin.runtime._policy": {"code"},
-    "kode.builtin.runtime._launch_and_kill": {"code"},
-    "kode.builtin.runtime._processes": {"code"},
-    "kode.builtin.runtime._supervisor": {"code"},
-}
+# The plumbing several folders of kode.builtin share lives in a folder of its own, which every
+# folder may import and which imports none of them: the workspace's paths and writes (memory and
+# media write files as the file tools do), the web tools' address rules and settings (the
+# browser loads what web_fetch may), and how a command is checked, started and killed (code_run's
+# script runs as bash_run's command does).
+SHARED_HOME = "_shared"
 
 
 def builtin_folder_problems(graph: dict[str, set[str]]) -> list[str]:
-    """Every import of one folder of kode.builtin by another, but the listed plumbing."""
+    """Every import of one folder of kode.builtin by another (the shared home is no folder's
+    own: any folder may import it), and every import of a folder by the shared home."""
     wrong = []
     for module, imported in graph.items():
         if module.count(".") < 3 and not (ROOT / "builtin" / module.split(".")[-1]).is_dir():
@@ -659,31 +647,48 @@ def builtin_folder_problems(graph: dict[str, set[str]]) -> list[str]:
                 wrong.append(f"{module} imports the package {target}")
                 continue
             theirs = target.split(".")[2]
-            if (ROOT / "builtin" / theirs).is_dir() and theirs != mine:
-                if mine not in SHARED_PLUMBING.get(target, set()):
-                    wrong.append(f"{module} imports {target}")
+            if (ROOT / "builtin" / theirs).is_dir() and theirs not in (mine, SHARED_HOME):
+                wrong.append(f"{module} imports {target}")
     return wrong
 
 
 def test_no_folder_of_kode_builtin_imports_another_but_the_shared_plumbing() -> None:
     """Every folder (fs, runtime, web, memory, media, browser, sessions, skills, and any new
-    one), not just the first three clusters."""
+    one), not just the first three clusters: each imports nothing of another but the shared
+    home, and the shared home imports none of them."""
     folders = {p.name for p in (ROOT / "builtin").iterdir() if (p / "__init__.py").is_file()}
-    assert folders >= {"fs", "runtime", "web", "memory", "media", "browser"}
+    assert folders >= {"fs", "runtime", "web", "memory", "media", "browser", SHARED_HOME}
     assert builtin_folder_problems(import_graph("kode.builtin")) == []
 
 
 def test_the_folder_check_catches_a_folder_reaching_another() -> None:
     graph = {
-        "kode.builtin.memory": {"kode.builtin.runtime._processes"},
-        "kode.builtin.media._save": {"kode.builtin.web._ssrf"},
-        "kode.builtin.browser": {"kode.builtin.web._config", "kode.builtin"},
+        "kode.builtin.memory": {"kode.builtin.fs._globs", "kode.builtin._shared._safe_open"},
+        "kode.builtin.media._save": {"kode.builtin.web._fetch"},
+        "kode.builtin.browser": {"kode.builtin._shared._web_config", "kode.builtin"},
+        "kode.builtin._shared._policy": {"kode.builtin.runtime", "kode.builtin._shared._env"},
     }
     assert builtin_folder_problems(graph) == [
-        "kode.builtin.memory imports kode.builtin.runtime._processes",
-        "kode.builtin.media._save imports kode.builtin.web._ssrf",
+        "kode.builtin.memory imports kode.builtin.fs._globs",
+        "kode.builtin.media._save imports kode.builtin.web._fetch",
         "kode.builtin.browser imports the package kode.builtin",
+        "kode.builtin._shared._policy imports kode.builtin.runtime",
     ]
+
+
+def test_loading_one_folder_loads_no_other() -> None:
+    """In a fresh interpreter, the memory, image and browser tools load the plumbing they
+    share and nothing of another folder (memory once loaded all fourteen modules of fs)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, kode.builtin.memory, kode.builtin.media, kode.builtin.browser\n"
+        "print(*sorted({m.split('.')[2] for m in sys.modules if m.startswith('kode.builtin.')}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["_shared", "browser", "media", "memory"]
 
 
 # Public modules of the former flat layout of kode.builtin, kept as thin modules that re-export

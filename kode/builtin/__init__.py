@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from kode.registries import registry
 
 if TYPE_CHECKING:
-    from kode.builtin.runtime._policy import (
+    from kode.builtin._shared._policy import (
         RuntimePolicy,
         set_default_runtime_policy,
         using_runtime_policy,
@@ -118,5 +118,5 @@ def __getattr__(name: str) -> Any:
     if name in MODULES:
         return _import_tool_module(f"{__name__}.{name}")
     if name in _POLICY:
-        return getattr(_import_tool_module(f"{__name__}.runtime._policy"), name)
+        return getattr(_import_tool_module(f"{__name__}._shared._policy"), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,8 +5,8 @@ This module owns what a sandboxed ``bash_run`` command may touch and how that is
 command line; `sandbox_support` says, once per process and program, whether bubblewrap works here at
 all (it runs it). It does not make the system-call filter it loads
 (`kode.trust.seccomp`), decide whether a command needs approval
-(`kode.builtin.runtime._policy`), or run or kill anything (`kode.builtin.runtime._processes`,
-`kode.builtin.runtime._launch_and_kill`).
+(`kode.builtin._shared._policy`), or run or kill anything (`kode.builtin._shared._processes`,
+`kode.builtin._shared._launch_and_kill`).
 
 What a sandboxed command gets:
 
@@ -33,7 +33,7 @@ What a sandboxed command gets:
   and every process in it dies with the namespace's first process, the command's supervisor
   (``--as-pid-1``), which cannot be signalled from inside and exits when the kode process has
   ended (a pipe only kode writes to reaches its end; see
-  `kode.builtin.runtime._launch_and_kill.lifeline`), so even a SIGKILL of kode leaves nothing
+  `kode.builtin._shared._launch_and_kill.lifeline`), so even a SIGKILL of kode leaves nothing
   behind, whichever thread started the command; a new
   session (no terminal to inject keystrokes into); no capabilities; no new privileges
   (setuid programs do not raise them); no further user namespaces when bubblewrap can make

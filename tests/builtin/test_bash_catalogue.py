@@ -19,13 +19,8 @@ import pytest
 from bash_catalogue import BENIGN, HOSTILE, MARKER, Hostile, markers, prepare_workspace
 
 from kode import Agent, AgentTemplate, ToolRegistry
-from kode.builtin.runtime import (
-    RuntimePolicy,
-    _shell_parse,
-    bash_run,
-    check_command,
-    set_default_runtime_policy,
-)
+from kode.builtin._shared import _shell_parse
+from kode.builtin.runtime import RuntimePolicy, bash_run, check_command, set_default_runtime_policy
 from kode.models import ScriptedModel, ToolResultContent, tool_use
 from kode.testing.programs import missing_program
 

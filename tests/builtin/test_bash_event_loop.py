@@ -20,13 +20,10 @@ import pytest
 
 import kode.builtin.runtime as runtime
 from kode import Agent, AgentTemplate, ToolContext, ToolRegistry
+from kode.builtin._shared import _launch_and_kill, _processes, _shell_dirs, _shell_parse
 from kode.builtin.runtime import (
     ProcessManager,
     RuntimePolicy,
-    _launch_and_kill,
-    _processes,
-    _shell_dirs,
-    _shell_parse,
     bash_run,
     sandbox_support,
     set_default_runtime_policy,

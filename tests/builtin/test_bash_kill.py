@@ -21,11 +21,10 @@ import anyio
 import pytest
 
 from kode import ToolContext, ToolErrorType
+from kode.builtin._shared import _launch_and_kill, _supervisor
 from kode.builtin.runtime import (
     ProcessManager,
     RuntimePolicy,
-    _launch_and_kill,
-    _supervisor,
     bash_kill,
     bash_run,
     set_default_runtime_policy,
@@ -296,7 +295,7 @@ def test_the_supervisor_kills_everything_when_its_parent_dies(scenario: Scenario
             PY,
             "-c",
             "import subprocess, sys, time\n"
-            "from kode.builtin.runtime import _launch_and_kill\n"
+            "from kode.builtin._shared import _launch_and_kill\n"
             "argv, env, tag = _launch_and_kill.launch(sys.argv[1], {'PATH': '/usr/bin:/bin'})\n"
             "subprocess.Popen(argv, env=env, cwd=sys.argv[2], start_new_session=True)\n"
             "time.sleep(1000)",

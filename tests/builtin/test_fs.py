@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-import kode.builtin.fs._safe_open as beneath_module
-import kode.builtin.fs._workspace_files as files_module
+import kode.builtin._shared._safe_open as beneath_module
+import kode.builtin._shared._workspace_files as files_module
 from kode.agent import Agent, AgentTemplate
 from kode.builtin.fs import (
     fs_edit,

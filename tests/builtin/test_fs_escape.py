@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from kode.agent import Agent, AgentTemplate, ApprovalDecision, ApprovalRequest
+from kode.builtin._shared._workspace_files import GIT_WRITE_REASON
 from kode.builtin.fs import (
     fs_edit,
     fs_glob,
@@ -27,7 +28,6 @@ from kode.builtin.fs import (
 )
 from kode.builtin.fs._grep import GrepFile, GrepOutcome, GrepQuery, python_grep
 from kode.builtin.fs._grep_files import confirm, line_digest
-from kode.builtin.fs._workspace_files import GIT_WRITE_REASON
 from kode.models import ScriptedModel, ToolResultContent, tool_use
 from kode.registries import ToolRegistry
 from kode.testing.programs import missing_program

@@ -22,8 +22,8 @@ import pytest
 
 from kode import Agent, AgentTemplate, ToolContext, ToolRegistry
 from kode.agent import ApprovalDecision, ApprovalRequest
+from kode.builtin._shared._git_dirs import GIT_DIR_REASON, GIT_WRITE_REASON, git_dir_reason
 from kode.builtin.fs import apply_patch, fs_read, fs_write
-from kode.builtin.fs._git_dirs import GIT_DIR_REASON, GIT_WRITE_REASON, git_dir_reason
 from kode.builtin.media import IMAGES, GeneratedImage, canvas, image_generate
 from kode.models import ScriptedModel, ToolResultContent, tool_use
 from kode.tools.workspace import Workspace

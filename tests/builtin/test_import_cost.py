@@ -57,7 +57,7 @@ def test_the_shell_parser_is_loaded_on_the_first_line_read() -> None:
     # import must not leave the second parser out.
     code = (
         "import sys, json\n"
-        "from kode.builtin.runtime import _shell_parse\n"
+        "from kode.builtin._shared import _shell_parse\n"
         "before = 'bashlex' in sys.modules\n"
         "parsed = _shell_parse.parse_shell(\"grep 'a b' notes.txt\")\n"
         "print(json.dumps([before, 'bashlex' in sys.modules, parsed.problem,\n"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kode.builtin.runtime._shell_dirs import shells_dir, sweep_stale_shell_dirs
+from kode.builtin._shared._shell_dirs import shells_dir, sweep_stale_shell_dirs
 from kode.testing.programs import requires_sandbox
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -64,7 +64,7 @@ anyio.run(lambda: python_search(query, deadline=600, roots=(root,), confine=conf
 SHELLING = """
 import sys, threading, time
 from pathlib import Path
-from kode.builtin.runtime._processes import ProcessManager
+from kode.builtin._shared._processes import ProcessManager
 from kode.trust.sandbox import Sandbox, sandbox_support
 
 root, seconds, mode = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
@@ -288,7 +288,7 @@ def test_a_supervisor_whose_kode_process_is_already_gone_runs_nothing(tmp_path: 
     """kode killed while the supervisor's interpreter was still starting: the supervisor
     finds its parent already replaced and starts nothing (it used to wait forever for the
     parent to change, with the command running)."""
-    from kode.builtin.runtime import _supervisor
+    from kode.builtin._shared import _supervisor
 
     supervisor = [sys.executable, "-I", "-S", _supervisor.__file__, f"{_supervisor.PARENT_OPTION}1"]
     done = subprocess.run(
@@ -303,7 +303,7 @@ def test_a_supervisor_whose_kode_process_is_already_gone_runs_nothing(tmp_path: 
 
 def test_a_sandboxed_supervisor_whose_lifeline_has_ended_runs_nothing(tmp_path: Path) -> None:
     """kode ended before the supervisor started: its lifeline is at its end already."""
-    from kode.builtin.runtime import _supervisor
+    from kode.builtin._shared import _supervisor
 
     read, write = os.pipe()
     os.close(write)
@@ -328,7 +328,7 @@ def test_a_sandboxed_supervisor_whose_lifeline_has_ended_runs_nothing(tmp_path: 
 def test_a_supervisor_kills_what_it_runs_when_its_lifeline_ends(tmp_path: Path) -> None:
     """Outside a PID namespace (the supervisor is not its first process) it kills every
     process below it, as when its parent dies."""
-    from kode.builtin.runtime import _supervisor
+    from kode.builtin._shared import _supervisor
 
     seconds = str(600 + secrets.randbelow(10_000))
     read, write = os.pipe()

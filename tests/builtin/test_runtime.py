@@ -14,10 +14,10 @@ import anyio
 import pytest
 
 from kode import ToolContext, ToolErrorType
+from kode.builtin._shared import _launch_and_kill
 from kode.builtin.runtime import (
     ProcessManager,
     RuntimePolicy,
-    _launch_and_kill,
     bash_kill,
     bash_logs,
     bash_run,
@@ -332,7 +332,7 @@ def test_a_kill_signals_each_process_after_its_parent() -> None:
     machine could let the shell see its child end and exit 0 (as ``wait`` does) before its own
     SIGTERM arrived, and bash_logs said "was killed (SIGTERM); exit code 0". Signalling in
     pid order is not enough: pids wrap, so a child's may be lower than its parent's."""
-    from kode.builtin.runtime._launch_and_kill import _top_down
+    from kode.builtin._shared._launch_and_kill import _top_down
 
     # supervisor 900 > shell 901 > subshell 7 (pids wrapped) > sleep 3; 950 an orphan it adopted
     table = {
@@ -568,7 +568,7 @@ async def test_git_runs_no_program_from_the_repository_config(
 
 
 def test_relative_path_entries_are_dropped_from_a_commands_path() -> None:
-    from kode.builtin.runtime._environment import command_environment
+    from kode.builtin._shared._environment import command_environment
 
     env = command_environment(source={"PATH": f".:bin::/usr/bin:/bin:{'x' * 3}"})
     assert env["PATH"] == "/usr/bin:/bin"

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from kode import Agent, AgentTemplate, ToolContext, ToolRegistry
+from kode.builtin._shared._workspace_files import GIT_DIR_REASON, in_git_dir
 from kode.builtin.fs import fs_read, fs_write
-from kode.builtin.fs._workspace_files import GIT_DIR_REASON, in_git_dir
 from kode.builtin.runtime import RuntimePolicy, bash_run, set_default_runtime_policy
 from kode.models import ScriptedModel, ToolResultContent, tool_use
 from kode.tools.workspace import Workspace

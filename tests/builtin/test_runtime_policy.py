@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from kode.builtin._shared import _shell_parse
+from kode.builtin._shared._policy import (
+    ambient_runtime_policy,
+    parse_command,
+    runtime_policy_for,
+)
 from kode.builtin.runtime import (
     DEFAULT_BLOCKED,
     BlockRule,
     RuntimePolicy,
-    _shell_parse,
     check_command,
     set_default_runtime_policy,
     using_runtime_policy,
-)
-from kode.builtin.runtime._policy import (
-    ambient_runtime_policy,
-    parse_command,
-    runtime_policy_for,
 )
 from kode.testing.programs import runnable, sandbox_here
 

@@ -267,7 +267,7 @@ def world() -> Iterator[World]:
 
 
 def _supervisor_path() -> str:
-    from kode.builtin.runtime import _supervisor
+    from kode.builtin._shared import _supervisor
 
     return _supervisor.__file__
 

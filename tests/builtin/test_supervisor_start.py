@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from kode.builtin.runtime import _launch_and_kill, _supervisor, sandbox_support
-from kode.builtin.runtime._processes import run_command
+from kode.builtin._shared import _launch_and_kill, _supervisor
+from kode.builtin._shared._processes import run_command
+from kode.builtin.runtime import sandbox_support
 from kode.trust import sandbox as _sandbox
 
 pytestmark = pytest.mark.skipif(

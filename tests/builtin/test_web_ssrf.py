@@ -8,8 +8,13 @@ from typing import Any
 import pytest
 
 from kode import ToolContext
+from kode.builtin._shared._ssrf import (
+    address_problem,
+    check_target,
+    domain_matches,
+    normalize_domain,
+)
 from kode.builtin.web import WebConfig, web_fetch
-from kode.builtin.web._ssrf import address_problem, check_target, domain_matches, normalize_domain
 from kode.tools.errors import ToolError, ToolErrorType
 
 pytestmark = pytest.mark.anyio

@@ -3,8 +3,8 @@
 This module owns `Place`: the directory a command runs in and the workspace around it, and two
 questions the runtime policy asks about a shell word there: does it, taken as a path, lead out of
 the workspace through a symlink (``rootlink/etc/passwd`` with ``rootlink -> /``), and which names
-does a glob match. The policy reads the words (`kode.builtin.runtime._shell_parse`) and decides
-(`kode.builtin.runtime._policy`); this module only looks at the file system, and never follows a
+does a glob match. The policy reads the words (`kode.builtin._shared._shell_parse`) and decides
+(`kode.builtin._shared._policy`); this module only looks at the file system, and never follows a
 word that the text alone already shows to leave (absolute, ``~``, ``..``).
 
 The answers hold when they are given: a symlink made afterwards by another process is not seen
@@ -19,7 +19,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kode.builtin.runtime._shell_parse import Word
+from kode.builtin._shared._shell_parse import Word
 
 __all__ = ["MAX_GLOB_MATCHES", "Place"]
 

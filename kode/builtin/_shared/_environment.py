@@ -11,7 +11,7 @@ repository is never used), and every ``git`` that bash runs is a function (`GIT_
 turns off diff drivers and textconv for ``diff``, ``log`` and ``show`` and the filters a
 repository's own config defines. A command of a traced run gets the run's trace context
 (``TRACEPARENT``, ``TRACESTATE``). It does not start processes
-(`kode.builtin.runtime._processes`).
+(`kode.builtin._shared._processes`).
 """
 
 from __future__ import annotations

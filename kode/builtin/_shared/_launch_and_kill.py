@@ -1,7 +1,7 @@
 """Start a command so that everything it starts can be found, and kill all of it.
 
 This module owns how a runtime command is launched (`launch`, `prepare`) and killed (`kill`,
-`kill_now`). On Linux a command runs under a supervisor (`kode.builtin.runtime._supervisor`) that is
+`kill_now`). On Linux a command runs under a supervisor (`kode.builtin._shared._supervisor`) that is
 a child subreaper, and carries a tag variable in its environment; killing it means SIGTERM to every
 descendant of the supervisor and every tagged process, then, after a grace period, a freeze-and-kill
 (SIGSTOP until the set is closed, then SIGKILL). A sandboxed command
@@ -12,7 +12,7 @@ with it (the kernel's guarantee, whatever they did). A sandboxed supervisor dies
 process through its *lifeline* (`lifeline`): a pipe whose only writing end kode holds, so the
 kernel closes it when kode ends, however it ends, and the supervisor, reading its end, exits.
 Elsewhere a command runs in a new session and killing it means signalling its process group. It
-does not capture output or keep shells (`kode.builtin.runtime._processes`).
+does not capture output or keep shells (`kode.builtin._shared._processes`).
 
 What is guaranteed on Linux: every process that stays a descendant of the supervisor
 (``setsid``, ``setpgid``, ``set -m``, ``nohup``, ``disown``, double forks: orphans are
@@ -39,7 +39,7 @@ from typing import Literal
 
 import anyio
 
-from kode.builtin.runtime import _supervisor
+from kode.builtin._shared import _supervisor
 from kode.trust import executables
 from kode.trust.sandbox import Sandbox, seccomp_fd
 

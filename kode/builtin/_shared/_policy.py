@@ -4,8 +4,8 @@ This module owns `RuntimePolicy` (a ``security`` level, an ``ask`` level, the sa
 list, the block-list and the limits), the rules that make a simple command safe, and
 `check_command`, the one decision every ``bash_run`` goes through. It also owns where the
 policy comes from (a context variable, a process-wide default, or an agent's
-``services["runtime_policy"]``). Reading the command line is `kode.builtin.runtime._shell_parse`; it
-does not start processes (`kode.builtin.runtime._processes`) and does not define tools
+``services["runtime_policy"]``). Reading the command line is `kode.builtin._shared._shell_parse`; it
+does not start processes (`kode.builtin._shared._processes`) and does not define tools
 (`kode.builtin.runtime`).
 
 The decision for one command, in order:
@@ -40,8 +40,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from kode.builtin.runtime._command_paths import Place
-from kode.builtin.runtime._shell_parse import SimpleCommand, Word, parse_shell
+from kode.builtin._shared._command_paths import Place
+from kode.builtin._shared._shell_parse import SimpleCommand, Word, parse_shell
 from kode.tools.services import ServiceKey
 from kode.trust.sandbox import (
     DEFAULT_HIDDEN_PATHS,
@@ -458,7 +458,7 @@ def parse_command(command: str) -> list[list[str]] | None:
 
     Pipelines, ``&&``, ``||``, ``;`` and newlines separate commands; redirections to
     ``/dev/null``, between descriptors (``2>&1``) and from files are dropped. `None` means the
-    command uses something the parser will not vouch for (see `kode.builtin.runtime._shell_parse`):
+    command uses something the parser will not vouch for (see `kode.builtin._shared._shell_parse`):
     any expansion (``$``, backquotes, ``~``, braces), a backslash, a subshell, a background
     ``&``, a here-document, output to a file, or a line the optional bashlex parser cannot
     read or reads differently.

@@ -5,9 +5,9 @@ kills every process the command started), `ProcessManager` (background shells wh
 log file, read incrementally, killed with everything they started; closing the manager kills them
 all) and `OutputBuffer` (head and tail of a long output, with a marker in between). How a command is
 launched and killed, and what that guarantees on each platform, is
-`kode.builtin.runtime._launch_and_kill`; the environment it gets is
-`kode.builtin.runtime._environment`. It does not decide what may run
-(`kode.builtin.runtime._policy`).
+`kode.builtin._shared._launch_and_kill`; the environment it gets is
+`kode.builtin._shared._environment`. It does not decide what may run
+(`kode.builtin._shared._policy`).
 
 Background shells are `subprocess.Popen` processes writing to files rather than anyio
 processes writing to pipes: they outlive the tool call (and, with ``send_sync``, the event loop)
@@ -15,7 +15,7 @@ that started them, and nobody has to keep reading a pipe for them to make progre
 files live in a temporary directory ``kode-shells-<pid>-*`` whose ``owner`` file names the
 kode process; a process killed without closing its managers leaves it behind, and the next
 kode process to start a shell (or make an agent with ``bash_run``) removes the directories
-whose owner is gone (`kode.builtin.runtime._shell_dirs`).
+whose owner is gone (`kode.builtin._shared._shell_dirs`).
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ import anyio
 import anyio.abc
 import anyio.to_thread
 
-from kode.builtin.runtime import _launch_and_kill
-from kode.builtin.runtime._environment import command_environment
-from kode.builtin.runtime._launch_and_kill import Signal, Target
-from kode.builtin.runtime._shell_dirs import shells_dir
+from kode.builtin._shared import _launch_and_kill
+from kode.builtin._shared._environment import command_environment
+from kode.builtin._shared._launch_and_kill import Signal, Target
+from kode.builtin._shared._shell_dirs import shells_dir
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.trust.sandbox import Sandbox
 
@@ -213,7 +213,7 @@ async def run_command(
     """Run `command` with ``bash -c`` in `cwd`, in a new session, for at most `seconds`.
 
     On timeout, and when the caller is cancelled, every process the command started is killed
-    (SIGTERM, then SIGKILL; see `kode.builtin.runtime._launch_and_kill` for what that covers).
+    (SIGTERM, then SIGKILL; see `kode.builtin._shared._launch_and_kill` for what that covers).
     Processes the command leaves running after it exits are killed as well, so nothing it started
     outlives the call. `env` defaults to `command_environment()` (scrubbed), not ``os.environ``.
     With a `sandbox`, the command runs in it (`kode.trust.sandbox`).
@@ -335,7 +335,7 @@ class BackgroundShell:
     """`time.monotonic` when it started."""
     popen: subprocess.Popen[bytes] = field(repr=False)
     target: Target = field(repr=False)
-    """Its processes, for `kode.builtin.runtime._launch_and_kill`."""
+    """Its processes, for `kode.builtin._shared._launch_and_kill`."""
     status: Path | None = field(default=None, repr=False)
     """The file its supervisor writes the shell's exit status to (`None`: untracked)."""
     code: int | None = field(default=None, repr=False)

@@ -5,7 +5,7 @@ This module owns `shells_dir` (a new ``kode-shells-<pid>-*`` temporary directory
 those of processes that are gone). A kode process that closes its `ProcessManager` removes its
 own; one killed with SIGKILL cannot, so the next kode process to need a directory, or to make
 an agent with ``bash_run``, sweeps (once). It does not start processes
-(`kode.builtin.runtime._processes`).
+(`kode.builtin._shared._processes`).
 """
 
 from __future__ import annotations

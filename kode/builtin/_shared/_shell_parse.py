@@ -2,7 +2,7 @@
 
 This module owns `parse_shell`: it splits a command line into the simple commands of its
 pipelines and ``;`` / ``&&`` / ``||`` / newline chains, and says why when it will not vouch
-for the line. It does not decide what may run (`kode.builtin.runtime._policy`) and never
+for the line. It does not decide what may run (`kode.builtin._shared._policy`) and never
 runs anything.
 
 Two readers must agree before a line is vouched for:

@@ -4,7 +4,7 @@ This module owns the Linux process tracking of the runtime tools: reading the pr
 from ``/proc``, the descendants of a process, the processes carrying a tag in their
 environment, and `freeze_and_kill` (SIGSTOP every process of a set until no new one appears,
 then SIGKILL them all, so a process cannot fork its way out between the listing and the kill).
-It does not decide when to kill (`kode.builtin.runtime._processes`).
+It does not decide when to kill (`kode.builtin._shared._processes`).
 
 Run as a script (``python -I -S _supervisor.py [--parent=PID] bash -c COMMAND``) it is the
 *supervisor* of one command: it makes itself a child subreaper

@@ -13,19 +13,77 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
-from kode.builtin.web._ssrf import ResolveFunc, normalize_domain
+from kode.builtin._shared._ssrf import ResolveFunc, normalize_domain
+from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.services import ServiceKey
 
 if TYPE_CHECKING:
     import ssl  # loaded with httpx, by the first fetch
 
-    from kode.builtin.web._search_providers import SearchProvider
+    from kode.tools.context import ToolContext
 
-__all__ = ["DEFAULT_USER_AGENT", "WebCache", "WebConfig"]
+__all__ = [
+    "DEFAULT_USER_AGENT",
+    "WEB",
+    "Freshness",
+    "SearchProvider",
+    "SearchResult",
+    "WebCache",
+    "WebConfig",
+    "config_of",
+    "default_config",
+]
 
 DEFAULT_USER_AGENT = "kode-web-fetch/0.1 (an LLM agent tool; +https://pypi.org/project/kode/)"
 """The ``User-Agent`` sent by ``web_fetch`` unless `WebConfig.user_agent` says otherwise."""
+
+Freshness = Literal["day", "week", "month", "year"]
+"""How recent results must be."""
+
+
+# The search provider's protocol lives with the settings that name it (`WebConfig.search`);
+# the providers themselves are in `kode.builtin.web._search_providers`.
+@dataclass(kw_only=True, frozen=True, slots=True)
+class SearchResult:
+    """One web search hit."""
+
+    title: str
+    """The page's title."""
+    url: str
+    """The page's address."""
+    snippet: str = ""
+    """A short extract of the page, as plain text."""
+    age: str | None = None
+    """How old the page is, as the provider words it (``"2 days ago"``), when known."""
+
+
+@runtime_checkable
+class SearchProvider(Protocol):
+    """A web search backend for ``web_search``.
+
+    Implement `search` and put an instance in ``WebConfig(search=...)``. Raise `ToolError`
+    with a message the model can act on (or that tells the developer how to configure it)
+    when the search cannot run.
+    """
+
+    @property
+    def name(self) -> str:
+        """A short name shown with the results, e.g. ``"brave"``."""
+        ...
+
+    async def search(
+        self, query: str, *, count: int, freshness: Freshness | None = None
+    ) -> list[SearchResult]:
+        """The best `count` results for `query`, best first.
+
+        A provider that also takes the keywords ``country`` (an upper-case ISO 3166 code such
+        as ``"DE"``, or ``"ALL"``) and ``search_lang`` (a lower-case language code such as
+        ``"en"`` or ``"pt-br"``) gets them when the model gives them; ``web_search`` refuses
+        them for a provider whose `search` does not take them.
+        """
+        ...
 
 
 class WebCache:
@@ -188,3 +246,33 @@ class WebConfig:
         object.__setattr__(
             self, "cache", WebCache(ttl=self.cache_ttl, max_size=self.cache_max_chars)
         )
+
+
+_DEFAULT_CONFIG: WebConfig | None = None
+
+
+def default_config() -> WebConfig:
+    """The `WebConfig` used when ``ctx.services`` has no ``"web"`` entry (one per process)."""
+    global _DEFAULT_CONFIG
+    if _DEFAULT_CONFIG is None:
+        _DEFAULT_CONFIG = WebConfig()
+    return _DEFAULT_CONFIG
+
+
+WEB: ServiceKey[WebConfig] = ServiceKey(
+    "web", WebConfig, doc="kode.builtin.web.WebConfig", passed_on=True
+)
+"""An agent's web settings: ``WEB.set(agent.services, WebConfig(...))`` (its sub-agents get
+them too)."""
+
+
+def config_of(ctx: ToolContext[Any]) -> WebConfig:
+    """The web settings of a call: its agent's `WEB` service, else `default_config()`.
+
+    A value of the wrong type under the key is the call's error.
+    """
+    try:
+        config = WEB.get(ctx.services)
+    except TypeError as exc:
+        raise ToolError(f"{exc}.", type=ToolErrorType.EXECUTION_FAILED) from None
+    return config if config is not None else default_config()

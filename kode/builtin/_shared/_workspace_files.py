@@ -5,8 +5,8 @@ model's path in the workspace (the current directory when the context has none),
 for missing files and directories, binary sniffing, reading a file as UTF-8 text for an edit,
 and writing a file atomically (a temporary file in the same directory, then a rename) while
 keeping its mode. Files are opened and written relative to a descriptor of their directory,
-opened without following symlinks (`kode.builtin.fs._safe_open`), so the path used is the path the
-workspace checked; files with more than one hard link are refused. It does not format
+opened without following symlinks (`kode.builtin._shared._safe_open`), so the path used is the
+path the workspace checked; files with more than one hard link are refused. It does not format
 anything for the model.
 """
 
@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from kode.builtin.fs._git_dirs import GIT_DIR_REASON, GIT_WRITE_REASON, git_dir_reason
-from kode.builtin.fs._safe_open import is_swapped, open_dir, open_file, open_parent, write_at
-from kode.builtin.fs._skill_dirs import in_skill_dir
+from kode.builtin._shared._git_dirs import GIT_DIR_REASON, GIT_WRITE_REASON, git_dir_reason
+from kode.builtin._shared._safe_open import is_swapped, open_dir, open_file, open_parent, write_at
+from kode.builtin._shared._skill_dirs import in_skill_dir
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.workspace import Workspace
@@ -455,8 +455,8 @@ def in_git_dir(arguments: dict[str, Any], ctx: ToolContext[Any] | None = None) -
 
     `git_dir_reason` of the path: a ``.git`` component (as given, or as it resolves), or a
     directory on the way that is, or becomes with this write, a git directory
-    (`kode.builtin.fs._git_dirs`). A path inside a skill's folder asks too (`in_skill_dir`), and
-    so does one the sandbox never lets a command write either
+    (`kode.builtin._shared._git_dirs`). A path inside a skill's folder asks too
+    (`in_skill_dir`), and so does one the sandbox never lets a command write either
     (`kode.trust.protected.protected_reason`: ``.kode/``, a virtual environment at the root,
     kode's databases). Any other path: `None`, no opinion (the agent's permission mode decides,
     as for a write tool without this function).

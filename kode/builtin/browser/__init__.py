@@ -7,7 +7,7 @@ selectors: CSS (``#submit``, ``form input[name=q]``), ``text=Sign in`` or
 ``role=button[name="Save"]``.
 
 Which pages it may load is the agent's `kode.builtin.web.WebConfig`, the same rules as
-``web_fetch`` (see `kode.builtin.web._ssrf`): Chromium is launched with every request sent
+``web_fetch`` (see `kode.builtin._shared._ssrf`): Chromium is launched with every request sent
 through a proxy of kode's, which checks the first navigation, every redirect, every request a
 page makes (images, scripts, frames, ``fetch``) and every new host, and connects only to the
 addresses it checked. A refused navigation is an error result; refused requests of a page that
@@ -35,9 +35,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from kode.builtin._shared._web_config import config_of as _web_config_of
 from kode.builtin.browser._config import BROWSER_NAMES, BrowserConfig, find_browser
 from kode.builtin.browser._session import BrowserSession
-from kode.builtin.web import _config_of as _web_config_of
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from kode.builtin._shared._ssrf import check_target
 from kode.builtin.browser._proxy import REFUSED_HEADER
-from kode.builtin.web._ssrf import check_target
 from kode.tools.errors import ToolError, ToolErrorType
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ async def check_url(session: BrowserSession, url: str) -> None:
     """Refuse `url` before the browser starts when the rules refuse it (the proxy would too).
 
     Raises:
-        ToolError: as `kode.builtin.web._ssrf.check_target` does, naming ``browser``.
+        ToolError: as `kode.builtin._shared._ssrf.check_target` does, naming ``browser``.
     """
     try:
         split = urlsplit(url.strip())

@@ -2,7 +2,7 @@
 
 This module owns `CheckingProxy`, a small HTTP proxy on 127.0.0.1 that Chromium is launched
 with (loopback included): each connection Chromium opens (a plain ``GET http://...`` or a
-``CONNECT host:443`` tunnel) is checked by `kode.builtin.web._ssrf.check_target` under the
+``CONNECT host:443`` tunnel) is checked by `kode.builtin._shared._ssrf.check_target` under the
 agent's `WebConfig` before anything is sent, and then goes to one of the very addresses that
 were checked. So the first navigation, every redirect (Chromium follows those itself, out of
 reach of Playwright's request interception), every sub-request and every new host meet the
@@ -28,8 +28,8 @@ import anyio
 import anyio.abc
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from kode.builtin.web._config import WebConfig
-from kode.builtin.web._ssrf import URLTarget, check_target
+from kode.builtin._shared._ssrf import URLTarget, check_target
+from kode.builtin._shared._web_config import WebConfig
 from kode.tools.errors import ToolError, ToolErrorType
 
 __all__ = ["MAX_KEPT", "REFUSED_HEADER", "CheckingProxy", "Refusal"]

@@ -24,9 +24,9 @@ from typing import Any, TypeVar
 import anyio
 from anyio.from_thread import BlockingPortal
 
+from kode.builtin._shared._web_config import WebConfig
 from kode.builtin.browser._config import BrowserConfig, find_browser
 from kode.builtin.browser._proxy import REFUSED_HEADER, CheckingProxy, Refusal
-from kode.builtin.web._config import WebConfig
 from kode.extras import install_hint
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.trust.processes import helper_environment

@@ -40,10 +40,10 @@ from typing import Annotated, Any, Literal
 import anyio.to_thread
 from pydantic import Field
 
+from kode.builtin._shared._environment import command_environment
+from kode.builtin._shared._policy import runtime_policy_for
 from kode.builtin.code._host import run_script
 from kode.builtin.code._stubs import function_name, stubs
-from kode.builtin.runtime._environment import command_environment
-from kode.builtin.runtime._policy import runtime_policy_for
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType

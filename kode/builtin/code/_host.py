@@ -6,7 +6,7 @@ sandbox (`kode.trust.sandbox`: the supervisor is the first process of the sandbo
 namespace, watches kode's *lifeline* and ends with kode, however kode ends), sends it the
 script, answers its calls one at a time through the caller it is given (the agent's pipeline),
 collects what it prints (capped, head and tail) and its result, and kills whatever is left
-when it ends, times out, or the call is cancelled (`kode.builtin.runtime._launch_and_kill`).
+when it ends, times out, or the call is cancelled (`kode.builtin._shared._launch_and_kill`).
 The channel is JSON lines on the harness's stdin and stdout; its output comes through a pipe
 of its own.
 """
@@ -28,8 +28,8 @@ import anyio.abc
 import anyio.to_thread
 from anyio.streams.buffered import BufferedByteReceiveStream
 
-from kode.builtin.runtime import _launch_and_kill, _supervisor
-from kode.builtin.runtime._processes import OutputBuffer, _read_status, _ShellStatus
+from kode.builtin._shared import _launch_and_kill, _supervisor
+from kode.builtin._shared._processes import OutputBuffer, _read_status, _ShellStatus
 from kode.tools.services import InnerAnswer
 from kode.trust import executables
 from kode.trust.sandbox import Sandbox, seccomp_fd

@@ -14,12 +14,12 @@ agent never overwrites edits it has not seen. Writes are atomic (a temporary fil
 the same directory descriptor) and keep the file's mode; a write inside ``.git``, or into
 any directory that is or would become a git directory (``HEAD`` beside ``objects``, ``refs``
 or ``commondir``, counting every file the call writes), asks for approval, since git config
-and hooks can run commands (`kode.builtin.fs._git_dirs`); so does a write into a skill's folder
+and hooks can run commands (`kode.builtin._shared._git_dirs`); so does a write into a skill's folder
 or into what the sandbox never lets a command write either (``.kode/``, a virtual environment
 at the workspace root, kode's databases: `kode.trust.protected`). Each tool is an
 ordinary ``@define_tool`` function. ``apply_patch`` changes several files in one call, all or
-none (see `kode.builtin.fs.patch`). The plumbing lives in `kode.builtin.fs._workspace_files`,
-`kode.builtin.fs._safe_open`, `kode.builtin.fs._text_edits`, `kode.builtin.fs._globs`,
+none (see `kode.builtin.fs.patch`). The plumbing lives in `kode.builtin._shared._workspace_files`,
+`kode.builtin._shared._safe_open`, `kode.builtin.fs._text_edits`, `kode.builtin.fs._globs`,
 `kode.builtin.fs._grep` and `kode.builtin.fs._grep_files`.
 """
 
@@ -33,15 +33,7 @@ from typing import Annotated, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kode.builtin.fs._approval import (
-    current_text,
-    describe_edit,
-    describe_multi_edit,
-    describe_write,
-    diff_display,
-)
-from kode.builtin.fs._text_edits import apply_edit, read_numbered, short_diff
-from kode.builtin.fs._workspace_files import (
+from kode.builtin._shared._workspace_files import (
     BINARY_SNIFF_BYTES,
     HUGE_FILE_BYTES,
     Target,
@@ -56,6 +48,14 @@ from kode.builtin.fs._workspace_files import (
     target,
     write_file,
 )
+from kode.builtin.fs._approval import (
+    current_text,
+    describe_edit,
+    describe_multi_edit,
+    describe_write,
+    diff_display,
+)
+from kode.builtin.fs._text_edits import apply_edit, read_numbered, short_diff
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError

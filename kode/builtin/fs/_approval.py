@@ -10,8 +10,8 @@ import difflib
 from pathlib import Path
 from typing import Any
 
+from kode.builtin._shared._workspace_files import Target, target
 from kode.builtin.fs._text_edits import apply_edit
-from kode.builtin.fs._workspace_files import Target, target
 from kode.tools.errors import ToolError
 from kode.tools.invocation import CallDetails, Display
 

@@ -20,7 +20,7 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from kode.builtin.fs._safe_open import WalkEntry, open_dir, walk_fds
+from kode.builtin._shared._safe_open import WalkEntry, open_dir, walk_fds
 
 __all__ = [
     "MAX_BRACE_DEPTH",

@@ -30,6 +30,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 
+from kode.builtin._shared._safe_open import open_dir
+from kode.builtin._shared._workspace_files import BINARY_SNIFF_BYTES, is_binary
 from kode.builtin.fs._globs import file_filter, walk
 from kode.builtin.fs._grep_files import line_digest, open_searchable, scan_lines
 from kode.builtin.fs._grep_types import (
@@ -41,8 +43,6 @@ from kode.builtin.fs._grep_types import (
     GrepOutcome,
     GrepQuery,
 )
-from kode.builtin.fs._safe_open import open_dir
-from kode.builtin.fs._workspace_files import BINARY_SNIFF_BYTES, is_binary
 from kode.tools.errors import ToolError, ToolErrorType
 
 if TYPE_CHECKING:

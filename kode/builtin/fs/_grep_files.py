@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from kode.builtin._shared._safe_open import open_dir, open_file, open_relative
 from kode.builtin.fs._grep_types import MAX_GREP_FILE_BYTES, GrepFile, GrepOutcome
-from kode.builtin.fs._safe_open import open_dir, open_file, open_relative
 
 __all__ = [
     "LINE_WINDOW_BYTES",

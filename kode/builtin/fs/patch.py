@@ -10,7 +10,7 @@ the files replaced or deleted are renamed aside, and the temporary files renamed
 if any step fails, what was done is undone (the originals renamed back, new files and the
 directories made for them removed), so the workspace holds the old files or the new ones,
 never a mix. A patch that writes in a git directory, or makes one with all its files
-together, asks for approval (`kode.builtin.fs._git_dirs`), as ``fs_write`` does.
+together, asks for approval (`kode.builtin._shared._git_dirs`), as ``fs_write`` does.
 """
 
 from __future__ import annotations
@@ -25,18 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kode.builtin.fs._approval import current_text, diff_of
-from kode.builtin.fs._git_dirs import git_dir_reason
-from kode.builtin.fs._patch_parse import (
-    MAX_PATCH_CHARS,
-    MAX_PATCH_FILES,
-    FileOp,
-    HunkError,
-    PatchError,
-    apply_hunks,
-    parse_patch,
-)
-from kode.builtin.fs._workspace_files import (
+from kode.builtin._shared._git_dirs import git_dir_reason
+from kode.builtin._shared._workspace_files import (
     HUGE_FILE_BYTES,
     EditableText,
     Target,
@@ -47,6 +37,16 @@ from kode.builtin.fs._workspace_files import (
     read_editable,
     target,
     trusted_later,
+)
+from kode.builtin.fs._approval import current_text, diff_of
+from kode.builtin.fs._patch_parse import (
+    MAX_PATCH_CHARS,
+    MAX_PATCH_FILES,
+    FileOp,
+    HunkError,
+    PatchError,
+    apply_hunks,
+    parse_patch,
 )
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool

@@ -15,9 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from kode.builtin.fs._globs import GlobError, find_files, glob_regex
-from kode.builtin.fs._ignore import IgnoreRules
-from kode.builtin.fs._workspace_files import (
+from kode.builtin._shared._workspace_files import (
     BINARY_SNIFF_BYTES,
     HUGE_FILE_BYTES,
     PRUNED_DIRS,
@@ -27,6 +25,8 @@ from kode.builtin.fs._workspace_files import (
     open_target,
     target,
 )
+from kode.builtin.fs._globs import GlobError, find_files, glob_regex
+from kode.builtin.fs._ignore import IgnoreRules
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType

@@ -17,6 +17,13 @@ from typing import Annotated, Literal
 import anyio
 from pydantic import Field
 
+from kode.builtin._shared._workspace_files import (
+    PRUNED_DIRS,
+    Target,
+    grep_single,
+    open_directory,
+    target,
+)
 from kode.builtin.fs._globs import GlobError, file_filter, find_files, glob_regex
 from kode.builtin.fs._grep import (
     MAX_GREP_FILE_BYTES,
@@ -29,13 +36,6 @@ from kode.builtin.fs._grep import (
     ripgrep,
 )
 from kode.builtin.fs._grep_files import confirm
-from kode.builtin.fs._workspace_files import (
-    PRUNED_DIRS,
-    Target,
-    grep_single,
-    open_directory,
-    target,
-)
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType

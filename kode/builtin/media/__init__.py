@@ -26,8 +26,8 @@ from typing import Annotated, Any, Literal
 import anyio
 from pydantic import BaseModel, ConfigDict, Field
 
-from kode.builtin.fs._git_dirs import git_dir_reason
-from kode.builtin.fs._workspace_files import target
+from kode.builtin._shared._git_dirs import git_dir_reason
+from kode.builtin._shared._workspace_files import target
 from kode.builtin.media._images import GeneratedImage, ImageProvider, OpenAIImages
 from kode.builtin.media._save import save_image
 from kode.extras import install_hint

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kode.builtin.fs._safe_open import write_at
-from kode.builtin.fs._workspace_files import existing, parent_dir, target
+from kode.builtin._shared._safe_open import write_at
+from kode.builtin._shared._workspace_files import existing, parent_dir, target
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 

@@ -26,8 +26,8 @@ from typing import Annotated, Any, Literal, Protocol, TypeVar
 
 from pydantic import Field
 
-from kode.builtin.fs._safe_open import write_at
-from kode.builtin.fs._workspace_files import (
+from kode.builtin._shared._safe_open import write_at
+from kode.builtin._shared._workspace_files import (
     Target,
     existing,
     file_lock,

@@ -8,7 +8,7 @@ output and the exit status, ``bash_kill`` kills the shell and every process it s
 Background shells live in the agent's `PROCESSES` service (a `ProcessManager`), so closing
 the agent kills them. Processes a foreground command leaves running when it exits are killed too.
 
-Every command first goes through a `RuntimePolicy` (see `kode.builtin.runtime._policy`): a
+Every command first goes through a `RuntimePolicy` (see `kode.builtin._shared._policy`): a
 block-list of the obviously destructive, refused before anything runs; a ``security`` level
 (``deny | allowlist | full``); and two knobs, one for approval and one for confinement:
 
@@ -57,7 +57,7 @@ lets through by name (``RuntimePolicy(env_allow=("AWS_REGION", "MYAPP_*"))``) an
 ``GIT_CONFIG_NOSYSTEM=1``, and settings passed through ``GIT_CONFIG_COUNT`` (which win over
 every configuration file) turn off the fsmonitor, hooks, the external diff (plain ``diff -u``
 instead), the pager, editors, credential helpers, signing and the ``ext::`` transport. This
-module owns the tools; processes are `kode.builtin.runtime._processes`.
+module owns the tools; processes are `kode.builtin._shared._processes`.
 
 Setting the policy:
 
@@ -81,9 +81,8 @@ import anyio
 import anyio.to_thread
 from pydantic import Field
 
-from kode.builtin.runtime._approval import describe_run, terminal_display
-from kode.builtin.runtime._environment import command_environment
-from kode.builtin.runtime._policy import (
+from kode.builtin._shared._environment import command_environment
+from kode.builtin._shared._policy import (
     DEFAULT_BLOCKED,
     DEFAULT_HIDDEN_PATHS,
     DEFAULT_SAFE_COMMANDS,
@@ -98,9 +97,10 @@ from kode.builtin.runtime._policy import (
     set_default_runtime_policy,
     using_runtime_policy,
 )
-from kode.builtin.runtime._processes import BackgroundShell, ProcessManager, run_command
-from kode.builtin.runtime._shell_dirs import sweep_once, swept
-from kode.builtin.runtime._shell_parse import load_parser, parser_loaded
+from kode.builtin._shared._processes import BackgroundShell, ProcessManager, run_command
+from kode.builtin._shared._shell_dirs import sweep_once, swept
+from kode.builtin._shared._shell_parse import load_parser, parser_loaded
+from kode.builtin.runtime._approval import describe_run, terminal_display
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType

@@ -4,7 +4,7 @@ Both read their settings from the `WEB` service (``WEB.set(agent.services, WebCo
 a `WebConfig` (defaults when absent): allowed and denied domains, whether private networks may
 be reached, size, time and character limits, the resolver, TLS verification and the search
 provider. ``web_fetch`` refuses what could reach inside the network it runs in (see
-`kode.builtin.web._ssrf` for every rule), connects only to addresses it checked, checks every
+`kode.builtin._shared._ssrf` for every rule), connects only to addresses it checked, checks every
 redirect itself, and turns HTML into markdown. Given a ``prompt``, it has a model (the agent's
 own, through ``ctx.sample``) read the page and returns only the answer, so a long page does not
 fill the conversation; with no model to ask, that is an error result.
@@ -24,21 +24,25 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 import anyio
 from pydantic import Field
 
-from kode.builtin.web._config import WebCache, WebConfig
-from kode.builtin.web._search_providers import (
-    BraveSearch,
+from kode.builtin._shared._ssrf import ResolveFunc, system_resolve
+from kode.builtin._shared._web_config import (
+    WEB as WEB,
+)
+from kode.builtin._shared._web_config import (
     Freshness,
-    PerplexitySearch,
     SearchProvider,
     SearchResult,
+    WebCache,
+    WebConfig,
+    default_config,
 )
-from kode.builtin.web._ssrf import ResolveFunc, system_resolve
+from kode.builtin._shared._web_config import config_of as _config_of
+from kode.builtin.web._search_providers import BraveSearch, PerplexitySearch
 from kode.extras import install_hint
 from kode.tools.context import ToolContext
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import ToolResult, image_result, text_result
-from kode.tools.services import ServiceKey
 
 if TYPE_CHECKING:
     from kode.builtin.web._fetch import Page
@@ -58,32 +62,8 @@ __all__ = [
     "web_search",
 ]
 
-_DEFAULT_CONFIG: WebConfig | None = None
 _DEPENDENCIES = frozenset({"httpx", "httpcore", "markdownify", "bs4"})
 _FETCH_MODULE = "kode.builtin.web._fetch"
-
-
-def default_config() -> WebConfig:
-    """The `WebConfig` used when ``ctx.services`` has no ``"web"`` entry (one per process)."""
-    global _DEFAULT_CONFIG
-    if _DEFAULT_CONFIG is None:
-        _DEFAULT_CONFIG = WebConfig()
-    return _DEFAULT_CONFIG
-
-
-WEB: ServiceKey[WebConfig] = ServiceKey(
-    "web", WebConfig, doc="kode.builtin.web.WebConfig", passed_on=True
-)
-"""An agent's web settings: ``WEB.set(agent.services, WebConfig(...))`` (its sub-agents get
-them too)."""
-
-
-def _config_of(ctx: ToolContext[Any]) -> WebConfig:
-    try:
-        config = WEB.get(ctx.services)
-    except TypeError as exc:
-        raise ToolError(f"{exc}.", type=ToolErrorType.EXECUTION_FAILED) from None
-    return config if config is not None else default_config()
 
 
 def _missing(exc: ImportError, tool: str) -> ToolError:

@@ -1,7 +1,7 @@
 """Fetching one URL for ``web_fetch``: checked hops, pinned connections, bounded reading.
 
 This module owns the HTTP side of ``web_fetch``. Every hop (the URL and each redirect) is
-checked by `kode.builtin.web._ssrf.check_target`, and the request then goes to one of the very
+checked by `kode.builtin._shared._ssrf.check_target`, and the request then goes to one of the very
 addresses that were checked: the URL's host is replaced by the address, the ``Host`` header
 keeps the name, and for https the TLS server name (SNI) and certificate check use the name
 through httpx's ``sni_hostname`` request extension. So a DNS answer that changes between the check
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import anyio
 import httpx
 
-from kode.builtin.web._config import WebConfig
+from kode.builtin._shared._ssrf import URLTarget, check_target
+from kode.builtin._shared._web_config import WebConfig
 from kode.builtin.web._content_encoding import (
     ACCEPT_ENCODING,
     BodyDecoder,
@@ -32,7 +33,6 @@ from kode.builtin.web._content_encoding import (
     content_encodings,
 )
 from kode.builtin.web._html_to_text import TextFormat, convert, media_type_of
-from kode.builtin.web._ssrf import URLTarget, check_target
 from kode.tools.errors import ToolError, ToolErrorType
 
 __all__ = ["IMAGE_TYPES", "Page", "fetch_page", "parse_url"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kode.builtin.web._config import WebConfig
+from kode.builtin._shared._web_config import WebConfig
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.services import CALLER

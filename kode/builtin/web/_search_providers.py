@@ -16,8 +16,9 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
+from kode.builtin._shared._web_config import Freshness, SearchProvider, SearchResult
 from kode.tools.errors import ToolError, ToolErrorType
 
 if TYPE_CHECKING:  # ssl and httpx are loaded by the first search
@@ -38,52 +39,8 @@ __all__ = [
 BRAVE_SEARCH_URL = "https://api.search.brave.com/res/v1/web/search"
 """The Brave Search web search endpoint."""
 
-Freshness = Literal["day", "week", "month", "year"]
-"""How recent results must be."""
-
 _BRAVE_FRESHNESS: dict[str, str] = {"day": "pd", "week": "pw", "month": "pm", "year": "py"}
 _TAG = re.compile(r"<[^>]{0,200}>")
-
-
-@dataclass(kw_only=True, frozen=True, slots=True)
-class SearchResult:
-    """One web search hit."""
-
-    title: str
-    """The page's title."""
-    url: str
-    """The page's address."""
-    snippet: str = ""
-    """A short extract of the page, as plain text."""
-    age: str | None = None
-    """How old the page is, as the provider words it (``"2 days ago"``), when known."""
-
-
-@runtime_checkable
-class SearchProvider(Protocol):
-    """A web search backend for ``web_search``.
-
-    Implement `search` and put an instance in ``WebConfig(search=...)``. Raise `ToolError`
-    with a message the model can act on (or that tells the developer how to configure it)
-    when the search cannot run.
-    """
-
-    @property
-    def name(self) -> str:
-        """A short name shown with the results, e.g. ``"brave"``."""
-        ...
-
-    async def search(
-        self, query: str, *, count: int, freshness: Freshness | None = None
-    ) -> list[SearchResult]:
-        """The best `count` results for `query`, best first.
-
-        A provider that also takes the keywords ``country`` (an upper-case ISO 3166 code such
-        as ``"DE"``, or ``"ALL"``) and ``search_lang`` (a lower-case language code such as
-        ``"en"`` or ``"pt-br"``) gets them when the model gives them; ``web_search`` refuses
-        them for a provider whose `search` does not take them.
-        """
-        ...
 
 
 @functools.cache
