@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kode.agent.rules import RuleError
     from kode.mcp.errors import MCPConnectionError
     from kode.models import Message, Model, ModelError
-    from kode.models.script_file import ScriptError
+    from kode.models.scripted import ScriptError
     from kode.registries import (
         PluginApi,
         PolicyError,
@@ -97,7 +97,7 @@ _SOURCES: dict[str, str] = {
     "PolicyError": "kode.registries",
     "RuleError": "kode.agent.rules",
     "SchemaVersionError": "kode.sessions.errors",
-    "ScriptError": "kode.models.script_file",
+    "ScriptError": "kode.models.scripted",
     "SessionConflictError": "kode.sessions.errors",
     "SessionError": "kode.sessions.errors",
     "SkillError": "kode.tools.skills",

@@ -36,7 +36,10 @@ PUBLIC_PATHS = {
     "kode.durable.cli": "kode.durable.cli",
     "kode.cli_tools": "kode.cli_tools",
     "kode.cli_log": "kode.cli_log",
-    "kode.models.script_file": "kode.models.script_file",
+    "kode.models.script_file:load_script": "kode.models.scripted:load_script",
+    "kode.models.script_file:parse_script": "kode.models.scripted:parse_script",
+    "kode.models.script_file:ScriptError": "kode.models.scripted:ScriptError",
+    "kode:ScriptError": "kode.models.scripted:ScriptError",
     "kode.sessions.store:start_session": "kode.sessions.store:start_session",
     "kode.builtin.fs_search:fs_grep": "kode.builtin.fs.search:fs_grep",
 }

@@ -19,7 +19,7 @@ from kode.models import (
     model_from,
     model_from_environment,
 )
-from kode.models.script_file import ScriptError
+from kode.models.scripted import ScriptError
 from kode.testing.providers import FakeProviderServer, Reply
 
 

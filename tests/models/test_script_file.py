@@ -10,7 +10,7 @@ import pytest
 
 from kode.cli import main
 from kode.models import ScriptedModel, TextContent, ToolUseContent
-from kode.models.script_file import ScriptError, load_script, parse_script
+from kode.models.scripted import ScriptError, load_script, parse_script
 
 
 def write(tmp_path: Path, data: object) -> Path:
