@@ -65,6 +65,7 @@ COMPATIBILITY_PATHS: dict[tuple[str, str], str] = {
     ("kode.tools", "tool"): "kode.registries.define",
     ("kode.tools.define", "define_tool"): "kode.registries.define",
     ("kode.tools.define", "tool"): "kode.registries.define",
+    ("kode.sessions.store", "start_session"): "kode.sessions.starting",
 }
 
 
@@ -558,7 +559,6 @@ KNOWN_CYCLES = [
         "kode.registries.registry",
         "kode.registries.resolve",
     ],
-    ["kode.sessions._common", "kode.sessions.store"],
     [
         "kode.tools.asking",
         "kode.tools.blocking",

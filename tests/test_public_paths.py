@@ -40,7 +40,7 @@ PUBLIC_PATHS = {
     "kode.models.script_file:parse_script": "kode.models.scripted:parse_script",
     "kode.models.script_file:ScriptError": "kode.models.scripted:ScriptError",
     "kode:ScriptError": "kode.models.scripted:ScriptError",
-    "kode.sessions.store:start_session": "kode.sessions.store:start_session",
+    "kode.sessions.store:start_session": "kode.sessions.starting:start_session",
     "kode.builtin.fs_search:fs_grep": "kode.builtin.fs.search:fs_grep",
 }
 

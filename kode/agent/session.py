@@ -44,14 +44,9 @@ from kode.sessions.records import (
     ToolAlwaysAllowed,
     UsageAdded,
 )
+from kode.sessions.starting import check_startable, start_session
 from kode.sessions.state import SessionState
-from kode.sessions.store import (
-    DEFAULT_LEASE_TTL,
-    Lease,
-    Store,
-    check_startable,
-    start_session,
-)
+from kode.sessions.store import DEFAULT_LEASE_TTL, Lease, Store
 from kode.tools.collector import collector_paused
 from kode.tools.errors import ToolErrorType
 from kode.tools.kinds import Kind

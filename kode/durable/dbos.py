@@ -54,7 +54,7 @@ from kode.sessions import (
     store_from,
 )
 from kode.sessions.records import MetadataSet, SessionRecord, record_adapter
-from kode.sessions.store import start_session
+from kode.sessions.starting import start_session
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult, error_result

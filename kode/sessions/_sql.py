@@ -296,7 +296,7 @@ class SQLStore:
     ) -> tuple[Lease, int]:
         """Create or take up an empty session, take its lease and append, in one transaction.
 
-        See `kode.sessions.store.start_session`.
+        See `kode.sessions.starting.start_session`.
         """
         rows = dump_records(records)
         return await self._run(self._start, session_id, template, parent_id, owner, ttl, rows)

@@ -230,7 +230,7 @@ class MemoryStore:
     ) -> tuple[Lease, int]:
         """Create or take up an empty session, take its lease and append, all or nothing.
 
-        See `kode.sessions.store.start_session`.
+        See `kode.sessions.starting.start_session`.
         """
         rows = dump_records(records)
         with self._lock:

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kode.sessions.errors import SessionExistsError
 from kode.sessions.records import SessionEntry, SessionRecord, SessionStatus
 from kode.sessions.state import SessionState, fold
+
+if TYPE_CHECKING:  # the former path of start_session (see __getattr__)
+    from kode.sessions.starting import start_session as start_session
 
 __all__ = [
     "DEFAULT_LEASE_TTL",
@@ -337,76 +339,14 @@ class Store(Protocol):
         ...
 
 
-async def start_session(
-    store: Store,
-    session_id: str,
-    *,
-    template: str,
-    parent_id: str | None = None,
-    owner: str | None = None,
-    ttl: float = DEFAULT_LEASE_TTL,
-    records: Sequence[SessionRecord] = (),
-) -> tuple[Lease, int]:
-    """Start running a new session: create it, take its lease and append `records`.
+def __getattr__(name: str) -> Any:
+    """`start_session`, kept at its former path.
 
-    A session made beforehand and still empty is taken up instead. Returns the lease and the
-    sequence number of the last record. kode's own stores do it in one transaction (a new
-    agent session costs one commit instead of three); any other `Store` gets the same effect
-    from `create`, `get`, `acquire` and `append`.
-
-    Raises:
-        SessionExistsError: the session exists and has records (resume it instead).
-        SessionLeaseError: another owner holds its lease.
+    It lives in `kode.sessions.starting`, beside `check_startable`, with the checks of
+    `kode.sessions._common` it needs: this module, which `_common` imports, imports neither.
     """
-    from kode.sessions._common import check_id, check_ttl, new_owner
+    if name == "start_session":
+        from kode.sessions.starting import start_session
 
-    check_id(session_id)
-    check_id(template, "template")
-    if parent_id is not None:
-        check_id(parent_id, "parent_id")
-    who = check_id(owner, "owner") if owner is not None else new_owner()
-    seconds = check_ttl(ttl)
-    fast = getattr(store, "start_session_at_once", None)  # optional (see `Store`)
-    if fast is not None:
-        started: tuple[Lease, int] = await fast(
-            session_id, template, parent_id, who, seconds, records
-        )
-        return started
-    try:
-        await store.create(template=template, session_id=session_id, parent_id=parent_id)
-    except SessionExistsError:
-        header = await store.get(session_id)
-        if header.last_seq:
-            raise SessionExistsError(
-                f"session {session_id!r} already has {header.last_seq} records in the store"
-            ) from None
-    lease = await store.acquire(session_id, owner=who, ttl=seconds)
-    last = await store.append(session_id, records, lease=lease) if records else 0
-    return lease, last
-
-
-async def check_startable(store: Store, session_id: str) -> None:
-    """Raise what `start_session` would for `session_id` as it is now, writing nothing.
-
-    A session not made yet, or made and still empty with its lease free, passes.
-
-    Raises:
-        SessionExistsError: the session has records (resume it instead).
-        SessionLeaseError: someone holds its lease.
-    """
-    from kode.sessions._common import held_error, now_us, owner_gone
-    from kode.sessions.errors import SessionNotFoundError
-
-    try:
-        header = await store.get(session_id)
-    except SessionNotFoundError:
-        return
-    if header.last_seq:
-        raise SessionExistsError(
-            f"session {session_id!r} already has {header.last_seq} records in the store"
-        )
-    now = now_us()
-    if header.lease_owner is not None and header.lease_expires is not None:
-        expires = round(header.lease_expires * 1_000_000)
-        if expires > now and not owner_gone(header.lease_owner):
-            raise held_error(session_id, header.lease_owner, expires, now)
+        return start_session
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,7 +21,7 @@ from kode.sessions import (
     SessionNotFoundError,
     StoreError,
 )
-from kode.sessions.store import start_session
+from kode.sessions.starting import start_session
 
 pytestmark = pytest.mark.anyio
 

@@ -32,7 +32,7 @@ from kode.sessions import (
     ToolAlwaysAllowed,
     UsageAdded,
 )
-from kode.sessions.store import start_session
+from kode.sessions.starting import start_session
 
 pytestmark = pytest.mark.anyio
 
