@@ -569,7 +569,6 @@ KNOWN_CYCLES = [
         "kode.tools.services",
         "kode.tools.tool",
     ],
-    ["kode.tracing", "kode.tracing.spans"],
 ]
 
 

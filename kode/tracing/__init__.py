@@ -14,14 +14,13 @@ The package imports nothing else of kode, so every layer may call into it.
 from __future__ import annotations
 
 import contextlib
-import contextvars
-import os
 import sys
 import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
+
+from kode.tracing.settings import ACTIVE, CAPTURE_CONTENT_ENV, Instrumentation
 
 if TYPE_CHECKING:
     from kode.tracing.spans import Tracing
@@ -42,46 +41,6 @@ __all__ = [
     "uninstrument",
 ]
 
-CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-"""The environment variable that switches content capture on by default (``true``)."""
-
-
-@dataclass(kw_only=True, frozen=True, slots=True)
-class Instrumentation:
-    """How an agent is traced: which providers get its spans and metrics, and what they hold.
-
-    Example:
-        ```python
-        from opentelemetry.sdk.trace import TracerProvider
-
-        from kode import Agent, AgentTemplate
-        from kode.models import ScriptedModel
-        from kode.tracing import Instrumentation
-
-        agent = Agent.create(
-            AgentTemplate(id="traced"),
-            model=ScriptedModel(["Hello."]),
-            instrument=Instrumentation(tracer_provider=TracerProvider()),
-        )
-        assert agent.tracing is not None
-        ```
-    """
-
-    tracer_provider: Any = None
-    """An OpenTelemetry ``TracerProvider`` for the spans; ``None`` uses the global one."""
-    meter_provider: Any = None
-    """An OpenTelemetry ``MeterProvider`` for the metrics; ``None`` uses the global one."""
-    capture_content: bool | None = None
-    """Whether spans carry what was said: messages, tool arguments and results. ``None``
-    reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (off unless ``true``)."""
-
-    def captures_content(self) -> bool:
-        """Whether content is captured (`capture_content`, or else the environment)."""
-        if self.capture_content is not None:
-            return self.capture_content
-        return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
-
-
 InstrumentSetting = bool | Instrumentation | None
 """What ``Agent.create(instrument=...)`` takes: ``True`` (the global settings, or the global
 providers), ``False`` (off, whatever the global switch says), an `Instrumentation`, or
@@ -91,10 +50,6 @@ _global: Instrumentation | None = None
 _kept: Tracing | None = None  # the global switch's, kept while it is on
 # Agents keep their Tracing; one no agent holds any more goes (its providers with it).
 _made: weakref.WeakValueDictionary[Instrumentation, Tracing] = weakref.WeakValueDictionary()
-ACTIVE: contextvars.ContextVar[Tracing | None] = contextvars.ContextVar(
-    "kode_tracing", default=None
-)
-"""The `Tracing` of the instrumented run going on in this context (set by ``invoke_agent``)."""
 
 
 def instrument(
@@ -191,7 +146,7 @@ def trace_headers() -> dict[str, str]:
 
 def active_tracing() -> Tracing | None:
     """The `Tracing` of the run going on here, else the global switch's; ``None`` when off."""
-    found = ACTIVE.get()
+    found = cast("Tracing | None", ACTIVE.get())
     if found is not None:
         return found
     return None if _global is None else _load(_global)

@@ -25,10 +25,10 @@ from opentelemetry import metrics, trace
 from opentelemetry.propagate import extract, inject
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from kode.tracing import ACTIVE
+from kode.tracing.settings import ACTIVE
 
 if TYPE_CHECKING:
-    from kode.tracing import Instrumentation
+    from kode.tracing.settings import Instrumentation
 
 __all__ = ["SCOPE", "Tracing", "extract_context", "inject_context", "provider_name"]
 
