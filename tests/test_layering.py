@@ -48,13 +48,9 @@ ALLOWED: dict[str, set[str]] = {
 # The modules directly under kode/ besides its face, and their layer. A new one must be
 # placed here (an unknown module belongs to no layer, and nothing may import it).
 TOP_LEVEL = {
-    **dict.fromkeys(("cli", "cli_tools", "cli_log", "cli_skills", "__main__"), "cli"),
+    **dict.fromkeys(("cli", "__main__"), "cli"),
     **dict.fromkeys(("extras", "version"), "base"),
 }
-
-# A command group lives beside what it drives, but it is part of the command: it may import
-# the command's own modules (its log set-up), and nothing of its folder may import it.
-CLI_MODULES = frozenset({"kode.mcp.cli", "kode.durable.cli"})
 
 # Public import paths kept for code written before a name moved up a layer, as (module,
 # name) -> the module that defines it now. Each is a module `__getattr__` that imports the
@@ -74,8 +70,6 @@ def layer_of(module: str) -> str:
     parts = module.split(".")
     if len(parts) == 1:
         return "kode"
-    if module in CLI_MODULES:
-        return "cli"
     if parts[1] in TOP_LEVEL:
         return TOP_LEVEL[parts[1]]
     if parts[1] in ALLOWED and parts[1] not in ("base", "cli", "kode"):
@@ -118,7 +112,7 @@ def _docstrings(tree: ast.Module) -> set[int]:
 
 def _table_strings(tree: ast.Module) -> set[int]:
     """The ids of the strings a module keeps to import later: in a table it binds at its top
-    level (``_GROUPS = ("kode.cli_tools", ...)``), or alone under a name that a call with an
+    level (``_GROUPS = ("kode.cli.tools", ...)``), or alone under a name that a call with an
     importer in it is given (``_LATER = "kode.x"`` ... ``run_sync(import_module, _LATER)``).
     A lone label (``_OWNER = "kode.durable"``) imports nothing."""
     found: set[int] = set()

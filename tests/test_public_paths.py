@@ -32,10 +32,6 @@ PUBLIC_PATHS = {
     "kode:declare_tool": "kode.tools.declared:declare_tool",
     "kode:__version__": "kode.version:__version__",
     "kode.cli:version": "kode.cli:version",
-    "kode.mcp.cli": "kode.mcp.cli",
-    "kode.durable.cli": "kode.durable.cli",
-    "kode.cli_tools": "kode.cli_tools",
-    "kode.cli_log": "kode.cli_log",
     "kode.models.script_file:load_script": "kode.models.scripted:load_script",
     "kode.models.script_file:parse_script": "kode.models.scripted:parse_script",
     "kode.models.script_file:ScriptError": "kode.models.scripted:ScriptError",
@@ -53,8 +49,6 @@ def _load(path: str) -> object:
 
 @pytest.mark.parametrize("path", sorted(PUBLIC_PATHS))
 def test_a_public_path_gives_the_object_of_its_home(path: str) -> None:
-    if path.startswith("kode.durable"):
-        pytest.importorskip("dbos")
     assert _load(path) is _load(PUBLIC_PATHS[path])
 
 
@@ -62,6 +56,17 @@ def test_the_kode_command_is_the_entry_point_the_distribution_declares() -> None
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert project["project"]["scripts"] == {"kode": "kode.cli:main"}
     assert "kode.cli:main" in PUBLIC_PATHS
+
+
+@pytest.mark.parametrize("module", ["kode", "kode.cli"])
+def test_python_dash_m_runs_the_kode_command(module: str) -> None:
+    """``python -m kode`` and ``python -m kode.cli`` (what the docs' MCP examples start a
+    server with) are the ``kode`` command."""
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--version"], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("kode ")
 
 
 def test_the_version_module_and_the_distribution_agree() -> None:

@@ -1,9 +1,11 @@
 """The ``kode`` command: inspect, call and check tools, run agents, serve tools over MCP.
 
-Each command group lives next to what it drives and adds itself to the parser here:
-``kode tools ...`` and ``kode run ...`` (`kode.cli_tools`), ``kode skills ...``
-(`kode.cli_skills`), ``kode mcp ...`` (`kode.mcp.cli`),
-``kode worker`` and ``kode schedules ...`` (`kode.durable.cli`).
+Each command group is a module of this package that adds itself to the parser here:
+``kode tools ...`` and ``kode run ...`` (`kode.cli.tools`), ``kode skills ...``
+(`kode.cli.skills`), ``kode mcp ...`` (`kode.cli.mcp`), ``kode worker`` and
+``kode schedules ...`` (`kode.cli.durable`); their log records go through `kode.cli.log`.
+A group imports what it drives when it runs, not when the parser is built, so ``kode --help``
+loads no provider SDK, no pydantic, no MCP and no DBOS.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Sequence
 
 __all__ = ["build_parser", "main", "version"]
 
-_GROUPS = ("kode.cli_tools", "kode.cli_skills", "kode.mcp.cli", "kode.durable.cli")
+_GROUPS = ("kode.cli.tools", "kode.cli.skills", "kode.cli.mcp", "kode.cli.durable")
 
 
 def version() -> str:
@@ -72,7 +74,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("\nkode: interrupted", file=sys.stderr)
         return 130
     return code
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

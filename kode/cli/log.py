@@ -29,7 +29,8 @@ __all__ = [
     "where_raised",
 ]
 
-_KODE_DIR = str(Path(__file__).resolve().parent) + os.sep
+# kode's own folder (this module is in kode/cli/): a frame there is never the application's.
+_KODE_DIR = str(Path(__file__).resolve().parent.parent) + os.sep
 _LIBRARY_DIRS = tuple(
     str(Path(p).resolve()) + os.sep
     for p in {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}

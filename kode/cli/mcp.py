@@ -33,7 +33,7 @@ def _patterns(values: list[str] | None) -> list[str] | None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from kode.cli_log import LogFileError, logging_for
+    from kode.cli.log import LogFileError, logging_for
 
     try:
         with logging_for(args):
@@ -278,7 +278,7 @@ def _serve_logged(args: argparse.Namespace) -> int:
 
 def register(subparsers: Any) -> None:
     """Add ``kode mcp ...`` to the ``kode`` command's subparsers."""
-    from kode.cli_log import add_log_arguments
+    from kode.cli.log import add_log_arguments
 
     mcp = subparsers.add_parser(
         "mcp",

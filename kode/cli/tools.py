@@ -271,7 +271,7 @@ def _check_tool(tool: Any) -> list[str]:
 
 def _import_problem(target: str, exc: Exception) -> str:
     """``file:line: cannot import 'target': Error: message`` (the place when it is known)."""
-    from kode.cli_log import where_raised
+    from kode.cli.log import where_raised
 
     where = where_raised(exc)
     said = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -858,7 +858,7 @@ def _abandon(busy: list[threading.Thread]) -> None:
 
 
 def _guard(func: Any) -> Any:
-    from kode.cli_log import LogFileError, logging_for
+    from kode.cli.log import LogFileError, logging_for
 
     def run(args: argparse.Namespace) -> int:
         try:
@@ -874,7 +874,7 @@ def _guard(func: Any) -> Any:
 
 def register(commands: Any) -> None:
     """Add ``tools`` and ``run`` to the ``kode`` command."""
-    from kode.cli_log import add_log_arguments
+    from kode.cli.log import add_log_arguments
 
     tools = commands.add_parser("tools", help="list, search, show, call and check tools")
     sub = tools.add_subparsers(dest="tools_command", metavar="COMMAND")

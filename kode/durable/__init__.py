@@ -7,7 +7,7 @@ DBOS's recovery after the last completed step, never repeating one, and `WorkerL
 recovers the runs of a dead one and never those of a live one. It also owns scheduled
 prompts (`kode.durable.schedules`): schedules kept by DBOS that run a durable agent on a cron
 expression, and the ``cron`` tool that lets an agent add, list and remove them; and the
-``kode worker`` and ``kode schedules`` commands (`kode.durable.cli`). It does not own the
+``kode worker`` and ``kode schedules`` commands (`kode.cli.durable`). It does not own the
 system database or the queues: the application configures and launches DBOS as usual
 (``DBOS(config=...)``, ``DBOS.launch()``), or runs ``kode worker``.
 

@@ -25,7 +25,7 @@ from kode.builtin.runtime import (
     set_default_runtime_policy,
     using_runtime_policy,
 )
-from kode.cli_log import OneLineFormatter
+from kode.cli.log import OneLineFormatter
 from kode.models import ScriptedModel, ToolResultContent, tool_use
 from kode.testing.programs import requires_sandbox
 

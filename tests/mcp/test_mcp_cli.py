@@ -56,7 +56,7 @@ def test_warnings_go_to_stderr_and_stdout_stays_clean(tmp_path: Path) -> None:
 
 def test_importing_kode_does_not_import_the_mcp_sdk() -> None:
     code = (
-        "import sys, kode, kode.mcp, kode.mcp.cli, kode.cli\n"
+        "import sys, kode, kode.mcp, kode.cli.mcp, kode.cli\n"
         "kode.cli.build_parser()\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'mcp_types'))\n"
         "assert not loaded, loaded\n"
