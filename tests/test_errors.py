@@ -33,6 +33,8 @@ INTERNAL = {
     "PostgresUnavailable": "kode.testing's postgres fixtures skip the test",
     "RaisedInThread": "carries a tool's GeneratorExit out of its worker thread to its call",
     "SlotClosedError": "kode.mcp.session answers a request for an ended call with an error",
+    "ToolCallError": "raised inside a code_run script (its harness runs in the sandbox on the "
+    "standard library alone, without kode); the script catches it or code_run's result says it",
 }
 
 
