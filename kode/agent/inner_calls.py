@@ -104,6 +104,8 @@ class InnerCalls:
                 type=ToolErrorType.EXECUTION_FAILED,
             )
         call = ToolUseContent(id=call_id, name=name, input=arguments)
+        # (the records say who made it: a resume settles it with the call that made it)
+        agent.session.records.for_call(call).parent_call_id = parent_call_id
         results: list[CallOutcome | None] = [None]
         inner = _InnerRun(run, parent_call_id)
         tool = agent.lookup(name)
