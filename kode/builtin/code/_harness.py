@@ -39,38 +39,44 @@ class ToolCallError(Exception):
 
 class _Channel:
     def __init__(self, read_fd: int, write_fd: int) -> None:
-        self._in = os.fdopen(read_fd, "rb", buffering=0)
+        self._in = read_fd
         self._out = write_fd
         self._lock = threading.Lock()
-        self._buffer = b""
+        self._buffer = bytearray()
         self._serial = 0
+        self._encode = json.JSONEncoder(ensure_ascii=False).encode
 
-    def _send(self, message: dict[str, Any]) -> None:
-        data = (json.dumps(message, ensure_ascii=False) + "\n").encode()
-        while data:
-            data = data[os.write(self._out, data) :]
+    def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._out, view) :]
 
     def _line(self) -> dict[str, Any]:
-        while b"\n" not in self._buffer:
-            chunk = self._in.read(1 << 16)
+        buffer = self._buffer
+        index = buffer.find(b"\n")
+        while index < 0:  # (a long answer comes in many reads: each scans only what is new)
+            scanned = len(buffer)
+            chunk = os.read(self._in, 1 << 16)
             if not chunk:
                 raise SystemExit("kode: the channel to kode closed")
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        answer: dict[str, Any] = json.loads(line)
+            buffer += chunk
+            index = buffer.find(b"\n", scanned)
+        answer: dict[str, Any] = json.loads(buffer[:index])
+        del buffer[: index + 1]
         return answer
 
     def first(self) -> dict[str, Any]:
         return self._line()
 
     def call(self, name: str, arguments: dict[str, Any]) -> str:
-        try:
-            json.dumps(arguments)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"the arguments of {name} must be JSON data: {exc}") from None
         with self._lock:  # one call at a time, from any thread of the script
-            self._serial += 1
-            self._send({"call": name, "arguments": arguments, "id": self._serial})
+            serial = self._serial + 1
+            try:
+                data = self._encode({"call": name, "arguments": arguments, "id": serial})
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"the arguments of {name} must be JSON data: {exc}") from None
+            self._serial = serial
+            self._send((data + "\n").encode())
             answer = self._line()
         if not answer.get("ok"):
             raise ToolCallError(str(answer.get("text", "")), answer.get("error_type"))
@@ -84,7 +90,7 @@ class _Channel:
                 message["result"] = result
             except (TypeError, ValueError):
                 message["result_repr"] = repr(result)[:100_000]
-        self._send(message)
+        self._send((self._encode(message) + "\n").encode())
 
 
 def _function(channel: _Channel, tool: str) -> Any:
