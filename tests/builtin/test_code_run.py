@@ -21,6 +21,7 @@ from kode.builtin.code import CODE_POLICY, CodePolicy, code_run
 from kode.models import ScriptedModel, ToolResultContent, tool_use
 from kode.sessions import SQLiteStore
 from kode.testing.programs import requires_sandbox
+from kode.tools.declared import declare_tool
 
 pytestmark = [
     pytest.mark.anyio,
@@ -357,3 +358,22 @@ async def test_a_state_saved_while_a_script_waits_cancels_its_calls_when_restore
         (f"{outer}.1", "done"),
         (f"{outer}.2", "cancelled"),  # its script cannot resume either
     ]
+
+
+async def test_a_client_tools_call_from_a_script_fails_and_its_record_ends(tmp_path: Path) -> None:
+    world = World()
+    world.reg.register(declare_tool("pick_file", input_schema={"type": "object"}), source="client")
+    script = "try:\n    pick_file()\nexcept ToolCallError as exc:\n    print(exc.error_type, exc)\n"
+    model = ScriptedModel([script_turn(script), "done"])
+    agent = Agent.create(
+        AgentTemplate(id="coder", tools=["pick_file", "code_run"]),
+        model=model,
+        registry=world.reg,
+        workspace=tmp_path,
+    )
+    async with agent:
+        assert (await agent.send("go")).text == "done"
+    assert answer(model).text.startswith("execution_failed Tool 'pick_file' is run by the client")
+    record = agent.records.get(f"{answer(model).tool_use_id}.1")
+    # no client will ever answer it: it does not stay pending
+    assert record is not None and record.status == "failed" and record.result is not None
