@@ -188,16 +188,18 @@ def cancelled_result(call: ToolUseContent) -> ToolResultContent:
     )
 
 
-def interrupted_result(call: ToolUseContent) -> ToolResultContent:
+def interrupted_result(call: ToolUseContent, made: str = "") -> ToolResultContent:
     """The ``tool_result`` of a call that was running when its process stopped (resume).
 
-    Its tool neither only reads nor is idempotent, so it is not run again.
+    Its tool neither only reads nor is idempotent, so it is not run again. `made` says what
+    became of the calls it made (a ``code_run`` script's), if it made any.
     """
     return result_block(
         call.id,
         error_result(
             f"Tool '{call.name}' was interrupted by a restart while it ran, and was not run "
-            "again: it may have partly run. Check what it was doing before calling it again.",
+            "again: it may have partly run. Check what it was doing before calling it again."
+            + (f" {made}" if made else ""),
             type=ToolErrorType.EXECUTION_FAILED,
         ),
     )

@@ -14,12 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from kode.agent.blocks import result_block
 from kode.agent.events import AgentEvent, ToolEnd, ToolStart
 from kode.agent.permissions import can_only_allow, denied_by_name
 from kode.agent.pipeline import _plain_call, _plain_calls, _run_into
 from kode.agent.state import CallOutcome
 from kode.models.messages import ToolUseContent
 from kode.tools.errors import ToolError, ToolErrorType
+from kode.tools.results import error_result
 from kode.tools.services import InnerAnswer
 
 if TYPE_CHECKING:
@@ -104,6 +106,8 @@ class InnerCalls:
                 type=ToolErrorType.EXECUTION_FAILED,
             )
         call = ToolUseContent(id=call_id, name=name, input=arguments)
+        # (the records say who made it: a resume settles it with the call that made it)
+        agent.session.records.for_call(call).parent_call_id = parent_call_id
         results: list[CallOutcome | None] = [None]
         inner = _InnerRun(run, parent_call_id)
         tool = agent.lookup(name)
@@ -124,6 +128,20 @@ class InnerCalls:
                 error_type=ToolErrorType.CANCELLED.value,
             )
         record = agent.session.records.get(call_id)
+        if outcome.pending and record is not None:  # no client will answer it: it fails here
+            text = (
+                f"Tool '{name}' is run by the client, which a script cannot wait for; "
+                "call it directly instead."
+            )
+            error = ToolErrorType.EXECUTION_FAILED.value
+            agent.session.update_call(
+                call,
+                "failed",
+                result=result_block(call_id, error_result(text, type=error)),
+                error_type=error,
+                record=record,
+            )
+            return InnerAnswer(text=text, is_error=True, status="failed", error_type=error)
         return InnerAnswer(
             text=outcome.block.text,
             is_error=outcome.block.is_error,

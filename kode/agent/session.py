@@ -24,6 +24,7 @@ import anyio
 
 from kode.agent.blocks import interrupted_result
 from kode.agent.client_calls import ClientCalls
+from kode.agent.inner_resume import cancel_made_calls, settle_made_calls
 from kode.agent.leases import drop as drop_lease
 from kode.agent.leases import hold as hold_lease
 from kode.agent.state import AgentState, AgentStatus, CallRecords, ToolCallRecord, ToolCallStatus
@@ -296,18 +297,23 @@ class Session:
             read_only = idempotent = None
             if tool is not None:
                 read_only, idempotent = rerun_safe(tool)
+            parent = record.parent_call_id
             self._journal.append(
                 CallUpdated(
                     call_id=call.id,
                     name=record.name,
                     status=status,
-                    # what runs, when a person changed the model's input at approval
-                    input=None if record.requested_input is None else record.input,
+                    # what runs, when a person changed the model's input at approval, or
+                    # when no message holds it (a call a call made)
+                    input=record.input
+                    if record.requested_input is not None or parent is not None
+                    else None,
                     result=result if status in TERMINAL_STATUSES else None,
                     error_type=error_type,
                     client=client,
                     read_only=read_only,
                     idempotent=idempotent,
+                    parent_call_id=parent,
                 )
             )
         return record
@@ -593,6 +599,7 @@ class Session:
                     started_at=call.started_at,
                     ended_at=call.ended_at,
                     client=call.client,
+                    parent_call_id=call.parent_call_id,
                 )
             )
         self.records = CallRecords(records)
@@ -666,6 +673,7 @@ class Session:
         for call in calls:
             if call.id not in done:
                 records.for_call(call).status = "cancelled"
+        cancel_made_calls(records)  # (a code_run script's calls: the script cannot resume)
         self.client_calls.restore(calls, done, [])
         blocks = self.client_calls.take(None)
         assert not isinstance(blocks, str)
@@ -684,17 +692,20 @@ class Session:
         A call with a final status keeps its result (returned: it is never run again). A call
         that was running is run again only if its tool only reads or is idempotent; otherwise
         it is answered (returned) with an error saying a restart interrupted it and it may
-        have partly run. Any other call (not started, waiting for approval, approved) returns
-        `None`: it goes through the pipeline, which asks for approval again unless it has its
-        decision.
+        have partly run (and what became of the calls it made). Any other call (not started,
+        waiting for approval, approved) returns `None`: it goes through the pipeline, which
+        asks for approval again unless it has its decision. The calls it made (a
+        ``code_run`` script's) are settled first and never run again (`kode.agent.inner_resume`).
         """
         record = self.records.get(call.id)
         if record is None:
             return None
+        # The calls it made (a code_run script's) never run again: their script is gone.
+        made = settle_made_calls(self, call.id, self._safe)
         if record.status in TERMINAL_STATUSES:
             return record.result or interrupted_result(call)
         if record.status == "running" and not self._safe.get(call.id, False):
-            block = interrupted_result(call)
+            block = interrupted_result(call, made)
             self.update_call(
                 call, "failed", result=block, error_type=ToolErrorType.EXECUTION_FAILED.value
             )

@@ -90,6 +90,9 @@ class ToolCallRecord:
     requested_input: dict[str, Any] | str | None = None
     """The arguments the model asked for, when a person changed them at approval
     (``ApprovalDecision(input=...)``); `None` when the call runs with the model's own."""
+    parent_call_id: str | None = None
+    """The call that made this one (a ``code_run`` script's call, `kode.agent.inner_calls`);
+    `None` for a call of the model."""
 
     def copy(self) -> ToolCallRecord:
         """A deep copy: its input and result are copied too."""
@@ -105,6 +108,7 @@ class ToolCallRecord:
             ended_at=self.ended_at,
             client=self.client,
             requested_input=deepcopy(self.requested_input),
+            parent_call_id=self.parent_call_id,
         )
 
 
@@ -240,10 +244,14 @@ class AgentState(BaseModel):
 
     @field_serializer("tool_calls", mode="wrap")
     def _calls(self, calls: list[ToolCallRecord], handler: SerializerFunctionWrapHandler) -> Any:
-        # A call that ran with the model's own input has no requested_input: leaving the key
-        # out keeps the JSON of such a state as it was before the field existed.
+        # A call that ran with the model's own input has no requested_input, a model's call
+        # no parent_call_id: leaving the keys out keeps the JSON of such a state as it was
+        # before the fields existed.
         out = handler(calls)
         for call in out:
-            if isinstance(call, dict) and call.get("requested_input", 0) is None:
-                del call["requested_input"]
+            if isinstance(call, dict):
+                if call.get("requested_input", 0) is None:
+                    del call["requested_input"]
+                if call.get("parent_call_id", 0) is None:
+                    del call["parent_call_id"]
         return out

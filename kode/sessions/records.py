@@ -126,6 +126,9 @@ class CallUpdated(BaseModel):
     """Whether the tool only reads (so running it again after a restart is harmless)."""
     idempotent: bool | None = None
     """Whether the tool was declared idempotent (running it twice does what once does)."""
+    parent_call_id: str | None = None
+    """The call that made this one (a ``code_run`` script's call: its ``input`` is then
+    given too, since no message holds it); `None` for a call of the model."""
 
 
 class ClientCallsWaiting(BaseModel):

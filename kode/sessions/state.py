@@ -84,6 +84,8 @@ class CallState(BaseModel):
     """Whether its tool only reads."""
     idempotent: bool = False
     """Whether its tool was declared idempotent."""
+    parent_call_id: str | None = None
+    """The call that made this one (a ``code_run`` script's call), if a call made it."""
     attempts: int = 0
     """How many times it started running (more than one: re-run after a restart)."""
     opened_at: float = 0.0
@@ -264,6 +266,8 @@ class SessionState(BaseModel):
             call.read_only = record.read_only
         if record.idempotent is not None:
             call.idempotent = record.idempotent
+        if record.parent_call_id is not None:
+            call.parent_call_id = record.parent_call_id
         if status == "running":
             call.attempts += 1
             if call.started_at is None:

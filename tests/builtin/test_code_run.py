@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 
 from kode import Agent, AgentTemplate, ToolRegistry, define_tool
-from kode.agent import ApprovalDecision, ApprovalRequest
+from kode.agent import AgentState, ApprovalDecision, ApprovalRequest
 from kode.agent.events import AgentEvent, ApprovalRequired, ToolEnd, ToolStart
 from kode.builtin.code import CODE_POLICY, CodePolicy, code_run
 from kode.models import ScriptedModel, ToolResultContent, tool_use
 from kode.sessions import SQLiteStore
 from kode.testing.programs import requires_sandbox
+from kode.tools.declared import declare_tool
 
 pytestmark = [
     pytest.mark.anyio,
@@ -281,8 +282,11 @@ async def test_inner_calls_are_in_the_store_and_a_resumed_session_reads(tmp_path
         template=AgentTemplate(id="coder", tools=["lookup", "wipe", "code_run"]),
     )
     async with again:
-        record = again.records.get(f"{answer(model).tool_use_id}.1")
+        outer = answer(model).tool_use_id
+        record = again.records.get(f"{outer}.1")
         assert record is not None and record.status == "done" and record.name == "lookup"
+        # no message holds an inner call: its records keep its arguments and its maker
+        assert record.input == {"key": "abc"} and record.parent_call_id == outer
         assert [m.role for m in again.messages] == [m.role for m in agent.messages]
 
 
@@ -322,3 +326,54 @@ async def test_without_a_sandbox_no_script_runs(tmp_path: Path) -> None:
     assert got.is_error
     assert "code_run runs scripts only in an OS sandbox, and there is none here" in got.text
     assert not marker.exists() and world.ran == []
+
+
+async def test_a_state_saved_while_a_script_waits_cancels_its_calls_when_restored(
+    tmp_path: Path,
+) -> None:
+    world = World()
+    saved: list[AgentState] = []
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        saved.append(agent.state)  # the script's call waits for approval meanwhile
+        return ApprovalDecision(decision="deny")
+
+    agent, model = world.agent(
+        tmp_path,
+        [script_turn("print(lookup(key='a'))\nwipe(target='x')"), "done"],
+        approver=approver,
+    )
+    async with agent:
+        await agent.send("go")
+    state = AgentState.model_validate_json(saved[0].model_dump_json())
+    outer = answer(model).tool_use_id
+    assert [(c.id, c.status, c.parent_call_id) for c in state.tool_calls] == [
+        (outer, "running", None),
+        (f"{outer}.1", "done", outer),
+        (f"{outer}.2", "awaiting_approval", outer),
+    ]
+    again = Agent.from_state(state, model=ScriptedModel([]), registry=world.reg)
+    assert [(r.id, r.status) for r in again.records] == [
+        (outer, "cancelled"),
+        (f"{outer}.1", "done"),
+        (f"{outer}.2", "cancelled"),  # its script cannot resume either
+    ]
+
+
+async def test_a_client_tools_call_from_a_script_fails_and_its_record_ends(tmp_path: Path) -> None:
+    world = World()
+    world.reg.register(declare_tool("pick_file", input_schema={"type": "object"}), source="client")
+    script = "try:\n    pick_file()\nexcept ToolCallError as exc:\n    print(exc.error_type, exc)\n"
+    model = ScriptedModel([script_turn(script), "done"])
+    agent = Agent.create(
+        AgentTemplate(id="coder", tools=["pick_file", "code_run"]),
+        model=model,
+        registry=world.reg,
+        workspace=tmp_path,
+    )
+    async with agent:
+        assert (await agent.send("go")).text == "done"
+    assert answer(model).text.startswith("execution_failed Tool 'pick_file' is run by the client")
+    record = agent.records.get(f"{answer(model).tool_use_id}.1")
+    # no client will ever answer it: it does not stay pending
+    assert record is not None and record.status == "failed" and record.result is not None

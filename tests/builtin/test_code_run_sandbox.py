@@ -329,3 +329,4 @@ async def resumed(place: Path) -> None:
         settled = again.records.get(outer.id)
         assert settled is not None and settled.status == "failed"
         assert settled.result is not None and "restart" in settled.result.text
+        assert second.status in ("done", "failed")  # settled too (tests/.../code_run_resume)

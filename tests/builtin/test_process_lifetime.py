@@ -172,3 +172,29 @@ async def test_a_python_grep_search_outlives_the_worker_thread_that_started_it(
     )
     with pytest.raises(ToolError, match="did not finish within 5 s"):
         await python_search(query, deadline=5, roots=(tmp_path,), confine=confine)
+
+
+JAM = (
+    "import os\n"
+    "for fd in os.listdir('/proc/1/fd'):\n"
+    "    try:\n"
+    "        end = os.open(f'/proc/1/fd/{fd}', os.O_WRONLY | os.O_NONBLOCK)\n"
+    "        print(fd, 'wrote', os.write(end, b'x' * 65536))\n"
+    "    except OSError as exc:\n"
+    "        print(fd, type(exc).__name__)\n"
+)
+
+
+@NO_BWRAP
+@pytest.mark.anyio
+async def test_a_sandboxed_command_cannot_reach_its_supervisors_descriptors(
+    sandboxed: None, ctx: ToolContext[None]
+) -> None:
+    """Not the lifeline every sandbox of this kode shares: bytes written into it would make
+    every supervisor started later take them for kode's end, and start nothing."""
+    jam = await bash_run.run({"command": f'{sys.executable} -I -S -c "{JAM}"'}, ctx)
+    assert jam.details["sandboxed"] is True and jam.details["exit_code"] == 0, jam.text
+    tried = dict(line.split(" ", 1) for line in jam.text.splitlines() if line[:1].isdigit())
+    assert tried and set(tried.values()) == {"PermissionError"}, jam.text
+    after = await bash_run.run({"command": "echo next"}, ctx)
+    assert after.details["exit_code"] == 0 and after.text.startswith("next"), after.text

@@ -50,6 +50,7 @@ __all__ = [
 ]
 
 _PR_SET_CHILD_SUBREAPER = 36
+_PR_SET_DUMPABLE = 4
 _PASSES = 50
 """How many listing passes `freeze_and_kill` makes at most, per round and in rounds."""
 _PARENT_POLL = 0.5
@@ -164,6 +165,13 @@ def _set_subreaper() -> bool:
         return False
 
 
+def _set_undumpable() -> None:
+    try:
+        _prctl(_PR_SET_DUMPABLE, 0)
+    except (OSError, AttributeError, ImportError):
+        pass
+
+
 def _prctl(option: int, value: int) -> int:
     """``prctl(option, value, 0, 0, 0)`` through ``_ctypes`` (``ctypes`` costs its imports)."""
     import _ctypes
@@ -257,6 +265,11 @@ def supervise(argv: list[str]) -> None:
     elif argv and argv[0].startswith(LIFELINE_OPTION):
         line = int(argv[0][len(LIFELINE_OPTION) :])
         argv = argv[1:]
+        # Not dumpable: the command, of the same user, cannot open /proc/1/fd/* (the lifeline
+        # every sandbox of this kode shares, which a byte written into would make every
+        # supervisor started later take for kode's end; the status pipe). The command's own
+        # exec makes it dumpable again.
+        _set_undumpable()
         if _ended(line):  # kode ended before anything started: start nothing
             os._exit(1)
     _set_subreaper()

@@ -13,7 +13,8 @@ arguments: the memory limit in bytes and the descriptor of the output pipe. On i
 Before the script runs, the channel moves to descriptors of its own, the script's stdout and
 stderr go to the output pipe, its stdin is ``/dev/null``, and ``RLIMIT_AS`` caps its memory
 (soft and hard: the script cannot raise it). A call that fails raises `ToolCallError` in the
-script, with kode's message.
+script, with kode's message; so does a call once the channel is closed or broken (the script
+can reach its descriptors). An answer whose id is not the call's is skipped.
 """
 
 from __future__ import annotations
@@ -39,39 +40,69 @@ class ToolCallError(Exception):
 
 class _Channel:
     def __init__(self, read_fd: int, write_fd: int) -> None:
-        self._in = os.fdopen(read_fd, "rb", buffering=0)
+        self._in = read_fd
         self._out = write_fd
         self._lock = threading.Lock()
-        self._buffer = b""
+        self._buffer = bytearray()
         self._serial = 0
+        self._encode = json.JSONEncoder(ensure_ascii=False).encode
 
-    def _send(self, message: dict[str, Any]) -> None:
-        data = (json.dumps(message, ensure_ascii=False) + "\n").encode()
-        while data:
-            data = data[os.write(self._out, data) :]
+    def _send(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._out, view) :]
 
-    def _line(self) -> dict[str, Any]:
-        while b"\n" not in self._buffer:
-            chunk = self._in.read(1 << 16)
+    def _line(self) -> Any:
+        buffer = self._buffer
+        index = buffer.find(b"\n")
+        while index < 0:  # (a long answer comes in many reads: each scans only what is new)
+            scanned = len(buffer)
+            chunk = os.read(self._in, 1 << 16)
             if not chunk:
-                raise SystemExit("kode: the channel to kode closed")
-            self._buffer += chunk
-        line, self._buffer = self._buffer.split(b"\n", 1)
-        answer: dict[str, Any] = json.loads(line)
-        return answer
+                raise EOFError("kode closed the channel")
+            buffer += chunk
+            index = buffer.find(b"\n", scanned)
+        line = buffer[:index]
+        del buffer[: index + 1]
+        return json.loads(line)
 
     def first(self) -> dict[str, Any]:
-        return self._line()
+        try:
+            first: dict[str, Any] = self._line()
+        except (OSError, EOFError, ValueError) as exc:
+            raise SystemExit(f"kode: no script came on the channel: {exc}") from None
+        return first
+
+    def _answer(self, serial: int) -> dict[str, Any]:
+        """The answer to call `serial`; any other line is skipped.
+
+        The script can write to its own channel: what it forged there answers none of its calls.
+        """
+        while True:
+            try:
+                answer = self._line()
+            except ValueError:
+                continue
+            if isinstance(answer, dict) and answer.get("id") == serial:
+                return answer
 
     def call(self, name: str, arguments: dict[str, Any]) -> str:
-        try:
-            json.dumps(arguments)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"the arguments of {name} must be JSON data: {exc}") from None
         with self._lock:  # one call at a time, from any thread of the script
-            self._serial += 1
-            self._send({"call": name, "arguments": arguments, "id": self._serial})
-            answer = self._line()
+            serial = self._serial + 1
+            try:
+                data = self._encode({"call": name, "arguments": arguments, "id": serial})
+            except (TypeError, ValueError) as exc:
+                raise TypeError(f"the arguments of {name} must be JSON data: {exc}") from None
+            self._serial = serial
+            try:
+                self._send((data + "\n").encode())
+                answer = self._answer(serial)
+            except (OSError, EOFError) as exc:  # the script closed its channel, or broke it
+                raise ToolCallError(
+                    f"Tool '{name}' was not run, or its answer was lost: the channel to kode "
+                    f"is closed or broken ({exc}); no tool call can be made any more.",
+                    "execution_failed",
+                ) from None
         if not answer.get("ok"):
             raise ToolCallError(str(answer.get("text", "")), answer.get("error_type"))
         return str(answer.get("text", ""))
@@ -84,7 +115,10 @@ class _Channel:
                 message["result"] = result
             except (TypeError, ValueError):
                 message["result_repr"] = repr(result)[:100_000]
-        self._send(message)
+        try:
+            self._send((self._encode(message) + "\n").encode())
+        except OSError:  # the script closed its channel: kode goes without the result
+            pass
 
 
 def _function(channel: _Channel, tool: str) -> Any:

@@ -7,8 +7,9 @@ namespace, watches kode's *lifeline* and ends with kode, however kode ends), sen
 script, answers its calls one at a time through the caller it is given (the agent's pipeline),
 collects what it prints (capped, head and tail) and its result, and kills whatever is left
 when it ends, times out, or the call is cancelled (`kode.builtin._shared._launch_and_kill`).
-The channel is JSON lines on the harness's stdin and stdout; its output comes through a pipe
-of its own.
+The channel is JSON lines on the harness's stdin and stdout (`kode.builtin.code._channel`:
+pipes kode reads and writes without the event loop's streams, each inner call being a round
+trip); its output comes through a pipe of its own.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ from typing import Any
 import anyio
 import anyio.abc
 import anyio.to_thread
-from anyio.streams.buffered import BufferedByteReceiveStream
 
 from kode.builtin._shared import _launch_and_kill, _supervisor
 from kode.builtin._shared._processes import OutputBuffer, _read_status, _ShellStatus
+from kode.builtin.code._channel import Channel, MessageTooLong, channel_pipes
 from kode.tools.services import InnerAnswer
 from kode.trust import executables
 from kode.trust.sandbox import Sandbox, seccomp_fd
@@ -83,14 +84,21 @@ def _program(found: executables.Executable) -> str:
 class _Launch:
     argv: list[str]
     output: tuple[int, int]  # the output pipe: kode reads the first, the script writes the second
+    to_harness: tuple[int, int]  # its stdin, kode's end
+    from_harness: tuple[int, int]  # kode's end, its stdout
     seccomp: int | None
     lifeline: int
 
     def close_child_ends(self) -> None:
-        for fd in (self.output[1], self.seccomp):
+        for fd in (self.output[1], self.seccomp, self.to_harness[0], self.from_harness[1]):
             if fd is not None:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+
+    def close_own_ends(self) -> None:
+        for fd in (self.output[0], self.to_harness[1], self.from_harness[0]):
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 def _prepare(sandbox: Sandbox, cwd: Path, memory: int) -> _Launch:
@@ -110,14 +118,23 @@ def _prepare(sandbox: Sandbox, cwd: Path, memory: int) -> _Launch:
         str(write),
     ]
     fd = seccomp_fd()
+    pipes: tuple[tuple[int, int], tuple[int, int]] | None = None
     try:
+        pipes = channel_pipes()
         argv = sandbox.argv(inner, cwd=cwd, seccomp=fd)
     except BaseException:
-        for opened in (read, write, fd):
+        for opened in (read, write, fd, *(pipes[0] + pipes[1] if pipes else ())):
             if opened is not None:
                 os.close(opened)
         raise
-    return _Launch(argv=argv, output=(read, write), seccomp=fd, lifeline=line)
+    return _Launch(
+        argv=argv,
+        output=(read, write),
+        to_harness=pipes[0],
+        from_harness=pipes[1],
+        seccomp=fd,
+        lifeline=line,
+    )
 
 
 def _drain(fd: int, buffer: OutputBuffer) -> None:
@@ -134,8 +151,11 @@ def _drain(fd: int, buffer: OutputBuffer) -> None:
         os.close(fd)
 
 
-async def _send(stream: anyio.abc.ByteSendStream, message: dict[str, Any]) -> None:
-    await stream.send((json.dumps(message, ensure_ascii=False) + "\n").encode())
+_encode = json.JSONEncoder(ensure_ascii=False).encode
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    return (_encode(message) + "\n").encode()
 
 
 async def run_script(
@@ -175,17 +195,18 @@ async def run_script(
             launch.argv,
             cwd=cwd,
             env={**env, "TMPDIR": "/tmp"},
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdin=launch.to_harness[0],
+            stdout=launch.from_harness[1],
             stderr=subprocess.PIPE,
             start_new_session=True,
             pass_fds=fds,
         )
     except BaseException:
-        os.close(launch.output[0])
+        launch.close_own_ends()
         raise
     finally:
         launch.close_child_ends()
+    channel = Channel(launch.from_harness[0], launch.to_harness[1])
     target = _launch_and_kill.Target(pid=process.pid, tag=None, sandboxed=True)
     buffer = OutputBuffer(max_chars)
     status = _ShellStatus()
@@ -205,17 +226,14 @@ async def run_script(
             drained.set()
 
     async def converse() -> None:
-        assert process.stdin is not None and process.stdout is not None
-        channel = BufferedByteReceiveStream(process.stdout)
-        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-            await _send(process.stdin, {"script": script, "tools": functions})
+        await channel.send(_line({"script": script, "tools": functions}))
         while True:
             try:
-                line = await channel.receive_until(b"\n", MAX_MESSAGE_BYTES)
-            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
-                return
-            except anyio.DelimiterNotFound:
+                line = await channel.receive_line(MAX_MESSAGE_BYTES)
+            except MessageTooLong:
                 state["broken"] = f"the script sent kode a message over {MAX_MESSAGE_BYTES:,} bytes"
+                return
+            if line is None:
                 return
             try:
                 message = json.loads(line)
@@ -230,9 +248,7 @@ async def run_script(
                 state["result_repr"] = message.get("result_repr")
                 return
             answer = await _answer(message, state, max_calls, call)
-            try:
-                await _send(process.stdin, answer)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            if not await channel.send(_line(answer)):
                 return
 
     try:
@@ -275,6 +291,7 @@ async def run_script(
                 await _launch_and_kill.kill(target, reap)
             with anyio.move_on_after(_launch_and_kill.KILL_GRACE):
                 await process.aclose()
+        channel.close()  # (its tasks have ended: none waits on it)
     if status.notes:  # the sandbox could not start, or its supervisor said something else
         buffer.feed(("\n" if buffer.total else "") + status.notes + "\n")
     return ScriptOutcome(
