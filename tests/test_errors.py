@@ -28,6 +28,7 @@ INTERNAL = {
     "GlobError": "the file search tools turn it into invalid arguments",
     "HelperError": "the tool that starts the helper (fs_grep) ends with an error result saying it",
     "HunkError": "apply_patch turns it into an error result naming the hunk and nearby lines",
+    "MessageTooLong": "code_run's host ends the script with an error result naming the limit",
     "LogFileError": "the kode command prints it and exits with code 2",
     "PatchError": "apply_patch turns it into invalid arguments saying what a patch looks like",
     "PostgresUnavailable": "kode.testing's postgres fixtures skip the test",
