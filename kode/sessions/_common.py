@@ -228,6 +228,9 @@ def check_new(sessions: Sequence[NewSession]) -> list[tuple[NewSession, str, str
     return out
 
 
+_NO_PARENT: set[str] = {"parent_call_id"}
+
+
 def dump_records(records: Sequence[SessionRecord]) -> list[tuple[str, str, str | None]]:
     """Each record's ``type``, JSON text, and the status it sets (for the header), checked."""
     if not isinstance(records, Sequence) or isinstance(records, str | bytes):
@@ -241,7 +244,12 @@ def dump_records(records: Sequence[SessionRecord]) -> list[tuple[str, str, str |
                 f"{type(record).__name__}"
             )
         try:
-            data = record.model_dump_json()
+            if kind == "call" and getattr(record, "parent_call_id", None) is None:
+                # A model's call is written as before the field existed (a kode from before
+                # it still reads the log); only a script's calls say who made them.
+                data = record.model_dump_json(exclude=_NO_PARENT)
+            else:
+                data = record.model_dump_json()
         except Exception as exc:  # a lone surrogate, a value JSON cannot hold
             raise SessionRecordError(
                 f"records[{index}] ({kind}) cannot be written as JSON: {exc}"
