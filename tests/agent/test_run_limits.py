@@ -60,7 +60,7 @@ def test_a_turn_past_the_tool_call_limit_runs_none_of_its_calls(ping: None) -> N
     agent = Agent.create(template, model=model)
     with pytest.raises(RunLimitError) as caught:
         agent.send_sync("go")
-    assert RAN == [1, 2]
+    assert sorted(RAN) == [1, 2]  # one turn's calls run concurrently, in either order
     error = caught.value
     assert (error.limit, error.allowed, error.used) == ("tool_calls", 3, 4)
     assert "limit of 3 tool calls: it ran 2 and the model asked for 2 more" in str(error)
