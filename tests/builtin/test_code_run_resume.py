@@ -12,17 +12,14 @@ no tool runs twice.
 from __future__ import annotations
 
 import os
-import secrets
-import shutil
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
+from code_run_places import new_place, start_kode, stop
 
 from kode import Agent, AgentTemplate, ToolRegistry, define_tool
 from kode.builtin.code import code_run
@@ -35,8 +32,6 @@ pytestmark = [
     pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the sandbox is Linux's"),
     requires_sandbox(),
 ]
-
-BASE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kode-code-run-tests"
 
 KODE = """
 import anyio, sys
@@ -81,39 +76,22 @@ anyio.run(agent.send, "go")
 
 @pytest.fixture
 def place() -> Iterator[Path]:
-    root = BASE / secrets.token_hex(6)
-    (root / "ws").mkdir(parents=True)
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    yield from new_place()
 
 
 def kill_while_blocked(place: Path, kind: str) -> None:
     """Run the kode program until its script's `block` call has started, then kill -9 it."""
     flag = place / "started"
-    program = place / "kode_program.py"
-    program.write_text(KODE)
-    kode = subprocess.Popen(
-        [sys.executable, str(program), str(place / "ws"), str(flag), kind, str(place / "s.db")],
-        cwd=place,
-        stderr=subprocess.PIPE,
+    args = (str(place / "ws"), str(flag), kind, str(place / "s.db"))
+    kode = start_kode(
+        place, "kode_program.py", KODE, *args, flag=flag, waiting_for="the script's block() call"
     )
     try:
-        deadline = time.monotonic() + 30
-        while not flag.exists():
-            assert kode.poll() is None, kode.stderr.read() if kode.stderr else ""
-            assert time.monotonic() < deadline, "the script's block() call never started"
-            time.sleep(0.02)
         # (the call's "running" record was committed before the tool started: write-ahead)
         os.kill(kode.pid, signal.SIGKILL)
         assert kode.wait(10) == -signal.SIGKILL
     finally:
-        if kode.poll() is None:
-            kode.kill()
-            kode.wait(10)
-        if kode.stderr is not None:
-            kode.stderr.close()
+        stop(kode)
 
 
 async def resume(place: Path) -> tuple[Agent, ScriptedModel, list[str]]:

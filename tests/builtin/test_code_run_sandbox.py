@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 import signal
 import socket
-import subprocess
 import sys
 import textwrap
 import threading
@@ -25,6 +23,7 @@ from typing import Any
 
 import anyio
 import pytest
+from code_run_places import new_place, start_kode, stop
 
 from kode import Agent, AgentTemplate, ToolRegistry, define_tool
 from kode.builtin.code import CODE_POLICY, CodePolicy, code_run
@@ -37,18 +36,10 @@ pytestmark = [
     requires_sandbox(),
 ]
 
-BASE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kode-code-run-tests"
-
 
 @pytest.fixture
 def place() -> Iterator[Path]:
-    """A directory outside /tmp holding the workspace (``ws``) and what is outside it."""
-    root = BASE / secrets.token_hex(6)
-    (root / "ws").mkdir(parents=True)
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    yield from new_place()
 
 
 def make_agent(
@@ -266,19 +257,11 @@ anyio.run(agent.send, "go")
 def test_kill_9_of_kode_leaves_nothing_running(place: Path) -> None:
     marker = f"{secrets.randbelow(10**6) + 10**6}.{secrets.randbelow(10**6)}"
     flag = place / "ready"
-    program = place / "killed_kode.py"
-    program.write_text(KILLED_KODE)
-    kode = subprocess.Popen(
-        [sys.executable, str(program), str(place / "ws"), str(flag), marker, str(place / "s.db")],
-        cwd=place,
-        stderr=subprocess.PIPE,
+    args = (str(place / "ws"), str(flag), marker, str(place / "s.db"))
+    kode = start_kode(
+        place, "killed_kode.py", KILLED_KODE, *args, flag=flag, waiting_for="the script's ready()"
     )
     try:
-        deadline = time.monotonic() + 30
-        while not flag.exists():
-            assert kode.poll() is None, kode.stderr.read() if kode.stderr else ""
-            assert time.monotonic() < deadline, "the script never called ready()"
-            time.sleep(0.05)
         assert processes_with(marker), "the sleeper should run while kode does"
         os.kill(kode.pid, signal.SIGKILL)
         kode.wait(10)
@@ -288,11 +271,7 @@ def test_kill_9_of_kode_leaves_nothing_running(place: Path) -> None:
         assert processes_with(marker) == []
         anyio.run(resumed, place)
     finally:
-        if kode.poll() is None:
-            kode.kill()
-            kode.wait(10)
-        if kode.stderr is not None:
-            kode.stderr.close()
+        stop(kode)
 
 
 async def resumed(place: Path) -> None:

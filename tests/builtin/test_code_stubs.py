@@ -134,4 +134,9 @@ def test_a_code_policy_with_impossible_limits_is_refused() -> None:
         CodePolicy(timeout=0)
     with pytest.raises(ValueError, match="max_output_chars must be at least 100"):
         CodePolicy(max_output_chars=10)
+    with pytest.raises(ValueError, match=r"timeout \(600 s\) is longer than its max_timeout"):
+        CodePolicy(timeout=600)
+    with pytest.raises(ValueError, match="'read-only' or 'workspace-write', not 'write'"):
+        CodePolicy(workspace="write")  # type: ignore[arg-type]
+    assert CodePolicy(timeout=600, max_timeout=900).timeout == 600
     assert CodePolicy().max_calls == 100

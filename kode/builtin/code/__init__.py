@@ -68,6 +68,11 @@ class CodePolicy:
 
     Its sandbox (hidden paths, home paths, the bubblewrap program) is the runtime policy's
     (`kode.builtin.runtime.RuntimePolicy`), but never with network.
+
+    Raises:
+        ValueError: a limit is not positive, `timeout` is longer than `max_timeout`,
+            `max_output_chars` is under 100, `max_calls` is negative, or `workspace` is
+            neither ``"read-only"`` nor ``"workspace-write"``.
     """
 
     timeout: float = 60.0
@@ -88,9 +93,20 @@ class CodePolicy:
     def __post_init__(self) -> None:
         if not (self.timeout > 0 and self.max_timeout > 0 and self.memory_mb > 0):
             raise ValueError("a CodePolicy's timeout, max_timeout and memory_mb must be positive")
+        if self.timeout > self.max_timeout:
+            raise ValueError(
+                f"a CodePolicy's timeout ({self.timeout} s) is longer than its max_timeout "
+                f"({self.max_timeout} s), the longest a call may ask for: raise max_timeout too"
+            )
         if self.max_output_chars < 100 or self.max_calls < 0:
             raise ValueError(
                 "a CodePolicy's max_output_chars must be at least 100 and max_calls not negative"
+            )
+        if self.workspace not in ("read-only", "workspace-write"):
+            # Anything else would read as read-only, silently.
+            raise ValueError(
+                f"a CodePolicy's workspace is 'read-only' or 'workspace-write', "
+                f"not {self.workspace!r}"
             )
 
 
