@@ -8,7 +8,9 @@ This module owns what kode's client does differently on the 2026-07-28 protocol
   newest revision a server offers;
 - `call_answering`: a ``tools/call`` whose ``input_required`` results (a question for the
   user, a model's answer, the roots) are answered, and the call made again with the answers
-  and the server's ``requestState``, passed back as it came, until the tool's result;
+  and the server's ``requestState``, passed back as it came, until the tool's result; a call
+  the server runs as a task (the tasks extension) is followed to its result
+  (`kode.mcp.task_extension.drive`);
 - `watch_lists`: the ``subscriptions/listen`` stream that brings the news a handshake-era
   server sends on its connection (tool, resource and prompt lists that changed, resources
   updated).
@@ -31,6 +33,8 @@ from mcp.shared.subscriptions import (
     ToolsListChanged,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from kode.mcp.task_extension import CreatedTask, drive
 
 __all__ = ["MAX_ROUNDS", "Protocol", "call_answering", "is_modern", "negotiate", "watch_lists"]
 
@@ -70,8 +74,13 @@ async def call_answering(
     answer: Answer,
     progress: ProgressFnT | None = None,
     meta: types.RequestParamsMeta | None = None,
+    status: Callable[[str], None] | None = None,
 ) -> types.CallToolResult:
     """Call `name`, answering each ``input_required`` result with `answer`, until its result.
+
+    A session built with the tasks claim (`kode.mcp.task_extension.task_claim`) opts in to
+    tasks: a call the server runs as one is followed to its end, its status messages given
+    to `status`, and cancelled on the server when this call is.
 
     Raises:
         MCPError: the server refused a round, `answer` refused a request (its error), or the
@@ -88,9 +97,12 @@ async def call_answering(
             input_responses=responses,
             request_state=state,
             allow_input_required=True,
+            allow_claimed=True,
         )
         if isinstance(result, types.CallToolResult):
             return result
+        if isinstance(result, CreatedTask):
+            return await drive(session, result, name=name, answer=answer, status=status)
         if not isinstance(result, types.InputRequiredResult):
             raise MCPError(
                 code=types.INTERNAL_ERROR,

@@ -76,10 +76,14 @@ async def relay(
     tool_name: str,
     levels: frozenset[str],
     status: Callable[[str], None] | None = None,
+    *,
+    notify: bool = True,
 ) -> None:
     """Send a call's progress and its log messages at `levels` to the client, in order.
 
-    A call run as a task also makes each progress message the task's status message.
+    A call run as a task also makes each progress message the task's status message; one
+    run as a 2026-07-28 task (`notify` false) only does that: its request has been answered,
+    and no notification can follow it.
     """
     last: float | None = None
     async with receive:
@@ -89,6 +93,8 @@ async def relay(
                     data = item.data if isinstance(item.data, Mapping) else {}
                     if status is not None and data.get("message"):
                         status(str(data["message"]))
+                    if not notify:
+                        continue
                     fraction = data.get("fraction")
                     # A fraction is progress out of 1.0; without one, count the steps.
                     total: float | None
@@ -102,6 +108,8 @@ async def relay(
                     await ctx.session.report_progress(
                         value, total, str(data.get("message", "")) or None
                     )
+                    continue
+                if not notify:
                     continue
                 level: types.LoggingLevel
                 data_out: Any

@@ -26,7 +26,7 @@ import contextvars
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import mcp_types as types
@@ -36,16 +36,30 @@ from pydantic import ValidationError
 
 from kode.tools.errors import ToolError, ToolErrorType
 
-__all__ = ["CURRENT_ROUNDS", "MAX_QUESTIONS", "Rounds"]
+__all__ = ["CURRENT_ROUNDS", "MAX_QUESTIONS", "Asker", "Rounds"]
 
 ResultT = TypeVar("ResultT", bound=types.Result)
+
+
+class Asker(Protocol):
+    """Where a served call's questions go on 2026-07-28: `Rounds`, or a task's questions."""
+
+    async def ask(
+        self,
+        request: types.ElicitRequest | types.CreateMessageRequest,
+        result_type: type[ResultT],
+    ) -> ResultT:
+        """The client's answer to `request`."""
+        ...
+
 
 MAX_QUESTIONS = 32
 """The most questions (``ctx.elicit`` and ``ctx.sample``) one served call may ask on 2026-07-28."""
 
-CURRENT_ROUNDS: contextvars.ContextVar[Rounds | None]
+CURRENT_ROUNDS: contextvars.ContextVar[Asker | None]
 CURRENT_ROUNDS = contextvars.ContextVar("kode_mcp_current_rounds", default=None)
-"""The answers of the 2026-07-28 call being served in this task (set by `ToolServer`)."""
+"""Where the questions of the 2026-07-28 call served in this task go (set by `ToolServer`):
+its `Rounds`, or, for a call run as a task, the task's questions."""
 
 _STATE_VERSION = 1
 

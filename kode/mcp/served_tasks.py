@@ -1,5 +1,8 @@
 """Serving tools as MCP tasks (protocol 2025-11-25): ``tools/call`` with a ``task`` field.
 
+(On 2026-07-28 tasks are an extension: `kode.mcp.served_task_extension`; the ``tasks/*``
+handlers registered here answer for both.)
+
 This module owns the server side of MCP Tasks for `kode.mcp.server.ToolServer`: the
 capability (``tasks.requests.tools.call``, ``tasks.list``, ``tasks.cancel``), the
 ``execution.taskSupport: "optional"`` every served tool declares, and the ``tasks/get``,
@@ -12,8 +15,8 @@ the same that runs a server's task requests on kode's client side.
 The SDK's server only lets a ``tools/call`` handler answer with a ``CallToolResult``, so the
 handler returns one marked with the task in its ``_meta``, and `TaskReplies`, wrapped around
 the connection's write stream, sends ``{"task": ...}`` in its place. That needs the
-connection's streams: tasks are offered by `ToolServer.run` (stdio, and any stream pair), not
-by the streamable HTTP app, whose streams the SDK keeps to itself.
+connection's streams: 2025-11-25 tasks are offered by `ToolServer.run` (stdio, and any stream
+pair), not by the streamable HTTP app, whose streams the SDK keeps to itself.
 """
 
 from __future__ import annotations
@@ -24,9 +27,13 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import Server
+from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from kode.mcp.caller import CURRENT_TASK
+from kode.mcp.served_task_extension import ServedTaskExtension
+from kode.mcp.task_extension import TaskParams, UpdateParams
 from kode.mcp.tasks import PeerTasks
 
 __all__ = ["TASK_EXECUTION", "ServedTasks", "TaskReplies", "tasks_capability"]
@@ -86,37 +93,65 @@ class ServedTasks:
             {"content": [], "_meta": {_CREATED: created["task"]}}, by_name=False
         )
 
-    def install(self, server: Server[Any]) -> None:
-        """Register the ``tasks/*`` handlers on the SDK's low-level server."""
+    def install(self, server: Server[Any], modern: ServedTaskExtension | None = None) -> None:
+        """Register the ``tasks/*`` handlers on the SDK's low-level server.
 
-        async def get(
-            ctx: ServerRequestContext[Any, Any], params: types.GetTaskRequestParams
-        ) -> types.GetTaskResult:
+        The methods ``tasks/get`` and ``tasks/cancel`` exist in both revisions: on
+        2026-07-28 they are `modern`'s (the tasks extension), with ``tasks/update``.
+        """
+
+        def legacy(method: str) -> MCPError:
+            return MCPError(
+                code=types.METHOD_NOT_FOUND,
+                message=f"{method} is not a method of the 2026-07-28 protocol's tasks; "
+                "follow a task with tasks/get",
+            )
+
+        async def get(ctx: ServerRequestContext[Any, Any], params: TaskParams) -> Any:
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                if modern is None:
+                    raise legacy("tasks/get")
+                return await modern.get(ctx, params)
             found = await self.tasks.answer("tasks/get", {"taskId": params.task_id})
             return types.GetTaskResult.model_validate(found, by_name=False)
 
         async def result(
             ctx: ServerRequestContext[Any, Any], params: types.GetTaskPayloadRequestParams
         ) -> types.CallToolResult:
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                raise legacy("tasks/result")
             found = await self.tasks.answer("tasks/result", {"taskId": params.task_id})
             return types.CallToolResult.model_validate(found, by_name=False)
 
-        async def cancel(
-            ctx: ServerRequestContext[Any, Any], params: types.CancelTaskRequestParams
-        ) -> types.CancelTaskResult:
+        async def cancel(ctx: ServerRequestContext[Any, Any], params: TaskParams) -> Any:
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                if modern is None:
+                    raise legacy("tasks/cancel")
+                return await modern.cancel(ctx, params)
             found = await self.tasks.answer("tasks/cancel", {"taskId": params.task_id})
             return types.CancelTaskResult.model_validate(found, by_name=False)
 
         async def listed(
             ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams
         ) -> types.ListTasksResult:
+            if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                raise legacy("tasks/list")
             found = await self.tasks.answer("tasks/list", None)
             return types.ListTasksResult.model_validate(found, by_name=False)
 
-        server.add_request_handler("tasks/get", types.GetTaskRequestParams, get)
+        async def update(ctx: ServerRequestContext[Any, Any], params: UpdateParams) -> Any:
+            if modern is None or ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                raise MCPError(
+                    code=types.METHOD_NOT_FOUND,
+                    message="tasks/update is a method of the 2026-07-28 protocol's tasks only",
+                )
+            return await modern.update(ctx, params)
+
+        server.add_request_handler("tasks/get", TaskParams, get)
         server.add_request_handler("tasks/result", types.GetTaskPayloadRequestParams, result)
-        server.add_request_handler("tasks/cancel", types.CancelTaskRequestParams, cancel)
+        server.add_request_handler("tasks/cancel", TaskParams, cancel)
         server.add_request_handler("tasks/list", types.PaginatedRequestParams, listed)
+        server.add_request_handler("tasks/update", UpdateParams, update)
 
 
 class TaskReplies:

@@ -29,7 +29,9 @@ What a client sees:
   protocol, ``input_required`` results the client answers by calling again, with the answers
   so far in a sealed ``requestState`` (`kode.mcp.rounds`);
 - over stdio, a ``tools/call`` with a ``task`` field runs as an MCP task
-  (`kode.mcp.served_tasks`);
+  (`kode.mcp.served_tasks`); on 2026-07-28, over streamable HTTP and stdio, a ``tools/call``
+  that opts in to the tasks extension runs as a task when it does not end at once
+  (`kode.mcp.served_task_extension`);
 - with `skills` (a `SkillCatalog`): the ``skill`` tool, and each skill's files as resources
   ``skill://<name>/SKILL.md`` and ``skill://<name>/<path>`` (`kode.mcp.served_skills`), named
   in the server's instructions;
@@ -41,12 +43,13 @@ What a client sees:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import anyio
 import anyio.abc
@@ -73,9 +76,11 @@ from kode.mcp.http import (
 )
 from kode.mcp.inner import ServedCalls, script_may_call
 from kode.mcp.relay import ForwardingLogger, LogItem, relay
-from kode.mcp.rounds import CURRENT_ROUNDS, Rounds
+from kode.mcp.rounds import CURRENT_ROUNDS, Asker, Rounds
 from kode.mcp.served_skills import ServedSkills
+from kode.mcp.served_task_extension import Questions, ServedTaskExtension
 from kode.mcp.served_tasks import TASK_EXECUTION, ServedTasks, TaskReplies, tasks_capability
+from kode.mcp.task_extension import TASKS_EXTENSION, opted_in
 from kode.registries.meta import ToolSource
 from kode.registries.registry import ToolRegistry, normalize_name
 from kode.registries.registry import registry as global_registry
@@ -129,6 +134,8 @@ class _LowLevelServer(Server[Any]):
 
     serves_tasks = False
     """Whether ``tasks`` is announced (tool calls as MCP tasks; 2025-11-25 clients only)."""
+    serves_task_extension = False
+    """Whether the tasks extension is announced (2026-07-28 clients)."""
 
     def get_capabilities(
         self,
@@ -138,14 +145,19 @@ class _LowLevelServer(Server[Any]):
         *,
         protocol_version: str | None = None,
     ) -> types.ServerCapabilities:
-        """The SDK's capabilities, with ``tasks`` for the handshake-era protocols."""
+        """The SDK's capabilities, with ``tasks`` (handshake era) or the tasks extension."""
         found = super().get_capabilities(
             notification_options,
             experimental_capabilities,
             extensions,
             protocol_version=protocol_version,
         )
-        if not self.serves_tasks or protocol_version in MODERN_PROTOCOL_VERSIONS:
+        if protocol_version in MODERN_PROTOCOL_VERSIONS:
+            if not self.serves_task_extension:
+                return found
+            named = {**(found.extensions or {}), TASKS_EXTENSION: {}}
+            return found.model_copy(update={"extensions": named})
+        if not self.serves_tasks:
             return found
         return found.model_copy(update={"tasks": tasks_capability()})
 
@@ -183,8 +195,11 @@ class ToolServer:
         instructions: Text telling clients what the server is for.
         deps: The application's dependencies, given to every call as ``ctx.deps`` (as
             `Agent.create`'s ``deps``): one object, shared by all clients.
-        tasks: Let clients run calls as MCP tasks (protocol 2025-11-25), over stdio or any
-            stream pair given to `run` (`kode.mcp.served_tasks`).
+        tasks: Let clients run calls as MCP tasks: on 2025-11-25 over stdio or any stream pair
+            given to `run` (`kode.mcp.served_tasks`), on 2026-07-28 (the tasks extension) over
+            streamable HTTP too (`kode.mcp.served_task_extension`).
+        task_idle_timeout: Seconds a 2026-07-28 task may run without its client asking about
+            it (``tasks/get``) before it is cancelled: what a client that left costs.
         skills: Skills to offer (`kode.tools.skills.skill_sources` finds them): the ``skill``
             tool is served with them (besides `tools`), their files are resources, and the
             instructions name them (`kode.mcp.served_skills`).
@@ -202,6 +217,7 @@ class ToolServer:
         deps: Any = None,
         tasks: bool = True,
         skills: SkillCatalog | None = None,
+        task_idle_timeout: float = 300.0,
     ) -> None:
         from kode.version import installed_version
 
@@ -250,13 +266,16 @@ class ToolServer:
         )
         self.served_tasks = ServedTasks() if tasks else None
         """The calls clients asked to run as MCP tasks (`None`: tasks are not offered)."""
+        self.task_extension = ServedTaskExtension(idle_timeout=task_idle_timeout) if tasks else None
+        """The calls 2026-07-28 clients run as tasks (`None`: the extension is not offered)."""
         kode_version = installed_version()
         self.server: Server[Any] = _LowLevelServer(
             name,
             version=kode_version,
             instructions=instructions,
             on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
+            # the SDK's type says a tool's result; the runner sends a task (a dict) just as well
+            on_call_tool=cast("Any", self._call_tool),
             on_subscriptions_listen=ListenHandler(self._bus),
         )
         """The SDK's low-level server."""
@@ -274,7 +293,7 @@ class ToolServer:
         if self.skills is not None:
             self.skills.install(self.server)
         if self.served_tasks is not None:
-            self.served_tasks.install(self.server)
+            self.served_tasks.install(self.server, self.task_extension)
         self.refresh()
 
     # --- selection ---------------------------------------------------------------------------
@@ -383,7 +402,7 @@ class ToolServer:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> types.CallToolResult | types.InputRequiredResult | dict[str, Any]:
         listed = self._listing.get(normalize_name(params.name))
         if listed is None:
             await self._look()
@@ -398,6 +417,13 @@ class ToolServer:
             )
         if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
             return await self._run_call(ctx, params, listed, None)
+        extension = self.task_extension
+        if extension is not None and extension.running and opted_in(ctx.meta):
+            # 2026-07-28, the client opted in to tasks: a call that does not end at once is one
+            async def as_task(status: Callable[[str], None], questions: Questions) -> Any:
+                return await self._run_call(ctx, params, listed, status, questions, notify=False)
+
+            return await extension.start(ctx, as_task)
         # 2026-07-28: the tool's questions are input_required results (kode.mcp.rounds)
         rounds = Rounds.resume(params)
         result = await self._run_call(ctx, params, listed, None, rounds)
@@ -409,12 +435,15 @@ class ToolServer:
         params: types.CallToolRequestParams,
         listed: _Listed,
         status: Callable[[str], None] | None,
-        rounds: Rounds | None = None,
+        rounds: Asker | None = None,
+        *,
+        notify: bool = True,
     ) -> types.CallToolResult:
         """Run one call of a served tool (as the request, or as a task: `status` is given).
 
-        With `rounds` (the 2026-07-28 protocol), a question the tool asks without an answer
-        in them stops the run: `rounds.asked` says so, and the result returned is moot.
+        With `Rounds` (the 2026-07-28 protocol), a question the tool asks without an answer
+        in them stops the run: `rounds.asked` says so, and the result returned is moot. A
+        2026-07-28 task gives its `Questions` instead, and `notify` false (`relay`).
         """
         tool = listed.tool
         send, receive = anyio.create_memory_object_stream[ToolEvent | LogItem](math.inf)
@@ -445,9 +474,16 @@ class ToolServer:
         current = CURRENT_REQUEST.set(ctx)  # what ctx.elicit and ctx.sample ask (ClientCaller)
         asking = CURRENT_ROUNDS.set(rounds)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(relay, receive, ctx, tool.name, self._levels_for(ctx), status)
+            tg.start_soon(
+                functools.partial(relay, notify=notify),
+                receive,
+                ctx,
+                tool.name,
+                self._levels_for(ctx),
+                status,
+            )
             with anyio.CancelScope() as call_scope:
-                if rounds is not None:
+                if isinstance(rounds, Rounds):
                     rounds.scope = call_scope  # a question without an answer ends the run
                 watch = anyio.CancelScope()
                 if gone is not None:  # an HTTP client that hangs up cancels its call
@@ -551,10 +587,26 @@ class ToolServer:
         served.tasks.task_group = tg
         self.server.serves_tasks = True  # type: ignore[attr-defined]  # a _LowLevelServer
         try:
-            yield
+            with self._task_extension_in(tg):
+                yield
         finally:
             served.tasks.task_group = None
             self.server.serves_tasks = False  # type: ignore[attr-defined]
+
+    @contextlib.contextmanager
+    def _task_extension_in(self, tg: anyio.abc.TaskGroup) -> Iterator[None]:
+        """Offer the tasks extension (2026-07-28), running its tasks in `tg`, while serving."""
+        extension = self.task_extension
+        if extension is None:
+            yield
+            return
+        extension.task_group = tg
+        self.server.serves_task_extension = True  # type: ignore[attr-defined]
+        try:
+            yield
+        finally:
+            extension.task_group = None
+            self.server.serves_task_extension = False  # type: ignore[attr-defined]
 
     async def run_stdio(self) -> None:
         """Serve one client over this process's stdin and stdout until it closes them."""
@@ -585,7 +637,21 @@ class ToolServer:
             ValueError: a non-loopback `host` without authentication, unless allowed; an
                 invalid `access`.
         """
-        return http_app(self.server, host=host, path=path, access=access or HTTPAccess())
+        app = http_app(self.server, host=host, path=path, access=access or HTTPAccess())
+        if self.task_extension is not None:
+            # 2026-07-28 tasks outlive their request: they run in a task group of the app's
+            # lifespan (which the SDK's session manager needs anyway).
+            inner = app.router.lifespan_context
+
+            @contextlib.asynccontextmanager
+            async def lifespan(app_: Any) -> AsyncIterator[Any]:
+                async with inner(app_) as state, anyio.create_task_group() as tg:
+                    with self._task_extension_in(tg):
+                        yield state
+                    tg.cancel_scope.cancel()
+
+            app.router.lifespan_context = lifespan
+        return app
 
     async def run_http(
         self,

@@ -50,6 +50,7 @@ from kode.mcp.answers import ClientAnswers
 from kode.mcp.errors import MCPConnectionError
 from kode.mcp.modern import Protocol, call_answering, is_modern, negotiate, watch_lists
 from kode.mcp.routing import AmbiguousCallError, CallSlot, InFlight, SlotClosedError, run_in_call
+from kode.mcp.task_extension import TASKS_EXTENSION, task_claim
 from kode.mcp.tasks import PeerTasks, TaskDispatcher, call_as_task, tasks_capability
 from kode.tools.context import ToolContext
 from kode.tools.errors import ToolError, ToolErrorType
@@ -514,6 +515,10 @@ class RemoteServer:
                 session = await stack.enter_async_context(
                     ClientSession(
                         dispatcher=dispatcher,
+                        # 2026-07-28: each request opts in to the tasks extension (the SDK
+                        # leaves it out of a handshake-era session), and a task is followed
+                        extensions={TASKS_EXTENSION: {}} if self.tasks else None,
+                        result_claims={TASKS_EXTENSION: [task_claim()]} if self.tasks else None,
                         sampling_callback=self._sampling if sampling else None,
                         elicitation_callback=self._elicitation if elicitation else None,
                         list_roots_callback=(
@@ -763,7 +768,7 @@ class RemoteServer:
         async def remote_call() -> types.CallToolResult:
             # With the caller's trace current, the SDK puts it in params._meta (traceparent).
             with attached(trace):
-                if as_task:
+                if as_task and not is_modern(live.session):  # 2026-07-28: the extension's
                     return await call_as_task(
                         live.session, live.dispatcher, remote_name, arguments, progress=status
                     )
@@ -775,6 +780,7 @@ class RemoteServer:
                         arguments,
                         answer=functools.partial(self._answer_input, slot),
                         progress=progress,
+                        status=lambda message: status(message, None),
                         meta=cast("types.RequestParamsMeta", headers) if headers else None,
                     )
                 result: types.CallToolResult = await live.session.call_tool(
