@@ -179,6 +179,13 @@ def _serve_logged(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
+    if args.task_idle_timeout is not None and not args.task_idle_timeout > 0:
+        print(
+            f"kode mcp serve: --task-idle-timeout {args.task_idle_timeout}: give a number of "
+            "seconds above 0",
+            file=sys.stderr,
+        )
+        return 2
     # Over stdio, stdout is the protocol: whatever the modules print while loading goes to
     # stderr instead (while serving, the SDK keeps tools' output off stdout itself).
     quiet: Any = contextlib.redirect_stdout(sys.stderr) if transport == "stdio" else None
@@ -215,6 +222,11 @@ def _serve_logged(args: argparse.Namespace) -> int:
         tool_timeout=args.tool_timeout,
         deps=deps,
         skills=skills,
+        **(
+            {}
+            if args.task_idle_timeout is None
+            else {"task_idle_timeout": args.task_idle_timeout}
+        ),
     )
     for entry in server.unmatched:
         print(f"kode mcp serve: --tools {entry!r} matches no tool (yet)", file=sys.stderr)
@@ -359,6 +371,14 @@ def register(subparsers: Any) -> None:
         type=float,
         metavar="SECONDS",
         help="limit for a call of a tool without a timeout of its own (default: none)",
+    )
+    serve.add_argument(
+        "--task-idle-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="cancel a 2026-07-28 task (the tasks extension) that no client asked about for "
+        "SECONDS (default 300)",
     )
     serve.add_argument(
         "--deps",

@@ -24,9 +24,10 @@ that disconnects leaves nothing running for longer than that; a finished task is
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import secrets
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -208,6 +209,36 @@ class ServedTaskExtension:
     def running(self) -> bool:
         """Whether tasks can be started now."""
         return self.task_group is not None
+
+    @contextlib.contextmanager
+    def serving(self, tg: anyio.abc.TaskGroup, server: Any) -> Iterator[None]:
+        """Run tasks in `tg`, and have `server` (a kode low-level server) announce them."""
+        self.task_group = tg
+        server.serves_task_extension = True
+        try:
+            yield
+        finally:
+            self.task_group = None
+            server.serves_task_extension = False
+
+    @staticmethod
+    def run_in_lifespan(
+        app: Any, serving: Callable[[anyio.abc.TaskGroup], contextlib.AbstractContextManager[None]]
+    ) -> None:
+        """Serve tasks in a task group of `app`'s (Starlette) lifespan, set up by `serving`.
+
+        The SDK's session manager needs that lifespan run anyway.
+        """
+        inner = app.router.lifespan_context
+
+        @contextlib.asynccontextmanager
+        async def lifespan(app_: Any) -> AsyncIterator[Any]:
+            async with inner(app_) as state, anyio.create_task_group() as tg:
+                with serving(tg):
+                    yield state
+                tg.cancel_scope.cancel()
+
+        app.router.lifespan_context = lifespan
 
     def _forget(self) -> None:
         now = anyio.current_time()

@@ -47,7 +47,7 @@ import functools
 import logging
 import math
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
@@ -593,20 +593,13 @@ class ToolServer:
             served.tasks.task_group = None
             self.server.serves_tasks = False  # type: ignore[attr-defined]
 
-    @contextlib.contextmanager
-    def _task_extension_in(self, tg: anyio.abc.TaskGroup) -> Iterator[None]:
+    def _task_extension_in(
+        self, tg: anyio.abc.TaskGroup
+    ) -> contextlib.AbstractContextManager[None]:
         """Offer the tasks extension (2026-07-28), running its tasks in `tg`, while serving."""
-        extension = self.task_extension
-        if extension is None:
-            yield
-            return
-        extension.task_group = tg
-        self.server.serves_task_extension = True  # type: ignore[attr-defined]
-        try:
-            yield
-        finally:
-            extension.task_group = None
-            self.server.serves_task_extension = False  # type: ignore[attr-defined]
+        if self.task_extension is None:
+            return contextlib.nullcontext()
+        return self.task_extension.serving(tg, self.server)
 
     async def run_stdio(self) -> None:
         """Serve one client over this process's stdin and stdout until it closes them."""
@@ -638,19 +631,8 @@ class ToolServer:
                 invalid `access`.
         """
         app = http_app(self.server, host=host, path=path, access=access or HTTPAccess())
-        if self.task_extension is not None:
-            # 2026-07-28 tasks outlive their request: they run in a task group of the app's
-            # lifespan (which the SDK's session manager needs anyway).
-            inner = app.router.lifespan_context
-
-            @contextlib.asynccontextmanager
-            async def lifespan(app_: Any) -> AsyncIterator[Any]:
-                async with inner(app_) as state, anyio.create_task_group() as tg:
-                    with self._task_extension_in(tg):
-                        yield state
-                    tg.cancel_scope.cancel()
-
-            app.router.lifespan_context = lifespan
+        if self.task_extension is not None:  # 2026-07-28 tasks outlive their request
+            self.task_extension.run_in_lifespan(app, self._task_extension_in)
         return app
 
     async def run_http(

@@ -458,3 +458,16 @@ async def test_a_task_whose_client_left_is_cancelled_after_the_idle_timeout() ->
             state = await back.send_request(asked, TaskState)
         assert state.status == "cancelled"
         assert state.status_message == "cancelled: no client asked about it for 0.5 seconds"
+
+
+def test_a_bad_task_idle_timeout_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kode.cli import main
+
+    module = write(tmp_path / "tools.py", "from kode import define_tool\n")
+    assert main(["mcp", "serve", str(module), "--task-idle-timeout", "0"]) == 2
+    said = capsys.readouterr().err
+    assert "--task-idle-timeout 0.0: give a number of seconds above 0" in said
+    with pytest.raises(ValueError, match="more than 0 seconds"):
+        ToolServer(registry=ToolRegistry("idle"), task_idle_timeout=-1)
