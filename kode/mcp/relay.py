@@ -77,23 +77,25 @@ async def relay(
     levels: frozenset[str],
     status: Callable[[str], None] | None = None,
     *,
-    notify: bool = True,
+    notify: Callable[[], bool] | None = None,
 ) -> None:
     """Send a call's progress and its log messages at `levels` to the client, in order.
 
-    A call run as a task also makes each progress message the task's status message; one
-    run as a 2026-07-28 task (`notify` false) only does that: its request has been answered,
-    and no notification can follow it.
+    A call run as a task also makes each progress message the task's status message. A
+    2026-07-28 task sends notifications only while `notify()` says its request is still
+    unanswered; after that (or once its request's stream is closed) only the status goes on.
     """
     last: float | None = None
+    gone = False
     async with receive:
         async for item in receive:
+            sending = not gone and (notify is None or notify())
             try:
                 if isinstance(item, ToolEvent) and item.event == "progress":
                     data = item.data if isinstance(item.data, Mapping) else {}
                     if status is not None and data.get("message"):
                         status(str(data["message"]))
-                    if not notify:
+                    if not sending:
                         continue
                     fraction = data.get("fraction")
                     # A fraction is progress out of 1.0; without one, count the steps.
@@ -109,7 +111,7 @@ async def relay(
                         value, total, str(data.get("message", "")) or None
                     )
                     continue
-                if not notify:
+                if not sending:
                     continue
                 level: types.LoggingLevel
                 data_out: Any
@@ -128,6 +130,8 @@ async def relay(
                     related_request_id=ctx.request_id,
                 )
             except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                return  # the client left; the call's result will not reach it either
+                if status is None:
+                    return  # the client left; the call's result will not reach it either
+                gone = True  # a task's request was answered: its status still goes on
             except Exception as exc:  # a payload that is not JSON: lose it, not the call
                 _log.warning("could not send %r to the MCP client: %s", item, exc)

@@ -55,7 +55,11 @@ MAX_QUESTIONS = 32
 POLL_INTERVAL_MS = 1000
 """The ``pollIntervalMs`` kode's tasks suggest."""
 
-Run = Callable[[Callable[[str], None], "Questions"], Awaitable[types.CallToolResult]]
+Run = Callable[
+    [Callable[[str], None], "Questions", Callable[[], bool]], Awaitable[types.CallToolResult]
+]
+"""A call run as a task: given the status setter, the questions, and whether its request is
+still unanswered (notifications can go with it until then)."""
 
 
 def _now() -> str:
@@ -94,6 +98,7 @@ class _Task:
     asked: anyio.Event = field(default_factory=anyio.Event)
     seen: float = field(default_factory=anyio.current_time)
     ended: float | None = None
+    handed: bool = False  # the client got the task: its request was answered
 
     def touch(self) -> None:
         self.updated_at = _now()
@@ -278,7 +283,8 @@ class ServedTaskExtension:
         async def job() -> None:
             with task.scope:
                 try:
-                    result = await run(status, Questions(task, str((ctx.params or {}).get("name"))))
+                    questions = Questions(task, str((ctx.params or {}).get("name")))
+                    result = await run(status, questions, lambda: not task.handed)
                 except Exception as exc:  # the call's own errors are results: this is a bug
                     task.error = {"code": types.INTERNAL_ERROR, "message": f"{exc}"}
                     task.finish("failed")
@@ -314,6 +320,7 @@ class ServedTaskExtension:
         if task.status == "completed" and task.result is not None:
             del self.tasks[task.task_id]  # answered at once: no task to follow
             return task.result
+        task.handed = True
         return task.wire(self._ttl_ms(), created=True)
 
     def _ttl_ms(self) -> int:

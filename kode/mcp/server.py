@@ -420,8 +420,10 @@ class ToolServer:
         extension = self.task_extension
         if extension is not None and extension.running and opted_in(ctx.meta):
             # 2026-07-28, the client opted in to tasks: a call that does not end at once is one
-            async def as_task(status: Callable[[str], None], questions: Questions) -> Any:
-                return await self._run_call(ctx, params, listed, status, questions, notify=False)
+            async def as_task(
+                status: Callable[[str], None], questions: Questions, pending: Callable[[], bool]
+            ) -> Any:
+                return await self._run_call(ctx, params, listed, status, questions, pending=pending)
 
             return await extension.start(ctx, as_task)
         # 2026-07-28: the tool's questions are input_required results (kode.mcp.rounds)
@@ -437,13 +439,14 @@ class ToolServer:
         status: Callable[[str], None] | None,
         rounds: Asker | None = None,
         *,
-        notify: bool = True,
+        pending: Callable[[], bool] | None = None,
     ) -> types.CallToolResult:
         """Run one call of a served tool (as the request, or as a task: `status` is given).
 
         With `Rounds` (the 2026-07-28 protocol), a question the tool asks without an answer
         in them stops the run: `rounds.asked` says so, and the result returned is moot. A
-        2026-07-28 task gives its `Questions` instead, and `notify` false (`relay`).
+        2026-07-28 task gives its `Questions` instead, and `pending`: whether its request is still
+        unanswered, so notifications can go with it (`relay`).
         """
         tool = listed.tool
         send, receive = anyio.create_memory_object_stream[ToolEvent | LogItem](math.inf)
@@ -475,7 +478,7 @@ class ToolServer:
         asking = CURRENT_ROUNDS.set(rounds)
         async with anyio.create_task_group() as tg:
             tg.start_soon(
-                functools.partial(relay, notify=notify),
+                functools.partial(relay, notify=pending),
                 receive,
                 ctx,
                 tool.name,
