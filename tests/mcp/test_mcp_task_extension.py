@@ -27,7 +27,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
-from mcp_peers import HttpServer, free_port, wait_until, write
+from mcp_peers import HttpServer, free_port, serve_command, subprocess_env, wait_until, write
 from task_peer import PeerUnavailable, peer_python
 
 from kode import ToolContext, ToolRegistry, define_tool
@@ -326,6 +326,37 @@ def test_fastmcps_task_client_drives_kode_mcp_serve(peer: Path, folder: Path) ->
     code, message = seen["forged"]
     assert code == types.INVALID_PARAMS
     assert "There is no task 'not-a-task-of-anyone' for this client" in message
+
+
+@pytest.mark.parametrize(
+    ("protocol", "version"), [("newest", "2026-07-28"), ("handshake", "2025-11-25")]
+)
+async def test_kode_to_kode_over_stdio_on_both_revisions(
+    folder: Path, protocol: str, version: str
+) -> None:
+    # on 2026-07-28 a tool that asks runs as a task (waiting for its answer: it runs once, where
+    # input_required rounds would run it again); on 2025-11-25 it asks with a request
+    marks = folder / "marks"
+    (marks / "where.runs").unlink(missing_ok=True)
+    module = write(folder / "task_tools.py", KODE_TASK_TOOLS)
+    reg = ToolRegistry(f"task-extension-stdio-{protocol}")
+    user = User()
+    async with connect(
+        "k",
+        command=serve_command(module),
+        env=subprocess_env(),
+        protocol=protocol,  # type: ignore[arg-type]
+        registry=reg,
+        elicitation=user.elicit,
+    ) as conn:
+        assert conn.remote.protocol_version == version
+        went = await reg.get("mcp__k__where").run({})
+        assert went.text == "going to Bergen", went.text
+        ctx: ToolContext[Any] = ToolContext(tool_name="mcp__k__slow_add")
+        added = await reg.get("mcp__k__slow_add").run({"a": 2, "b": 3}, ctx)
+        assert added.text == "5"
+        assert "half way" in [e.data["message"] for e in ctx.events if e.event == "progress"]
+    assert (marks / "where.runs").read_text() == "run\n"
 
 
 # --- hostile: a ToolServer in this process, two clients with tokens of their own ------------
