@@ -222,11 +222,7 @@ def _serve_logged(args: argparse.Namespace) -> int:
         tool_timeout=args.tool_timeout,
         deps=deps,
         skills=skills,
-        **(
-            {}
-            if args.task_idle_timeout is None
-            else {"task_idle_timeout": args.task_idle_timeout}
-        ),
+        **({} if args.task_idle_timeout is None else {"task_idle_timeout": args.task_idle_timeout}),
     )
     for entry in server.unmatched:
         print(f"kode mcp serve: --tools {entry!r} matches no tool (yet)", file=sys.stderr)
