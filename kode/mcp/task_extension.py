@@ -35,8 +35,14 @@ from pydantic import Field, TypeAdapter, ValidationError
 
 __all__ = [
     "TASKS_EXTENSION",
+    "CancelTaskRequest",
     "CreatedTask",
+    "GetTaskRequest",
+    "TaskAck",
+    "TaskParams",
     "TaskState",
+    "UpdateParams",
+    "UpdateTaskRequest",
     "drive",
     "opted_in",
     "task_claim",
@@ -95,22 +101,28 @@ class UpdateParams(TaskParams):
     input_responses: dict[str, Any]
 
 
-class _Get(types.Request[TaskParams, Literal["tasks/get"]]):
+class GetTaskRequest(types.Request[TaskParams, Literal["tasks/get"]]):
+    """``tasks/get``: the task as it is now."""
+
     method: Literal["tasks/get"] = "tasks/get"
     name_param = "taskId"  # mirrored in the Mcp-Name header, as the extension asks
 
 
-class _Update(types.Request[UpdateParams, Literal["tasks/update"]]):
+class UpdateTaskRequest(types.Request[UpdateParams, Literal["tasks/update"]]):
+    """``tasks/update``: answers to the task's questions."""
+
     method: Literal["tasks/update"] = "tasks/update"
     name_param = "taskId"
 
 
-class _Cancel(types.Request[TaskParams, Literal["tasks/cancel"]]):
+class CancelTaskRequest(types.Request[TaskParams, Literal["tasks/cancel"]]):
+    """``tasks/cancel``: end the task."""
+
     method: Literal["tasks/cancel"] = "tasks/cancel"
     name_param = "taskId"
 
 
-class _Ack(types.Result):
+class TaskAck(types.Result):
     """The empty answer of ``tasks/update`` and ``tasks/cancel``."""
 
 
@@ -163,14 +175,17 @@ async def _answer_all(session: ClientSession, task: TaskState, name: str, answer
             raise MCPError.from_error_data(got)
         responses[key] = got.model_dump(by_alias=True, mode="json", exclude_none=True)
     await session.send_request(
-        _Update(params=UpdateParams(task_id=task.task_id, input_responses=responses)), _Ack
+        UpdateTaskRequest(params=UpdateParams(task_id=task.task_id, input_responses=responses)),
+        TaskAck,
     )
 
 
 async def _cancel(session: ClientSession, task_id: str) -> None:
     with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_WAIT):
         try:
-            await session.send_request(_Cancel(params=TaskParams(task_id=task_id)), _Ack)
+            await session.send_request(
+                CancelTaskRequest(params=TaskParams(task_id=task_id)), TaskAck
+            )
         except MCPError:
             pass  # it ended meanwhile, or the server forgot it: nothing left to cancel
 
@@ -205,7 +220,7 @@ async def drive(
     try:
         while True:
             task = await session.send_request(
-                _Get(params=TaskParams(task_id=created.task_id)), TaskState
+                GetTaskRequest(params=TaskParams(task_id=created.task_id)), TaskState
             )
             if task.status_message and task.status_message != said and status is not None:
                 said = task.status_message

@@ -36,13 +36,14 @@ from kode.mcp.elicitation import ElicitationReply, ElicitationRequest
 from kode.mcp.modern import negotiate
 from kode.mcp.task_extension import (
     TASKS_EXTENSION,
+    CancelTaskRequest,
     CreatedTask,
+    GetTaskRequest,
+    TaskAck,
     TaskParams,
     TaskState,
     UpdateParams,
-    _Cancel,
-    _Get,
-    _Update,
+    UpdateTaskRequest,
     task_claim,
 )
 
@@ -457,10 +458,10 @@ async def test_another_clients_or_a_guessed_task_id_gets_an_error_and_nothing_el
         guessed = secrets.token_urlsafe(32)
         said = []
         for who, task_id in ((bob, mine), (alice, altered), (alice, guessed), (bob, guessed)):
-            said.append(await refused(who, _Get(params=TaskParams(task_id=task_id))))
-            said.append(await refused(who, _Cancel(params=TaskParams(task_id=task_id))))
+            said.append(await refused(who, GetTaskRequest(params=TaskParams(task_id=task_id))))
+            said.append(await refused(who, CancelTaskRequest(params=TaskParams(task_id=task_id))))
             update = UpdateParams(task_id=task_id, input_responses={"q0": {"action": "accept"}})
-            said.append(await refused(who, _Update(params=update)))
+            said.append(await refused(who, UpdateTaskRequest(params=update)))
         # one sentence for each: nothing tells "someone else's" from "none"
         assert {re.sub(r"'[^']*'", "ID", m) for m in said} == {
             "There is no task ID for this client: it never existed, it expired, or another "
@@ -468,7 +469,9 @@ async def test_another_clients_or_a_guessed_task_id_gets_an_error_and_nothing_el
         }
         # bob's cancel did nothing: alice's task ends with its result
         for _ in range(200):
-            state = await alice.send_request(_Get(params=TaskParams(task_id=mine)), TaskState)
+            state = await alice.send_request(
+                GetTaskRequest(params=TaskParams(task_id=mine)), TaskState
+            )
             if state.status != "working":
                 break
             await anyio.sleep(0.05)
@@ -485,7 +488,7 @@ async def test_a_task_whose_client_left_is_cancelled_after_the_idle_timeout() ->
         with anyio.fail_after(10):
             await saw["cancelled"].wait()
         async with session_as(url, clients.token_of("alice")) as back:
-            asked = _Get(params=TaskParams(task_id=left.task_id))
+            asked = GetTaskRequest(params=TaskParams(task_id=left.task_id))
             state = await back.send_request(asked, TaskState)
         assert state.status == "cancelled"
         assert state.status_message == "cancelled: no client asked about it for 0.5 seconds"
@@ -502,3 +505,29 @@ def test_a_bad_task_idle_timeout_is_a_clear_error(
     assert "--task-idle-timeout 0.0: give a number of seconds above 0" in said
     with pytest.raises(ValueError, match="more than 0 seconds"):
         ToolServer(registry=ToolRegistry("idle"), task_idle_timeout=-1)
+
+
+async def test_the_number_of_tasks_kept_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kode.mcp.served_task_extension as extension
+
+    monkeypatch.setattr(extension, "MAX_TASKS", 2)
+    async with (
+        served(idle=30) as (url, clients, _),
+        session_as(url, clients.token_of("alice")) as alice,
+    ):
+        first = await create(alice, "linger", {})
+        await create(alice, "linger", {})
+        with pytest.raises(MCPError) as caught:
+            await alice.call_tool("linger", {}, allow_claimed=True)
+        assert caught.value.error.message == (
+            "This server already runs 2 tasks; cancel one or wait for one to end, then call "
+            "the tool again."
+        )
+        # a finished task makes room (the oldest finished one is forgotten)
+        cancel = CancelTaskRequest(params=TaskParams(task_id=first.task_id))
+        await alice.send_request(cancel, TaskAck)
+        third = await create(alice, "linger", {})
+        assert third.task_id != first.task_id
+        assert "There is no task" in await refused(
+            alice, GetTaskRequest(params=TaskParams(task_id=first.task_id))
+        )
