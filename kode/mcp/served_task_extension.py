@@ -308,15 +308,19 @@ class ServedTaskExtension:
 
         group.start_soon(job)
         group.start_soon(watch_idle)
-        with anyio.move_on_after(INLINE_WITHIN):
-            async with anyio.create_task_group() as first:
+        try:
+            with anyio.move_on_after(INLINE_WITHIN):
+                async with anyio.create_task_group() as first:
 
-                async def either(event: anyio.Event) -> None:
-                    await event.wait()
-                    first.cancel_scope.cancel()
+                    async def either(event: anyio.Event) -> None:
+                        await event.wait()
+                        first.cancel_scope.cancel()
 
-                first.start_soon(either, task.done)
-                first.start_soon(either, task.asked)
+                    first.start_soon(either, task.done)
+                    first.start_soon(either, task.asked)
+        except anyio.get_cancelled_exc_class():
+            task.scope.cancel()  # the request was cancelled before the client got the task
+            raise
         if task.status == "completed" and task.result is not None:
             del self.tasks[task.task_id]  # answered at once: no task to follow
             return task.result
