@@ -72,6 +72,16 @@ def _v1(integer: str) -> tuple[str, ...]:
     )
 
 
+def _v3() -> tuple[str, ...]:
+    return (
+        "DROP INDEX kode_sessions_by_template",
+        "DROP INDEX kode_sessions_by_label",
+        "DROP INDEX kode_sessions_by_status",
+        "CREATE INDEX kode_sessions_of_template ON kode_sessions (template)",
+        "CREATE INDEX kode_sessions_of_label ON kode_sessions (label)",
+    )
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         version=1,
@@ -87,6 +97,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         # Nullable: records written before have none, and load unchecked.
         sqlite=("ALTER TABLE kode_records ADD COLUMN checksum INTEGER",),
         postgres=("ALTER TABLE kode_records ADD COLUMN checksum BIGINT",),
+    ),
+    Migration(
+        version=3,
+        description="one listing index holds last_active",
+        # Every append moves last_active, so each index holding it was a page more in the
+        # append's commit (7 pages in SQLite's WAL, 4 with this schema). The unfiltered
+        # listing keeps its keyset index; a filter finds its sessions by its own column and
+        # orders them (a page costs in proportion to the sessions that match), and status, with
+        # a few values each shared by many sessions, walks the listing's order instead.
+        sqlite=_v3(),
+        postgres=(),
     ),
 )
 """Every migration, in order; the last one's version is the schema this code writes."""
