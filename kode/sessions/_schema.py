@@ -102,10 +102,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         version=3,
         description="one listing index holds last_active",
         # Every append moves last_active, so each index holding it was a page more in the
-        # append's commit (7 pages in SQLite's WAL, 4 with this schema). The unfiltered
-        # listing keeps its keyset index; a filter finds its sessions by its own column and
-        # orders them (a page costs in proportion to the sessions that match), and status, with
-        # a few values each shared by many sessions, walks the listing's order instead.
+        # append's commit (7 pages in SQLite's WAL, 4 with this schema). The listing keeps its
+        # keyset index; a filtered page walks it, then reads the filter's own index when the
+        # walk found too few (SQLiteStore._page). PostgreSQL: an append is never a HOT update
+        # there (last_active is indexed and always changes), so every index gets an entry
+        # whatever it holds; measured, the change gained nothing, and it is left as it was.
         sqlite=_v3(),
         postgres=(),
     ),
