@@ -17,6 +17,15 @@ Each line gives the figure per turn and its ratio to ``json_loads`` at the same 
 grows linearly keeps both flat as N grows. The process's collector is on, as in an
 application; ``--collector-off`` turns it off for a comparison.
 
+Then what a run costs per turn once the session is that long (``--next-turns K``, 200 by
+default; 0 leaves it out): an agent made by `Agent.from_state` sends a first message (the
+scripted model's word count catches up with the history) and then one that runs K tool turns,
+timed per turn (CPU time of the event loop's thread; the turns call an async tool) with the
+collector on (``turn_on``) and off (``turn_off``, the collector
+disabled for the send), and ``turn_gc``, the time the collector's own passes took per turn of
+the ``turn_on`` send (its callbacks). The first K turns after a load are the ones that pay for
+the collector's first passes over the loaded history.
+
 No network beyond loopback, no pytest: a plain script.
 """
 
@@ -101,6 +110,85 @@ async def stored(store: Store, messages: list[Message]) -> str:
     return session.id
 
 
+@define_tool(kind="read")
+async def recall(key: str) -> str:
+    """Recall a key.
+
+    Args:
+        key: The key.
+    """
+    return key
+
+
+# The next turns call an async tool: all their work is in the event loop's thread, timed in
+# that thread's CPU time (a shared machine's other processes left out).
+NEXT = AgentTemplate(id="long_next", tools=["lookup", "recall"], max_turns=1_000_000)
+
+
+class GCClock:
+    """The time the collector's passes take, from `gc.callbacks`."""
+
+    def __init__(self) -> None:
+        self.ns = 0
+        self._start = 0
+
+    def __call__(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._start = time.thread_time_ns()
+        else:
+            self.ns += time.thread_time_ns() - self._start
+
+
+def next_turns_us(state: AgentState, k: int, rounds: int) -> dict[str, float]:
+    """Per turn: K tool turns sent right after `Agent.from_state`, collector on and off."""
+    state = state.model_copy(update={"template_id": NEXT.id})
+    clock = GCClock()
+    gc.callbacks.append(clock)
+    found: dict[str, list[float]] = {"turn_on": [], "turn_off": [], "turn_gc": []}
+    try:
+        for r in range(rounds):
+            for off in (False, True):
+                uses = [
+                    Message(
+                        role="assistant",
+                        content=[
+                            TextContent(text=f"Next {i}."),
+                            ToolUseContent(
+                                id=f"toolu_r{r}{int(off)}_{i:06}",
+                                name="recall",
+                                input={"key": f"next-{i}"},
+                            ),
+                        ],
+                    )
+                    for i in range(k)
+                ]
+                script = ScriptedModel(["Ready.", *uses, "Done."])
+                agent = Agent.from_state(state, model=script)
+
+                async def run(agent: Agent = agent, off: bool = off) -> tuple[int, int]:
+                    await agent.send("Ready?")
+                    if off:
+                        gc.disable()
+                    clock.ns = 0
+                    start = time.thread_time_ns()
+                    try:
+                        await agent.send("Go on.")
+                    finally:
+                        took = time.thread_time_ns() - start
+                        gc.enable()
+                    await agent.aclose()
+                    return took, clock.ns
+
+                took, collector = anyio.run(run)
+                found["turn_off" if off else "turn_on"].append(took / k / 1000)
+                if not off:
+                    found["turn_gc"].append(collector / k / 1000)
+                del agent
+    finally:
+        gc.callbacks.remove(clock)
+    return {name: statistics.median(values) for name, values in found.items()}
+
+
 async def resume_ms(store: Store, session_id: str, rounds: int) -> float:
     async def once() -> None:
         agent = await Agent.resume(session_id, store=store, model=ScriptedModel(["x"]))
@@ -116,13 +204,16 @@ def main() -> int:
     parser.add_argument("--turns", default="1000,5000,10000")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--collector-off", action="store_true")
+    parser.add_argument("--next-turns", type=int, default=200)
     args = parser.parse_args()
     if args.collector_off:
         gc.disable()
     from kode.agent.template import templates  # the registered template resume looks up
 
     templates.register(TEMPLATE, replace=True)
+    templates.register(NEXT, replace=True)
     rows: list[tuple[int, str, float]] = []
+    next_rows: list[tuple[int, dict[str, float]]] = []
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
         postgres_url = None
@@ -172,12 +263,20 @@ def main() -> int:
                         )
 
             anyio.run(stores)
+            if args.next_turns > 0 and not args.collector_off:
+                next_rows.append((turns, next_turns_us(state, args.next_turns, args.rounds)))
     floor = {n: ms for n, figure, ms in rows if figure == "json_loads"}
     print(f"collector {'off' if args.collector_off else 'on'}; medians of {args.rounds}")
     print(f"{'turns':>6}  {'figure':<16}{'ms':>10}{'us/turn':>10}{'x json_loads':>14}")
     for turns, figure, ms in rows:
         per_turn = ms * 1000 / turns
         print(f"{turns:>6}  {figure:<16}{ms:>10.1f}{per_turn:>10.1f}{ms / floor[turns]:>14.2f}")
+    if next_rows:
+        print(f"the next {args.next_turns} tool turns, per turn (us)")
+        print(f"{'turns':>6}  {'turn_on':>10}{'turn_off':>10}{'on/off':>8}{'turn_gc':>10}")
+        for turns, figures in next_rows:
+            on, off, collector = figures["turn_on"], figures["turn_off"], figures["turn_gc"]
+            print(f"{turns:>6}  {on:>10.1f}{off:>10.1f}{on / off:>8.2f}{collector:>10.1f}")
     return 0
 
 

@@ -14,7 +14,9 @@ Each figure is the median over rounds of one operation, timed with ``time.perf_c
 - ``page_first``: the first page of 50 (``list_sessions(limit=50)``);
 - ``page_deep``: a page of 50 halfway down (the cursor after 5,000 sessions). Keyset paging
   costs the same at any depth: its ratio to ``page_first`` (target <= 3x) is the check;
-- ``page_filtered``: a page of 50 of one template, halfway down its sessions;
+- ``page_filtered``: a page of 50 of one template, halfway down its sessions (``--templates
+  1`` puts every session in one template: the filter that matches them all);
+- ``page_status``: the first page of 50 idle sessions (``status="idle"``: every session is);
 - ``append``: one batch of three records (a message, a call update, usage), committed;
 - ``load_100``: the header and 100 records of one session, parsed.
 
@@ -82,10 +84,10 @@ async def median_us(rounds: int, op: Callable[[], Awaitable[object]]) -> float:
     return statistics.median(times) / 1000
 
 
-async def fill(store: Store, count: int) -> tuple[str, str, str]:
+async def fill(store: Store, count: int, templates: int) -> tuple[str, str, str]:
     """Make the sessions; return the deep cursor, the filtered cursor and the 100-record id."""
     await store.create_many(
-        [NewSession(template=f"t{i % 10}", session_id=f"s{i:06}") for i in range(count)]
+        [NewSession(template=f"t{i % templates}", session_id=f"s{i:06}") for i in range(count)]
     )
     heavy = f"s{count // 3:06}"
     for start in range(0, 99, 3):
@@ -102,16 +104,25 @@ async def fill(store: Store, count: int) -> tuple[str, str, str]:
             assert cursor is not None
         return cursor
 
-    return await cursor_after(count // 2), await cursor_after(count // 20, template="t3"), heavy
+    half_of_one = count // templates // 2
+    return (
+        await cursor_after(count // 2),
+        await cursor_after(half_of_one, template=f"t{3 % templates}"),
+        heavy,
+    )
 
 
-async def bench_store(name: str, store: Store, count: int, rounds: int) -> list[Row]:
-    deep, filtered, heavy = await fill(store, count)
+async def bench_store(
+    name: str, store: Store, count: int, rounds: int, templates: int
+) -> list[Row]:
+    deep, filtered, heavy = await fill(store, count, templates)
     first = await median_us(rounds, lambda: store.list_sessions(limit=50))
     deep_us = await median_us(rounds, lambda: store.list_sessions(limit=50, cursor=deep))
     filtered_us = await median_us(
-        rounds, lambda: store.list_sessions(limit=50, cursor=filtered, template="t3")
+        rounds,
+        lambda: store.list_sessions(limit=50, cursor=filtered, template=f"t{3 % templates}"),
     )
+    status_us = await median_us(rounds, lambda: store.list_sessions(limit=50, status="idle"))
     counter = iter(range(1000, 10**9))
     target_id = f"s{count - 1:06}"
     append_us = await median_us(rounds, lambda: store.append(target_id, records(next(counter))))
@@ -128,12 +139,15 @@ async def bench_store(name: str, store: Store, count: int, rounds: int) -> list[
             ratio <= DEEP_TARGET,
         ),
         Row(name, "page_filtered", filtered_us, filtered_us / first, "(info)", None),
+        Row(name, "page_status", status_us, status_us / first, "(info)", None),
         Row(name, "append", append_us, None, "", None),
         Row(name, "load_100", load_us, None, "", None),
     ]
 
 
-async def run(count: int, rounds: int, postgres: bool) -> tuple[list[Row], list[str]]:
+async def run(
+    count: int, rounds: int, postgres: bool, templates: int
+) -> tuple[list[Row], list[str]]:
     rows: list[Row] = []
     notes: list[str] = []
     with ExitStack() as stack:
@@ -155,7 +169,7 @@ async def run(count: int, rounds: int, postgres: bool) -> tuple[list[Row], list[
         for name, make in stores:
             store = make()
             try:
-                rows += await bench_store(name, store, count, rounds)
+                rows += await bench_store(name, store, count, rounds, templates)
             finally:
                 await store.aclose()
     return rows, notes
@@ -187,15 +201,19 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--count", type=int, default=10_000, help="sessions in each store")
     parser.add_argument("--no-postgres", action="store_true", help="leave PostgreSQL out")
+    parser.add_argument("--templates", type=int, default=10, help="templates the sessions share")
     args = parser.parse_args()
+    if args.templates < 1:
+        parser.error("--templates must be 1 or more")
     rounds = 10 if args.quick else 40
-    rows, notes = anyio.run(run, args.count, rounds, not args.no_postgres)
+    rows, notes = anyio.run(run, args.count, rounds, not args.no_postgres, args.templates)
     if args.json:
         print(
             json.dumps(
                 {
                     "python": platform.python_version(),
                     "count": args.count,
+                    "templates": args.templates,
                     "rounds": rounds,
                     "rows": [asdict(r) for r in rows],
                     "notes": notes,

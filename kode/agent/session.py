@@ -603,6 +603,7 @@ class Session:
                 )
             )
         self.records = CallRecords(records)
+        self.records.share_results(self.messages)
         self._safe = {c.id: c.safe_to_rerun for c in state.calls.values()}
         self.usage = state.usage.model_copy()
         self.todos[:] = [dict(t) for t in state.todos]
@@ -649,6 +650,7 @@ class Session:
         self.messages[:] = [m.model_copy(deep=True) for m in state.messages]
         self.compaction = state.compaction
         self.records = CallRecords(r.copy() for r in state.tool_calls)
+        self.records.share_results(self.messages)
         self.todos[:] = [dict(t) for t in state.todos]  # the same list tools see
         self.usage = state.usage.model_copy()
         self.always_allowed = set(state.always_allowed)

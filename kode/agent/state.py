@@ -160,6 +160,26 @@ class CallRecords:
             by_id[call_id] = record
         return calls, duplicates
 
+    def share_results(self, messages: Iterable[Message]) -> None:
+        """Make each record's result the history's own ``tool_result`` block, where equal.
+
+        A live run keeps one block for both; a history read back (an `AgentState`, a store's
+        records) has two equal copies of every result, and a long session kept both: a
+        quarter of the objects the collector tracks for each settled turn.
+        """
+        by_id = self._by_id
+        for message in messages:
+            if message.role != "user":
+                continue
+            for block in message.content:
+                if type(block) is not ToolResultContent:
+                    continue
+                record = by_id.get(block.tool_use_id)
+                if record is None or record.result is None or record.result is block:
+                    continue
+                if record.result == block:
+                    record.result = block
+
     def __iter__(self) -> Iterator[ToolCallRecord]:
         return iter(self._by_id.values())
 

@@ -484,24 +484,14 @@ class SQLStore:
         limit = check_limit(limit)
         check_text(template, "template", optional=True)
         check_text(label, "label", optional=True)
-        where: list[str] = []
-        params: list[Any] = []
+        filters: list[tuple[str, str]] = []
         for column, value in (("template", template), ("label", label), ("status", status)):
             if value is not None:
                 if column == "status":
                     check_status(value)
-                where.append(f"{column} = ?")
-                params.append(value)
-        if cursor is not None:
-            active, last_id = decode_cursor(cursor)
-            where.append("(last_active, id) < (?, ?)")
-            params += [active, last_id]
-        sql = f"SELECT {_COLUMNS} FROM kode_sessions"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY last_active DESC, id DESC LIMIT ?"
-        params.append(limit + 1)
-        rows = await self._run(self._select, sql, params)
+                filters.append((column, value))
+        after = decode_cursor(cursor) if cursor is not None else None
+        rows = await self._run(self._page, filters, after, limit + 1)
         more = len(rows) > limit
         rows = rows[:limit]
         return SessionPage(
@@ -509,8 +499,25 @@ class SQLStore:
             next_cursor=encode_cursor(int(rows[-1][5]), rows[-1][0]) if more else None,
         )
 
-    def _select(self, cur: Any, sql: str, params: Sequence[Any]) -> list[Any]:
-        cur.execute(self._sql(sql), tuple(params))
+    def _page(
+        self,
+        cur: Any,
+        filters: Sequence[tuple[str, str]],
+        after: tuple[int, str] | None,
+        count: int,
+    ) -> list[Any]:
+        """Up to `count` headers' rows matching `filters`, newest first, after the keyset."""
+        where = [f"{column} = ?" for column, _ in filters]
+        params: list[Any] = [value for _, value in filters]
+        if after is not None:
+            where.append("(last_active, id) < (?, ?)")
+            params += after
+        sql = f"SELECT {_COLUMNS} FROM kode_sessions"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        cur.execute(
+            self._sql(sql + " ORDER BY last_active DESC, id DESC LIMIT ?"), (*params, count)
+        )
         return list(cur.fetchall())
 
     async def set_label(self, session_id: str, label: str | None) -> SessionHeader:

@@ -15,7 +15,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
@@ -23,13 +23,18 @@ from typing import Any, Literal, TypeVar, cast
 import anyio.to_thread
 
 from kode.sessions._schema import migrate
-from kode.sessions._sql import SQLStore
+from kode.sessions._sql import _COLUMNS, SQLStore
 from kode.sessions.errors import StoreError
 from kode.trust.protected import protect_database
 
 __all__ = ["SQLiteStore"]
 
 T = TypeVar("T")
+
+# How far a filtered listing walks the listing's order, per session it asks for, before it
+# reads the filter's index instead (SQLiteStore._page): a filter matching 1 session in 20
+# is found by the walk.
+_WALK_PER_ROW = 20
 
 _WAIT = object()  # an operation that would have waited for another writer
 
@@ -127,6 +132,55 @@ class SQLiteStore(SQLStore):
 
     def _where(self) -> str:
         return f"the SQLite database {self.path!r}"
+
+    def _page(
+        self,
+        cur: Any,
+        filters: Sequence[tuple[str, str]],
+        after: tuple[int, str] | None,
+        count: int,
+    ) -> list[Any]:
+        """A page, filtered without an index per filter on ``(filter, last_active, id)``.
+
+        Only the listing's own index holds last_active (an index more that held it was a page
+        more in every append's commit), so a filtered page is found one of two ways: walking
+        the listing's order and keeping the sessions that match, which is quick when many do;
+        or reading every session that matches from the filter's index and ordering them,
+        which is quick when few do. SQLite keeps no statistics to choose by, so the walk goes
+        first, for at most `_WALK_PER_ROW` rows a session asked for; a page it leaves short
+        is read the second way (status has no index of its own: its few values are each
+        shared by many sessions, so the walk finds them).
+        """
+        indexed = [(c, v) for c, v in filters if c != "status"]
+        if not indexed:
+            return super()._page(cur, filters, after, count)
+
+        def body() -> list[Any]:
+            keyset, params = "", []
+            if after is not None:
+                keyset, params = " AND (last_active, id) < (?, ?)", list(after)
+            # Where the walk stops: the session `walk` places on (read from the listing's index
+            # alone), or nowhere when fewer are left.
+            cur.execute(
+                f"SELECT last_active, id FROM kode_sessions WHERE 1{keyset} "
+                "ORDER BY last_active DESC, id DESC LIMIT 1 OFFSET ?",
+                (*params, count * _WALK_PER_ROW - 1),
+            )
+            bound = cur.fetchone()
+            # `+column` keeps the planner off the filter's index: the walk is the point.
+            match = "".join(f" AND +{c} = ?" for c, _ in filters)
+            stop = "" if bound is None else " AND (last_active, id) >= (?, ?)"
+            cur.execute(
+                f"SELECT {_COLUMNS} FROM kode_sessions WHERE 1{keyset}{stop}{match} "
+                "ORDER BY last_active DESC, id DESC LIMIT ?",
+                (*params, *(bound or ()), *(v for _, v in filters), count),
+            )
+            rows = list(cur.fetchall())
+            if len(rows) == count or bound is None:  # a whole page, or the walk reached the end
+                return rows
+            return super(SQLiteStore, self)._page(cur, filters, after, count)
+
+        return self._transaction(cur, body, write=False)
 
     def _open(self) -> sqlite3.Connection:
         if self.path != ":memory:":

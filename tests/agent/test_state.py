@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from support import assert_history_valid, make_agent, sent_results, texts
 
@@ -23,10 +25,12 @@ from kode.models import (
     ModelRequest,
     ScriptedModel,
     TextContent,
+    ToolResultContent,
     Usage,
     tool_use,
 )
 from kode.registries import ToolRegistry
+from kode.sessions import SQLiteStore
 from kode.tools.declared import declare_tool
 
 pytestmark = pytest.mark.anyio
@@ -335,3 +339,49 @@ async def test_odd_inputs_and_images_round_trip(tools: ToolRegistry) -> None:
     assert state.tool_calls[1].result is not None
     assert state.tool_calls[1].result.content[0].type == "image"
     assert AgentState.model_validate_json(state.model_dump_json()) == state
+
+
+def _records_share_results(agent: Agent) -> dict[str, bool]:
+    """Per call with a result: whether its record holds the history's own block."""
+    blocks = {
+        block.tool_use_id: block
+        for message in agent.messages
+        if message.role == "user"
+        for block in message.content
+        if isinstance(block, ToolResultContent)
+    }
+    return {r.id: r.result is blocks[r.id] for r in agent.session.records if r.result is not None}
+
+
+async def test_a_restored_record_holds_the_historys_result_block(
+    tools: ToolRegistry, tmp_path: Path
+) -> None:
+    # A live run keeps one block for the record and the message; a restored agent did keep
+    # two equal copies of every result, a quarter more of what a long session keeps tracked.
+    calls = [tool_use("echo", {"text": "a"}, id="c1"), tool_use("boom", id="c2")]
+    store = SQLiteStore(tmp_path / "s.db")
+    agent = Agent.create(
+        TEMPLATE, model=ScriptedModel([calls, "done"]), registry=tools, store=store
+    )
+    await agent.send("go")
+    assert _records_share_results(agent) == {"c1": True, "c2": True}
+    saved = AgentState.model_validate_json(agent.state.model_dump_json())
+    restored = Agent.from_state(saved, model=ScriptedModel(["x"]), registry=tools)
+    assert _records_share_results(restored) == {"c1": True, "c2": True}
+    assert restored.state == saved
+    await agent.aclose()
+    resumed = await Agent.resume(
+        agent.session_id, store=store, model=ScriptedModel(["x"]), template=TEMPLATE, registry=tools
+    )
+    assert _records_share_results(resumed) == {"c1": True, "c2": True}
+    assert [(r.id, r.status, r.result) for r in resumed.state.tool_calls] == [
+        (r.id, r.status, r.result) for r in saved.tool_calls
+    ]
+    await resumed.aclose()
+    # A record whose result differs from the history's block keeps its own.
+    saved.tool_calls[0].result = ToolResultContent(
+        tool_use_id="c1", content=[TextContent(text="other")]
+    )
+    different = Agent.from_state(saved, model=ScriptedModel(["x"]), registry=tools)
+    assert _records_share_results(different) == {"c1": False, "c2": True}
+    assert different.state.tool_calls[0].result == saved.tool_calls[0].result

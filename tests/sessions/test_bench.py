@@ -27,7 +27,7 @@ def test_the_sessions_bench_runs() -> None:
     assert report["count"] == 300
     rows = {(r["store"], r["figure"]) for r in report["rows"]}
     stores = ("memory", "sqlite NORMAL", "sqlite FULL")
-    figures = ("page_first", "page_deep", "page_filtered", "append", "load_100")
+    figures = ("page_first", "page_deep", "page_filtered", "page_status", "append", "load_100")
     assert rows == {(s, f) for s in stores for f in figures}
     assert all(r["median_us"] > 0 for r in report["rows"])
 

@@ -167,3 +167,33 @@ async def test_an_append_waits_for_another_writer_off_the_event_loop(tmp_path: P
     assert seq == 1 and ticks >= 10
     assert await store.append("s", [StatusChanged(status="idle")]) == 2  # in this thread
     await store.aclose()
+
+
+def size(path: Path) -> int:
+    return path.stat().st_size
+
+
+async def test_an_append_writes_four_pages_to_the_wal(tmp_path: Path) -> None:
+    # The records' table and its primary key, the session's row and the one listing index
+    # that holds last_active: an index per listing filter on (filter, last_active, id) made
+    # it 7, each page more in every commit (bench/store_writes.py).
+    path = tmp_path / "pages.db"
+    store = SQLiteStore(path)
+    for i in range(300):  # enough headers for each index to span several pages
+        await store.create(template=f"t{i % 10}", session_id=f"s{i:04}", label=f"l{i % 7}")
+    raw = sqlite3.connect(path, isolation_level=None)
+    page = raw.execute("PRAGMA page_size").fetchone()[0]
+    wal = Path(f"{path}-wal")
+    added = MessageAdded(message=Message.user("x" * 200))
+    done = StatusChanged(status="idle")
+    try:
+        for records in ([added], [added, added], [added, done]):
+            await store.append("s0150", records)  # warm: the session's pages are in the WAL
+            assert raw.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0] == 0
+            assert size(wal) == 0
+            await store.append("s0150", records)
+            frames = (size(wal) - 32) // (page + 24)  # the WAL header, then frames
+            assert frames == 4, (records, frames)
+    finally:
+        raw.close()
+        await store.aclose()

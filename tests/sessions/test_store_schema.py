@@ -194,3 +194,47 @@ async def test_records_without_a_checksum_still_load(database: Database) -> None
     ]
     assert len((await store.load("old")).entries) == 2
     await store.aclose()
+
+
+async def test_a_version_2_database_keeps_its_listing(database: Database) -> None:
+    # Version 3 leaves last_active in one index (SQLite: every index holding it was a page
+    # more in each append's commit); the listings read the same sessions in the same order.
+    migrate(database.conn.cursor(), database.dialect, "old", MIGRATIONS[:2])
+    for i in range(6):
+        database.execute(
+            "INSERT INTO kode_sessions (id, template, label, status, created_at, last_active, "
+            f"last_seq, metadata) VALUES ('s{i}', 't{i % 2}', 'l{i % 3}', "
+            f"'{'idle' if i % 2 else 'running'}', 1, {10 - i}, 0, '{{}}')"
+        )
+    store = database.store()
+    assert (await store.list_sessions()).sessions[0].id == "s0"  # migrates
+    assert database.rows("SELECT MAX(version) FROM kode_schema_version") == [(SCHEMA_VERSION,)]
+
+    async def ids(**filters: Any) -> list[str]:
+        return [h.id for h in (await store.list_sessions(**filters)).sessions]
+
+    assert await ids() == ["s0", "s1", "s2", "s3", "s4", "s5"]
+    assert await ids(template="t1") == ["s1", "s3", "s5"]
+    assert await ids(label="l0") == ["s0", "s3"]
+    assert await ids(status="running") == ["s0", "s2", "s4"]
+    assert await ids(template="t0", status="running", label="l1") == ["s4"]
+    page = await store.list_sessions(template="t0", limit=2)
+    assert [h.id for h in page.sessions] == ["s0", "s2"]
+    assert await ids(template="t0", cursor=page.next_cursor) == ["s4"]
+    await store.append("s5", [StatusChanged(status="running")])  # now the most recent
+    assert await ids(status="running") == ["s5", "s0", "s2", "s4"]
+    assert await ids(template="t1", limit=1) == ["s5"]
+    if database.dialect == "sqlite":
+        indexes = database.rows(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'index' "
+            "AND tbl_name = 'kode_sessions' AND sql IS NOT NULL ORDER BY name"
+        )
+        assert [name for name, _ in indexes] == [
+            "kode_sessions_by_activity",
+            "kode_sessions_of_label",
+            "kode_sessions_of_template",
+        ]
+        assert [sql for _, sql in indexes if "last_active" in sql] == [
+            "CREATE INDEX kode_sessions_by_activity ON kode_sessions (last_active, id)"
+        ]
+    await store.aclose()
