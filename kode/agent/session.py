@@ -49,9 +49,9 @@ from kode.sessions.starting import check_startable, start_session
 from kode.sessions.state import SessionState
 from kode.sessions.store import DEFAULT_LEASE_TTL, Lease, Store
 from kode.tools.collector import collector_paused
+from kode.tools.core import Tool
 from kode.tools.errors import ToolErrorType
 from kode.tools.kinds import Kind
-from kode.tools.tool import Tool
 
 __all__ = ["CHILDREN_KEY", "TRACE_KEY", "HistoryView", "Session", "rerun_safe"]
 
