@@ -54,8 +54,8 @@ from overhead import (  # the sibling script, found through the path set above
 from kode import Agent, AgentTemplate, define_tool
 from kode.models import ScriptedModel, tool_use
 from kode.models.messages import Message, TextContent, ToolResultContent, ToolUseContent
-from kode.registries.registry import ToolRegistry
-from kode.tools.tool import Tool
+from kode.registries.tool_registry import ToolRegistry
+from kode.tools.core import Tool
 
 PARALLEL = 100
 PARALLEL_LARGE = 1000

@@ -76,7 +76,7 @@ def kode_subjects(turns: int) -> dict[str, Run]:
     from kode.models import Message, ModelRequest, ModelResponse, TextContent, tool_use
     from kode.models.base import ModelEvent
     from kode.models.messages import ToolResultContent
-    from kode.registries.registry import ToolRegistry
+    from kode.registries.tool_registry import ToolRegistry
 
     registry = ToolRegistry()
     define_tool(registry=registry)(add)

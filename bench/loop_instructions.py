@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import agent_loop  # the sibling script, found through the path set above
 
 from kode import define_tool
-from kode.registries.registry import ToolRegistry
+from kode.registries.tool_registry import ToolRegistry
 
 
 def main() -> int:

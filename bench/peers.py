@@ -128,7 +128,7 @@ def kode_subject(turns: int) -> Subject:
     from kode import Agent, AgentTemplate, define_tool
     from kode.models import ScriptedModel, tool_use
     from kode.models.messages import Message, TextContent, ToolResultContent
-    from kode.registries.registry import ToolRegistry
+    from kode.registries.tool_registry import ToolRegistry
 
     registry = ToolRegistry()
     define_tool(registry=registry)(add)
@@ -476,7 +476,7 @@ async def bench_parallel(rounds: int) -> Row:
     from kode import Agent, AgentTemplate, define_tool
     from kode.models import ScriptedModel, tool_use
     from kode.models.messages import Message, TextContent, ToolResultContent
-    from kode.registries.registry import ToolRegistry
+    from kode.registries.tool_registry import ToolRegistry
 
     async def nap(ms: int) -> int:
         """Sleep, then return how long.

@@ -87,7 +87,7 @@ def kode_runner(store: Any) -> RunFunc:
     from kode import Agent, AgentTemplate, define_tool
     from kode.models import ScriptedModel, tool_use
     from kode.models.messages import Message, TextContent
-    from kode.registries.registry import ToolRegistry
+    from kode.registries.tool_registry import ToolRegistry
 
     registry = ToolRegistry()
     define_tool(registry=registry)(add)
@@ -125,7 +125,7 @@ async def kode_depth(store: Any, turns: int) -> tuple[float, float]:
     from kode.agent import TurnEnd
     from kode.models import ScriptedModel, tool_use
     from kode.models.messages import Message, TextContent
-    from kode.registries.registry import ToolRegistry
+    from kode.registries.tool_registry import ToolRegistry
 
     registry = ToolRegistry()
     define_tool(registry=registry)(add)

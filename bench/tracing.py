@@ -34,7 +34,7 @@ import anyio
 
 from kode import Agent, AgentTemplate, define_tool
 from kode.models import ScriptedModel, tool_use
-from kode.registries.registry import ToolRegistry
+from kode.registries.tool_registry import ToolRegistry
 
 SPANS_PER_ROUND_TRIP = 4
 REG = ToolRegistry("bench-tracing")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from kode.tools.tool import Tool
+from kode.tools.core import Tool
 
 __all__ = ["render"]
 

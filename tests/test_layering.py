@@ -373,7 +373,7 @@ REACHES = {
 }
 PRIVATE_REACHES = {
     "a private module": "from kode.registries._x import y\n",
-    "a private name": "from kode.registries.registry import _lock\n",
+    "a private name": "from kode.registries.tool_registry import _lock\n",
     "a private module by string": 'import importlib\nimportlib.import_module("kode.agent._x")\n',
 }
 ATTRIBUTE_REACHES = {
@@ -550,18 +550,18 @@ KNOWN_CYCLES = [
     [
         "kode.registries.entries",
         "kode.registries.factories",
-        "kode.registries.registry",
         "kode.registries.resolve",
+        "kode.registries.tool_registry",
     ],
     [
         "kode.tools.asking",
         "kode.tools.blocking",
         "kode.tools.context",
+        "kode.tools.core",
         "kode.tools.declared",
         "kode.tools.define",
         "kode.tools.schema",
         "kode.tools.services",
-        "kode.tools.tool",
     ],
 ]
 

@@ -44,9 +44,9 @@ from kode.models.messages import Message, Usage
 from kode.models.resolve import model_from
 from kode.registries.factories import ToolFactoryContext
 from kode.registries.policy import ToolPolicy
-from kode.registries.registry import ToolRegistry, normalize_name
-from kode.registries.registry import registry as global_registry
 from kode.registries.resolve import Resolution
+from kode.registries.tool_registry import ToolRegistry, normalize_name
+from kode.registries.tool_registry import registry as global_registry
 from kode.registries.tool_search import TOOL_SEARCH, TOOL_SEARCH_TOOL, ToolSearch
 from kode.sessions.errors import SessionConflictError
 from kode.sessions.records import ApprovalDecided
@@ -55,12 +55,12 @@ from kode.sessions.url import store_from
 from kode.tools.asking import ElicitationFunc
 from kode.tools.collector import collector_paused
 from kode.tools.context import ToolContext
+from kode.tools.core import Tool
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult, error_result, to_result
 from kode.tools.services import CALLER, INNER_CALLS, SESSIONS, SUBAGENTS, TODOS
 from kode.tools.skills import SKILLS, SkillError
 from kode.tools.sync import run_sync
-from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool, Workspace
 from kode.tracing import InstrumentSetting, trace_headers, tracing_for
 

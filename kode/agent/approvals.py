@@ -18,7 +18,7 @@ from kode.tools.invocation import CallDetails
 if TYPE_CHECKING:
     from kode.agent.ports import AgentLike
     from kode.agent.session import Session
-    from kode.tools.tool import Tool
+    from kode.tools.core import Tool
 
 __all__ = ["NO_DETAILS", "call_details", "origin", "remember_always"]
 

@@ -16,7 +16,7 @@ import typing
 from collections.abc import Iterable
 from typing import Any, get_args, get_origin
 
-from kode.tools.tool import Tool
+from kode.tools.core import Tool
 
 __all__ = ["deps_problems"]
 

@@ -16,8 +16,8 @@ from pydantic_core import to_jsonable_python
 
 from kode.models.base import ContextEdit, ModelRetry, TextDelta, ThinkingDelta
 from kode.models.messages import ToolResultContent, Usage
+from kode.tools.core import PreparedCall, Tool
 from kode.tools.invocation import Display
-from kode.tools.tool import PreparedCall, Tool
 
 __all__ = [
     "AgentEvent",

@@ -27,7 +27,7 @@ from kode.tools.services import InnerAnswer
 if TYPE_CHECKING:
     from kode.agent.permissions import ApprovalDecision, ApprovalRequest
     from kode.agent.ports import AgentLike, CallEnvironment, EventCallbackFunc
-    from kode.tools.tool import Tool
+    from kode.tools.core import Tool
     from kode.tracing.spans import Tracing
 
 __all__ = ["InnerCalls"]

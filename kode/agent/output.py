@@ -38,8 +38,8 @@ from typing_extensions import is_typeddict
 
 from kode.models.base import OutputFormat, supports_output_format
 from kode.models.messages import ToolUseContent
+from kode.tools.core import Tool
 from kode.tools.dialects import clean_schema
-from kode.tools.tool import Tool
 from kode.tools.validation import ArgumentValidator, InvalidArguments
 
 __all__ = [

@@ -38,9 +38,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kode.agent.rules import PermissionRule, match_rule
 from kode.tools.context import ToolContext
+from kode.tools.core import Tool
 from kode.tools.invocation import CallDetails
 from kode.tools.kinds import Kind
-from kode.tools.tool import Tool
 
 __all__ = [
     "ApprovalDecision",

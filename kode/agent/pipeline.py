@@ -44,9 +44,9 @@ from kode.agent.state import CallOutcome, ToolCallRecord, ToolCallStatus
 from kode.models.messages import ToolUseContent
 from kode.tools.blocking import BLOCKED_LOOP_KEY
 from kode.tools.context import ToolContext, ToolEvent
+from kode.tools.core import PreparedCall, Tool
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import TextBlock, ToolResult, error_result, text_result
-from kode.tools.tool import PreparedCall, Tool
 from kode.tracing.events import link as span_link
 from kode.tracing.events import note as span_event
 

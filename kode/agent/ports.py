@@ -25,10 +25,10 @@ if TYPE_CHECKING:
     from kode.agent.template import AgentTemplate
     from kode.models.base import Model
     from kode.models.messages import Message, Usage
-    from kode.registries.registry import ToolRegistry
+    from kode.registries.tool_registry import ToolRegistry
     from kode.tools.asking import ElicitationFunc
+    from kode.tools.core import Tool
     from kode.tools.results import ToolResult
-    from kode.tools.tool import Tool
     from kode.tools.workspace import FilePool, Workspace
     from kode.tracing.spans import Tracing
 

@@ -16,7 +16,7 @@ from kode.agent.ports import EventCallbackFunc
 from kode.models.base import Model
 from kode.models.messages import Usage
 from kode.tools.context import ToolContext
-from kode.tools.tool import Tool
+from kode.tools.core import Tool
 
 if TYPE_CHECKING:
     from kode.agent.ports import AgentLike

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, overload
 
 import anyio
@@ -49,9 +49,9 @@ from kode.sessions.starting import check_startable, start_session
 from kode.sessions.state import SessionState
 from kode.sessions.store import DEFAULT_LEASE_TTL, Lease, Store
 from kode.tools.collector import collector_paused
+from kode.tools.core import Tool
 from kode.tools.errors import ToolErrorType
 from kode.tools.kinds import Kind
-from kode.tools.tool import Tool
 
 __all__ = ["CHILDREN_KEY", "TRACE_KEY", "HistoryView", "Session", "rerun_safe"]
 
@@ -573,8 +573,13 @@ class Session:
             self.restore(log.state())
 
     def restore(self, state: SessionState) -> None:
-        """Take the history from a folded `SessionState` (no records are made)."""
-        self.messages[:] = state.messages
+        """Take the history from a folded `SessionState` (no records are made).
+
+        The history goes in by `_take_history`, as a saved `AgentState`'s does; what only a
+        store's log knows follows: the status and the resume rules' inputs (whether each open
+        call may run again, decisions made meanwhile, the client calls waiting), the sequence
+        number, the children and the trace.
+        """
         uses = {
             block.id: block
             for message in state.messages
@@ -602,13 +607,16 @@ class Session:
                     parent_call_id=call.parent_call_id,
                 )
             )
-        self.records = CallRecords(records)
-        self.records.share_results(self.messages)
+        self._take_history(
+            messages=state.messages,  # (the fold's own: nobody else holds them)
+            records=CallRecords(records),
+            usage=state.usage.model_copy(),
+            todos=[dict(t) for t in state.todos],
+            always_allowed=state.always_allowed,
+            compaction=state.compaction,
+        )
         self._safe = {c.id: c.safe_to_rerun for c in state.calls.values()}
-        self.usage = state.usage.model_copy()
-        self.todos[:] = [dict(t) for t in state.todos]
-        self._todos_written = [dict(t) for t in state.todos]
-        self.always_allowed = set(state.always_allowed)
+        self._todos_written = [dict(t) for t in state.todos]  # they are in the store already
         self.status = state.status
         self.last_seq = state.last_seq
         self.decisions = {
@@ -617,14 +625,7 @@ class Session:
             if waiting.decision is not None
         }
         if state.status == "awaiting_client" and state.client_waiting:
-            calls = self.open_turn()
-            done = {
-                c.id: r.result
-                for c in calls
-                if (r := self.records.get(c.id)) is not None and r.result is not None
-            }
-            self.client_calls.restore(calls, done, state.client_waiting)
-        self.compaction = state.compaction
+            self._hold_client_turn(state.client_waiting)
         self.children = list(state.metadata.get(CHILDREN_KEY) or [])
         trace = state.metadata.get(TRACE_KEY)
         self.trace_kept = trace is not None
@@ -646,14 +647,19 @@ class Session:
         Calls that were running or waiting for approval cannot resume from a state: they are
         answered with cancelled results, so the history is valid. Client calls that were
         waiting still wait. Records are made for what changes (none for what is restored).
+
+        The history goes in by `_take_history`, as a store's `SessionState` does (the state is
+        the caller's, so it is copied); what follows is a snapshot's own rule for the turn it
+        left open, since without a log nothing can resume a call.
         """
-        self.messages[:] = [m.model_copy(deep=True) for m in state.messages]
-        self.compaction = state.compaction
-        self.records = CallRecords(r.copy() for r in state.tool_calls)
-        self.records.share_results(self.messages)
-        self.todos[:] = [dict(t) for t in state.todos]  # the same list tools see
-        self.usage = state.usage.model_copy()
-        self.always_allowed = set(state.always_allowed)
+        self._take_history(
+            messages=[m.model_copy(deep=True) for m in state.messages],
+            records=CallRecords(r.copy() for r in state.tool_calls),
+            usage=state.usage.model_copy(),
+            todos=[dict(t) for t in state.todos],
+            always_allowed=state.always_allowed,
+            compaction=state.compaction,
+        )
         calls = self.open_turn()
         if not calls:
             return
@@ -663,15 +669,11 @@ class Session:
             for c in calls
             if (r := records.get(c.id)) is not None and r.client and r.status == "pending"
         ]
-        done = {
-            c.id: r.result
-            for c in calls
-            if (r := records.get(c.id)) is not None and r.result is not None
-        }
         if waiting and state.status == "awaiting_client":
-            self.client_calls.restore(calls, done, waiting)
+            self._hold_client_turn(waiting)
             self.set_status("awaiting_client")
             return
+        done = self._results_of(calls)
         for call in calls:
             if call.id not in done:
                 records.for_call(call).status = "cancelled"
@@ -680,6 +682,46 @@ class Session:
         blocks = self.client_calls.take(None)
         assert not isinstance(blocks, str)
         self.add_message(Message(role="user", content=blocks))
+
+    def _take_history(
+        self,
+        *,
+        messages: list[Message],
+        records: CallRecords,
+        usage: Usage,
+        todos: list[dict[str, Any]],
+        always_allowed: Iterable[str],
+        compaction: HistoryCompacted | None,
+    ) -> None:
+        """Put a restored history in place.
+
+        The one way both restores (`restore` of a store's `SessionState`, `restore_agent_state`
+        of a saved `AgentState`) take what the two states share. The values are the session's
+        from now on: the caller copies what it does not own.
+        """
+        self.messages[:] = messages
+        self.compaction = compaction
+        self.records = records
+        # One tool_result block for the record and the message, as in a live run (a second
+        # copy of every result would be more the collector walks, for nothing).
+        self.records.share_results(self.messages)
+        self.todos[:] = todos  # the same list tools see
+        self.usage = usage
+        self.always_allowed = set(always_allowed)
+
+    def _results_of(self, calls: Sequence[ToolUseContent]) -> dict[str, ToolResultContent]:
+        """The results the records hold for `calls`, by id."""
+        records = self.records
+        return {
+            c.id: r.result
+            for c in calls
+            if (r := records.get(c.id)) is not None and r.result is not None
+        }
+
+    def _hold_client_turn(self, waiting: Sequence[str]) -> None:
+        """The open turn waits again for the client calls `waiting` (both restores)."""
+        calls = self.open_turn()
+        self.client_calls.restore(calls, self._results_of(calls), waiting)
 
     def open_turn(self) -> list[ToolUseContent]:
         """The calls of the last message, when it is a model's turn not yet answered."""

@@ -202,7 +202,9 @@ class AgentState(BaseModel):
     session's records, from which `Agent.resume` rebuilds an agent. The two share the
     conversation, usage, todos, allowed tools and status; this one adds what a snapshot without
     a store needs (the template, the ids) and keeps calls as a list of `ToolCallRecord`, that one
-    keeps calls by id with the approvals and client calls still waiting.
+    keeps calls by id with the approvals and client calls still waiting. A session takes what
+    they share the same way from either (`kode.agent.session.Session`); a snapshot's open turn
+    cannot resume, so its open calls are answered as cancelled and only client calls wait.
     """
 
     model_config = ConfigDict(extra="forbid")

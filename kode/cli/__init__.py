@@ -1,9 +1,11 @@
 """The ``kode`` command: inspect, call and check tools, run agents, serve tools over MCP.
 
 Each command group is a module of this package that adds itself to the parser here:
-``kode tools ...`` and ``kode run ...`` (`kode.cli.tools`), ``kode skills ...``
-(`kode.cli.skills`), ``kode mcp ...`` (`kode.cli.mcp`), ``kode worker`` and
-``kode schedules ...`` (`kode.cli.durable`); their log records go through `kode.cli.log`.
+``kode tools ...`` (`kode.cli.tools`, with ``check`` in `kode.cli.check`), ``kode run ...``
+(`kode.cli.run`, with what it shows and asks at the terminal in `kode.cli.terminal`),
+``kode skills ...`` (`kode.cli.skills`), ``kode mcp ...`` (`kode.cli.mcp`), ``kode worker`` and
+``kode schedules ...`` (`kode.cli.durable`); what the tools and run commands share is in
+`kode.cli.common`, and their log records go through `kode.cli.log`.
 A group imports what it drives when it runs, not when the parser is built, so ``kode --help``
 loads no provider SDK, no pydantic, no MCP and no DBOS.
 """
@@ -17,7 +19,13 @@ from collections.abc import Sequence
 
 __all__ = ["build_parser", "main", "version"]
 
-_GROUPS = ("kode.cli.tools", "kode.cli.skills", "kode.cli.mcp", "kode.cli.durable")
+_GROUPS = (
+    "kode.cli.tools",
+    "kode.cli.run",
+    "kode.cli.skills",
+    "kode.cli.mcp",
+    "kode.cli.durable",
+)
 
 
 def version() -> str:

@@ -42,8 +42,8 @@ from kode.mcp.schemas import clean_remote_schema
 from kode.mcp.session import MCPConnectionError, RemoteServer, ServerSpec, split_command
 from kode.models.messages import Message
 from kode.registries.meta import ToolSource
-from kode.registries.registry import ToolRegistry
-from kode.registries.registry import registry as global_registry
+from kode.registries.tool_registry import ToolRegistry
+from kode.registries.tool_registry import registry as global_registry
 from kode.tools.context import ToolContext
 from kode.tools.declared import DeclaredTool, declare_tool
 from kode.tools.dialects import strip_titles

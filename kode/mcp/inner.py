@@ -15,9 +15,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from kode.tools.context import ToolContext
+from kode.tools.core import Tool
 from kode.tools.errors import ToolErrorType
 from kode.tools.services import InnerAnswer
-from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool
 
 __all__ = ["ServedCalls", "script_may_call"]

@@ -26,10 +26,10 @@ from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from pydantic import Field
 
+from kode.tools.core import Tool
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.skills import SKILL_FILE, SkillCatalog, SkillError, skill_text
-from kode.tools.tool import Tool
 
 __all__ = ["MAX_RESOURCE_BYTES", "SCHEME", "ServedSkills", "skill_uri"]
 

@@ -82,14 +82,14 @@ from kode.mcp.served_task_extension import Questions, ServedTaskExtension
 from kode.mcp.served_tasks import TASK_EXECUTION, ServedTasks, TaskReplies, tasks_capability
 from kode.mcp.task_extension import TASKS_EXTENSION, opted_in
 from kode.registries.meta import ToolSource
-from kode.registries.registry import ToolRegistry, normalize_name
-from kode.registries.registry import registry as global_registry
+from kode.registries.tool_registry import ToolRegistry, normalize_name
+from kode.registries.tool_registry import registry as global_registry
 from kode.tools.context import ToolContext, ToolEvent
+from kode.tools.core import Tool
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult, error_result
 from kode.tools.services import CALLER, INNER_CALLS
 from kode.tools.skills import SKILLS, SkillCatalog
-from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool
 from kode.tracing import tracing_for
 

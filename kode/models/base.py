@@ -14,8 +14,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from kode.models.anthropic_context import ContextEdit, ContextEditing
 from kode.models.messages import Message, Usage
+from kode.tools.core import Tool
 from kode.tools.errors import KodeError
-from kode.tools.tool import Tool
 
 __all__ = [
     "ContextEdit",

@@ -76,7 +76,7 @@ from kode.models.messages import (
 from kode.models.openai import make_openai_client, openai_json_schema, openai_model_error
 from kode.models.responses_input import OPENAI, to_responses_input
 from kode.models.translate import parse_arguments
-from kode.tools.tool import Tool
+from kode.tools.core import Tool
 
 __all__ = ["OpenAIResponsesModel", "responses_tool"]
 

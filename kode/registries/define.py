@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any, ParamSpec, Protocol, TypeVar, overload
 
-from kode.registries.registry import registry as global_registry
+from kode.registries.tool_registry import registry as global_registry
+from kode.tools.core import Tool
 from kode.tools.kinds import Kind
 from kode.tools.schema import DocstringStyle
-from kode.tools.tool import Tool
 
 if TYPE_CHECKING:
     from typing import Literal

@@ -23,8 +23,8 @@ import anyio
 from anyio.abc import Process
 
 from kode.registries.meta import ToolSource
-from kode.registries.registry import ToolRegistry
-from kode.registries.registry import registry as global_registry
+from kode.registries.tool_registry import ToolRegistry
+from kode.registries.tool_registry import registry as global_registry
 from kode.tools.context import ToolContext
 from kode.tools.declared import declare_tool
 from kode.tools.errors import KodeError, ToolDefinitionError, ToolError, ToolErrorType

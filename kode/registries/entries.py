@@ -14,7 +14,7 @@ from typing import Any
 
 from kode.registries.factories import ToolFactoryFunc
 from kode.registries.meta import ToolMeta, ToolSource
-from kode.tools.tool import Tool
+from kode.tools.core import Tool
 
 __all__ = [
     "FactoryRecord",

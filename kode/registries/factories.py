@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
-from kode.tools.tool import Tool
+from kode.tools.core import Tool
 
 if TYPE_CHECKING:
-    from kode.registries.registry import ToolRegistry
+    from kode.registries.tool_registry import ToolRegistry
 
 __all__ = ["FactoryOutput", "ToolFactoryContext", "ToolFactoryFunc", "tool_factory"]
 
@@ -103,7 +103,7 @@ def tool_factory(
     """
 
     def register(f: ToolFactoryFunc) -> ToolFactoryFunc:
-        from kode.registries.registry import registry as global_registry
+        from kode.registries.tool_registry import registry as global_registry
 
         target = registry if registry is not None else global_registry
         target.register_factory(f, names=names, optional=optional, groups=groups)

@@ -27,9 +27,9 @@ from typing import Any
 
 from kode.registries.factories import ToolFactoryFunc
 from kode.registries.meta import ToolSource
-from kode.registries.registry import ToolRegistry, normalize_name
-from kode.registries.registry import registry as global_registry
-from kode.tools.tool import Tool
+from kode.registries.tool_registry import ToolRegistry, normalize_name
+from kode.registries.tool_registry import registry as global_registry
+from kode.tools.core import Tool
 
 __all__ = [
     "ENTRY_POINT_GROUP",

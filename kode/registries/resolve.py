@@ -33,11 +33,11 @@ from kode.registries.policy import (
     normalize_pattern,
     pattern_list,
 )
-from kode.tools.tool import Tool
+from kode.tools.core import Tool
 
 if TYPE_CHECKING:
     from kode.registries.entries import FactoryRecord, RegisteredTool
-    from kode.registries.registry import RegistryView, ToolRegistry
+    from kode.registries.tool_registry import RegistryView, ToolRegistry
 
 __all__ = ["Exclusion", "Resolution", "UnmatchedEntry", "factory_tools", "resolve"]
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from kode.registries.meta import ToolMeta
 from kode.registries.search_dense import DenseIndex, dense_available
-from kode.tools.tool import Tool
+from kode.tools.core import Tool
 
 __all__ = ["SearchHit", "SearchIndex", "document_of", "one_line", "tokenize"]
 

@@ -29,13 +29,13 @@ from pydantic import Field
 from kode.registries.entries import normalize_name
 from kode.registries.search import SearchHit, SearchIndex
 from kode.tools.context import ToolContext
+from kode.tools.core import Tool
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.services import ServiceKey
-from kode.tools.tool import Tool
 
 if TYPE_CHECKING:
-    from kode.registries.registry import ToolRegistry
+    from kode.registries.tool_registry import ToolRegistry
 
 __all__ = [
     "TOOL_SEARCH",

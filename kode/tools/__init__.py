@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from kode.tools.context import ToolContext, ToolEvent
+from kode.tools.core import PreparedCall, Tool
 from kode.tools.errors import (
     KodeError,
     ToolDefinitionError,
@@ -31,13 +32,17 @@ from kode.tools.results import (
     text_result,
 )
 from kode.tools.sync import run_sync
-from kode.tools.tool import PreparedCall, Tool
 
 if TYPE_CHECKING:
     from kode.registries.define import define_tool, tool
 
-# ``kode.tools.tool`` is the decorator, as it has always been, not the submodule of that name
-# the imports above bound here as they loaded it: the decorator is read through __getattr__.
+# ``kode.tools.tool`` is the decorator, as it has always been, read through __getattr__ below.
+# The module of that name (the former home of `Tool`, kept for imports written against it) is
+# loaded here, once, and its binding dropped: the import system binds a submodule on its
+# package only as it loads it, so no later import binds it over the decorator.
+import kode.tools.tool as _former_tool_module
+
+del _former_tool_module
 globals().pop("tool", None)
 
 __all__ = [

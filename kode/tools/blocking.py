@@ -7,7 +7,7 @@ cannot fire until the step ends. Nothing can preempt such a step; this module on
 `drive` runs a coroutine step by step and keeps the longest step's duration, and
 `blocked_loop_message` says what was seen and what to do about it.
 
-Timing every step costs about a microsecond a call, so `kode.tools.tool` times the steps of a
+Timing every step costs about a microsecond a call, so `kode.tools.core` times the steps of a
 tool's first call and of each call that follows one that took `BLOCKED_LOOP_SECONDS` or longer
 in all; other calls cost two clock readings. This module does not decide what is done with a
 report (the tool logs a warning and marks its result; an agent emits an event).

@@ -1,6 +1,6 @@
 """The context a tool receives: who is calling, typed dependencies, events and cancellation.
 
-This module owns `ToolContext`. It does not run tools (see `kode.tools.tool`) and knows nothing
+This module owns `ToolContext`. It does not run tools (see `kode.tools.core`) and knows nothing
 of agents: an agent fills the ids and the event sink, a standalone call leaves them empty.
 """
 

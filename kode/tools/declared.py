@@ -16,10 +16,10 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 from kode.tools.context import ToolContext
+from kode.tools.core import Tool
 from kode.tools.errors import ToolDefinitionError
 from kode.tools.kinds import Kind
 from kode.tools.results import TextBlock, ToolResult
-from kode.tools.tool import Tool
 from kode.tools.validation import (
     InvalidArguments,
     input_too_large,

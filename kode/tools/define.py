@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 from pydantic import BaseModel, TypeAdapter
 from pydantic.errors import PydanticInvalidForJsonSchema
 
+from kode.tools.core import JsonSchemaGenerator, Tool
 from kode.tools.dialects import clean_schema
 from kode.tools.errors import ToolDefinitionError
 from kode.tools.kinds import Kind
 from kode.tools.schema import DocstringStyle, inspect_function
-from kode.tools.tool import JsonSchemaGenerator, Tool
 from kode.tools.transient import retrying
 from kode.tools.validation import ArgumentValidator
 

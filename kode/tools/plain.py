@@ -4,7 +4,7 @@ A tool's value becomes a result in the event loop's own thread when that is quic
 work: strings, numbers, dicts and lists of them, and pydantic models and dataclasses of such
 data. Anything else (an iterator, which may never end; an object whose serialisation runs code
 of its own; a value past `MAX_INLINE_VALUES`) is turned into a result in a worker thread
-(`kode.tools.tool`). This module only answers the question; `kode.tools.results` converts.
+(`kode.tools.core`). This module only answers the question; `kode.tools.results` converts.
 """
 
 from __future__ import annotations

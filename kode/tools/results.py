@@ -1,7 +1,7 @@
 """What a tool call produces: `ToolResult`, its content blocks, and the conversion of values.
 
 This module owns the normal form of a tool's outcome and turns whatever a function returned
-into it. It does not run tools or catch their exceptions (see `kode.tools.tool`).
+into it. It does not run tools or catch their exceptions (see `kode.tools.core`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from kode.tools.asking import ToolCaller
 
 if TYPE_CHECKING:
     from kode.tools.context import ToolContext
-    from kode.tools.tool import Tool
+    from kode.tools.core import Tool
 
 __all__ = [
     "AGENT",

@@ -1,7 +1,7 @@
 """What a call does in a worker thread, off the event loop.
 
 A sync tool's function runs there, and so does the conversion of a value that is not plain
-data (`kode.tools.plain`). `kode.tools.tool` decides what runs where; this module holds the
+data (`kode.tools.plain`). `kode.tools.core` decides what runs where; this module holds the
 pieces that run off the loop and the one exception carried across the thread boundary.
 """
 

@@ -24,9 +24,9 @@ from kode.builtin.fs import (
 from kode.models import ScriptedModel, ToolResultContent, tool_use
 from kode.registries import ToolRegistry, ToolSource, registry
 from kode.tools.context import ToolContext
+from kode.tools.core import Tool
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ImageBlock, ToolResult
-from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool, Workspace
 
 pytestmark = pytest.mark.anyio

@@ -11,9 +11,9 @@ import pytest
 
 from kode.builtin.fs import fs_edit, fs_multi_edit, fs_read
 from kode.tools.context import ToolContext
+from kode.tools.core import Tool
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult
-from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool, Workspace
 
 pytestmark = pytest.mark.anyio

@@ -32,9 +32,9 @@ from kode.models import ScriptedModel, ToolResultContent, tool_use
 from kode.registries import ToolRegistry
 from kode.testing.programs import missing_program
 from kode.tools.context import ToolContext
+from kode.tools.core import Tool
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult
-from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool, Workspace
 
 pytestmark = pytest.mark.anyio

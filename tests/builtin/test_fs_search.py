@@ -15,9 +15,9 @@ from kode.builtin.fs._globs import file_filter, glob_regex
 from kode.builtin.fs._grep import GrepQuery, find_ripgrep, ripgrep
 from kode.testing.programs import missing_program
 from kode.tools.context import ToolContext
+from kode.tools.core import Tool
 from kode.tools.errors import ToolErrorType
 from kode.tools.results import ToolResult
-from kode.tools.tool import Tool
 from kode.tools.workspace import FilePool, Workspace
 
 pytestmark = pytest.mark.anyio

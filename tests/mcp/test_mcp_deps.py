@@ -16,7 +16,7 @@ from mcp_peers import served_over_stdio, write
 from kode import ToolContext, define_tool
 from kode.cli import main
 from kode.mcp import ToolServer
-from kode.registries.registry import ToolRegistry
+from kode.registries.tool_registry import ToolRegistry
 
 pytestmark = pytest.mark.anyio
 

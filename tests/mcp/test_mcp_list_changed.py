@@ -21,7 +21,7 @@ from mcp_peers import HttpServer, free_port
 
 from kode import define_tool
 from kode.mcp import ToolServer
-from kode.registries.registry import ToolRegistry
+from kode.registries.tool_registry import ToolRegistry
 
 pytestmark = pytest.mark.anyio
 

@@ -45,11 +45,11 @@ from kode.builtin._shared._policy import runtime_policy_for
 from kode.builtin.code._host import run_script
 from kode.builtin.code._stubs import function_name, stubs
 from kode.tools.context import ToolContext
+from kode.tools.core import Tool
 from kode.tools.define import define_tool
 from kode.tools.errors import ToolError, ToolErrorType
 from kode.tools.results import TextBlock, ToolResult
 from kode.tools.services import INNER_CALLS, InnerAnswer, InnerCaller, ServiceKey
-from kode.tools.tool import Tool
 from kode.trust.sandbox import Sandbox, sandbox_support
 
 __all__ = ["CODE_POLICY", "GROUP", "CodePolicy", "agent_stubs", "callable_tools", "code_run"]
