@@ -590,7 +590,7 @@ class Session:
         for call in state.calls.values():
             use = uses.get(call.id)
             status: ToolCallStatus = call.status
-            asked = use.input if use is not None else None
+            asked = use.input if use is not None else call.requested_input
             edited = call.input is not None and asked is not None and call.input != asked
             records.append(
                 ToolCallRecord(

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from kode.models.messages import Message, ToolResultContent, Usage
 from kode.sessions.errors import SessionRecordError
@@ -74,6 +74,10 @@ class CallState(BaseModel):
     """Where the call is."""
     input: dict[str, Any] | str | None = None
     """The arguments it runs with, if a record gave them."""
+    requested_input: dict[str, Any] | str | None = None
+    """The arguments its first record gave, when a later one changed them (a person edited
+    them at approval); only a call no message holds (a script's call) needs it, since a
+    model's call has its ``tool_use`` block."""
     result: ToolResultContent | None = None
     """The ``tool_result`` block, once the call has a final status."""
     error_type: str | None = None
@@ -94,6 +98,15 @@ class CallState(BaseModel):
     """When it first started running."""
     ended_at: float | None = None
     """When it reached its final status."""
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # Left out when nobody edited the input: the JSON of such a state stays as it was
+        # before the field existed.
+        out = handler(self)
+        if isinstance(out, dict) and out.get("requested_input", 0) is None:
+            del out["requested_input"]
+        return out
 
     @property
     def finished(self) -> bool:
@@ -259,6 +272,12 @@ class SessionState(BaseModel):
             call.status = status
             call.name = record.name
         if record.input is not None:
+            if (
+                call.input is not None
+                and call.requested_input is None
+                and record.input != call.input
+            ):
+                call.requested_input = call.input
             call.input = record.input
         if record.client is not None:
             call.client = record.client

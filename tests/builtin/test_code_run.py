@@ -377,3 +377,38 @@ async def test_a_client_tools_call_from_a_script_fails_and_its_record_ends(tmp_p
     record = agent.records.get(f"{answer(model).tool_use_id}.1")
     # no client will ever answer it: it does not stay pending
     assert record is not None and record.status == "failed" and record.result is not None
+
+
+async def test_an_inner_call_edited_at_approval_is_resumed_with_both_inputs(
+    tmp_path: Path,
+) -> None:
+    # No message holds a script's call: what the script asked for is kept by the records alone.
+    world = World()
+    db = tmp_path / "s.db"
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision(decision="allow", input={"target": "b"})
+
+    agent, model = world.agent(
+        tmp_path,
+        [script_turn("print(wipe(target='a'))"), "done"],
+        approver=approver,
+        store=SQLiteStore(db),
+    )
+    async with agent:
+        await agent.send("go")
+    assert answer(model).text.endswith("wiped b") and world.ran == ["wipe b"]
+    inner = f"{answer(model).tool_use_id}.1"
+    live = agent.records.get(inner)
+    assert live is not None and live.requested_input == {"target": "a"}
+    again = await Agent.resume(
+        agent.session_id,
+        store=SQLiteStore(db),
+        model=ScriptedModel([]),
+        registry=world.reg,
+        template=AgentTemplate(id="coder", tools=["lookup", "wipe", "code_run"]),
+    )
+    async with again:
+        record = again.records.get(inner)
+        assert record is not None
+        assert (record.input, record.requested_input) == ({"target": "b"}, {"target": "a"})
