@@ -183,7 +183,6 @@ class Session:
         unfinished (read by `load`; `None` when that run was not traced, or had ended)."""
         self.trace_kept = False
         """Whether the store holds a run's trace context (metadata ``kode.trace``)."""
-        """Whether the session was loaded with a run that had not ended (`Agent.resume`)."""
         self.last_seq = 0
         """The sequence number of the last record written or read."""
         self.compaction: HistoryCompacted | None = None
