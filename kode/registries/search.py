@@ -431,8 +431,9 @@ class SearchIndex:
         keys += [key for key, _ in close if key not in covered]
         share = np.concatenate([share, np.zeros(len(keys) - len(share), dtype=np.float32)])
         sims = similarities[dense.rows(keys)]
-        agree = np.clip(sims / AGREEMENT, 0.0, 1.0)
-        ranked = BM25_SHARE * share**COVERAGE_POWER * agree + (1 - BM25_SHARE) * sims
+        words, power, agreement = dense.mix or (BM25_SHARE, COVERAGE_POWER, AGREEMENT)
+        agree = np.clip(sims / agreement, 0.0, 1.0)
+        ranked = words * share**power * agree + (1 - words) * sims
         count = min(limit, len(keys))
         if count <= 0:
             return []
