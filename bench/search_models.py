@@ -71,6 +71,7 @@ class MiniLM:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
+        self.folder = folder
         self.w = load_file(str(folder / "model.safetensors"))
         self.tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         self.tokenizer.no_padding()
@@ -139,7 +140,9 @@ class MPNet(MiniLM):
         return (x - mean) / np.sqrt(var + 1e-5) * self.w[name + ".weight"] + self.w[name + ".bias"]
 
     def _one(self, ids: list[int]) -> Any:
-        w, n, heads = self.w, len(ids), 12
+        config = json.loads((self.folder / "config.json").read_text())
+        heads, layers = config["num_attention_heads"], config["num_hidden_layers"]
+        w, n = self.w, len(ids)
         size = w["embeddings.word_embeddings.weight"].shape[1]
         # Positions start after the padding id (1), as in fairseq's RoBERTa.
         x = (
@@ -150,7 +153,7 @@ class MPNet(MiniLM):
         relative = np.arange(n)[None, :] - np.arange(n)[:, None]
         bias = w["encoder.relative_attention_bias.weight"][_bucket(relative)].transpose(2, 0, 1)
         d = size // heads
-        for i in range(12):
+        for i in range(layers):
             p = f"encoder.layer.{i}."
             q, k, v = (
                 self._dense(x, p + f"attention.attn.{part}").reshape(n, heads, d).transpose(1, 0, 2)

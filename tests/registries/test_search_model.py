@@ -216,3 +216,19 @@ def test_the_real_model_finds_the_held_out_paraphrases(
 
     assert recall(catalogue(), HELD_OUT, True) >= 0.9  # measured 0.904 (wordllama: 0.645)
     assert recall(corpus(), QUERIES, True) >= recall(corpus(), QUERIES, False)
+
+
+def test_the_bench_encoder_and_kodes_agree(tiny: Path) -> None:
+    """bench/search_models.py's MPNet (one text at a time) gives kode's vectors (batched)."""
+    import importlib.util
+
+    bench = Path(__file__).resolve().parents[2] / "bench" / "search_models.py"
+    spec = importlib.util.spec_from_file_location("bench_search_models_mpnet", bench)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+        theirs = module.MPNet(tiny).embed(TEXTS)
+    finally:
+        sys.modules.pop("bench_search_models_mpnet", None)
+    assert abs(TransformerEmbedder(tiny).embed(TEXTS) - theirs).max() < 1e-5
