@@ -46,6 +46,8 @@ class Vectors(Protocol):
     """
 
     dimensions: int
+    inline: bool
+    """Whether a query is embedded in well under a millisecond (a search may run inline)."""
     mix: tuple[float, float, float] | None
     """The hybrid's (words' share, coverage power, agreement) for it; `None`: the defaults."""
 
@@ -89,6 +91,7 @@ class Embedder:
     """
 
     dimensions = DIMENSIONS
+    inline = True
     mix: tuple[float, float, float] | None = None
 
     def __init__(self) -> None:
@@ -259,8 +262,12 @@ class DenseIndex:
 
     @property
     def ready(self) -> bool:
-        """Whether a search would not load the model nor embed tools first."""
-        return not self._pending and self._embedder.loaded
+        """Whether a search would run at once.
+
+        No model to load, no tool to embed, and a query embedded in well under a millisecond
+        (not so with the accurate mode's model).
+        """
+        return not self._pending and self._embedder.loaded and self._embedder.inline
 
     @property
     def usable(self) -> bool:

@@ -90,6 +90,7 @@ class TransformerEmbedder:
     """
 
     mix: tuple[float, float, float] | None = MIX
+    inline = False  # a query takes about 0.1 s: an agent's tool_search runs it in a thread
 
     def __init__(self, folder: Path, cache: Path | None = None) -> None:
         self._folder = folder

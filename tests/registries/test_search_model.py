@@ -154,6 +154,8 @@ def test_the_environment_chooses_the_model_and_the_hybrid_uses_its_mix(
     hits = reg.search("is it going to pour tomorrow")
     assert len(hits) == 5 and all("meaning" in hit.why for hit in hits)
     assert model.loaded and list((tmp_path / "cache").glob("mpnet-*.sqlite"))
+    index = reg.search_index()
+    assert index.dense and not index.ready and not reg.search_ready()  # never run inline
     monkeypatch.setenv(DENSE_ENV, "0")  # the switch that turns meaning off still does
     assert not dense_available()
 
@@ -175,9 +177,7 @@ def test_a_folder_that_does_not_load_leaves_search_by_words(
     assert not dense_available()
 
 
-def test_kode_tools_search_uses_the_model_the_environment_names(
-    tiny: Path, tmp_path: Path
-) -> None:
+def test_kode_tools_search_uses_the_model_the_environment_names(tiny: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", DENSE_ENV)}
     env |= {MODEL_ENV: str(tiny), CACHE_ENV: str(tmp_path / "cache")}
     query = ["--builtin", "halt", "the", "job", "--json"]
