@@ -145,13 +145,17 @@ class TransformerEmbedder:
         self._config, self._tokenizer = config, tokenizer
         self.dimensions = int(config["hidden_size"])
         if self._cache_root is not None:
-            # One table per model: its weights' size and time name it.
+            # One file per model: its weights' path, size and time name it.
             stat = (self._folder / "model.safetensors").stat()
             key = f"{self._folder.resolve()}:{stat.st_size}:{stat.st_mtime_ns}"
-            self._cache_root.mkdir(parents=True, exist_ok=True)
             name = "mpnet-" + hashlib.sha256(key.encode()).hexdigest()[:16] + ".sqlite"
-            self._db = sqlite3.connect(self._cache_root / name, check_same_thread=False)
-            self._db.execute("create table if not exists v (k blob primary key, v blob)")
+            try:
+                self._cache_root.mkdir(parents=True, exist_ok=True)
+                db = sqlite3.connect(self._cache_root / name, check_same_thread=False)
+                db.execute("create table if not exists v (k blob primary key, v blob)")
+                self._db = db
+            except (OSError, sqlite3.Error) as exc:  # vectors are then kept in memory only
+                _log.warning("tool search: no disk cache at %s: %s", self._cache_root, exc)
         self._weights = weights
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
@@ -197,29 +201,43 @@ class TransformerEmbedder:
     def _cached(self, keys: list[bytes]) -> dict[bytes, NDArray[np.float32]]:
         import numpy as np
 
-        found: dict[bytes, NDArray[np.float32]] = {}
         wanted = list(dict.fromkeys(keys))
         with self._lock:
-            if self._db is None:
-                return {k: self._memory[k] for k in wanted if k in self._memory}
-            for first in range(0, len(wanted), 500):  # SQLite's bound on parameters
-                part = wanted[first : first + 500]
-                marks = ",".join("?" * len(part))
-                query = f"select k, v from v where k in ({marks})"
-                for key, blob in self._db.execute(query, part):
-                    found[bytes(key)] = np.frombuffer(blob, dtype=np.float32)
+            found = {k: self._memory[k] for k in wanted if k in self._memory}
+            wanted = [k for k in wanted if k not in found]
+            if self._db is None or not wanted:
+                return found
+            try:
+                for first in range(0, len(wanted), 500):  # SQLite's bound on parameters
+                    part = wanted[first : first + 500]
+                    marks = ",".join("?" * len(part))
+                    query = f"select k, v from v where k in ({marks})"
+                    for key, blob in self._db.execute(query, part):
+                        vector = np.frombuffer(blob, dtype=np.float32)
+                        if len(vector) == self.dimensions:  # else: computed again
+                            found[bytes(key)] = vector
+            except sqlite3.Error as exc:
+                self._drop_cache(exc)
         return found
+
+    def _drop_cache(self, exc: Exception) -> None:
+        """Go on without the disk cache (a broken or locked file): vectors kept in memory."""
+        _log.warning("tool search: the disk cache failed, vectors kept in memory: %s", exc)
+        self._db = None
 
     def _store(self, pairs: list[tuple[bytes, NDArray[np.float32]]]) -> None:
         import numpy as np
 
         with self._lock:
-            if self._db is None:
-                self._memory.update(pairs)
-                return
-            rows = [(k, v.astype(np.float32).tobytes()) for k, v in pairs]
-            self._db.executemany("insert or replace into v values (?, ?)", rows)
-            self._db.commit()
+            if self._db is not None:
+                rows = [(k, v.astype(np.float32).tobytes()) for k, v in pairs]
+                try:
+                    self._db.executemany("insert or replace into v values (?, ?)", rows)
+                    self._db.commit()
+                    return
+                except sqlite3.Error as exc:
+                    self._drop_cache(exc)
+            self._memory.update(pairs)
 
     def _forward(self, texts: list[str]) -> NDArray[np.float32]:
         """MPNet's encoder over a padded batch, mean-pooled over each text's tokens."""

@@ -232,3 +232,27 @@ def test_the_bench_encoder_and_kodes_agree(tiny: Path) -> None:
     finally:
         sys.modules.pop("bench_search_models_mpnet", None)
     assert abs(TransformerEmbedder(tiny).embed(TEXTS) - theirs).max() < 1e-5
+
+
+def test_a_cache_that_cannot_be_written_keeps_vectors_in_memory(
+    tiny: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder would be")
+    model = Counting(tiny, blocked)
+    with caplog.at_level(logging.WARNING, logger="kode.search"):
+        first = model.embed(TEXTS)
+        again = model.embed(TEXTS)
+    assert model.encoded == len(TEXTS) and abs(first - again).max() == 0
+    assert any("no disk cache" in r.getMessage() for r in caplog.records)
+
+    cache = tmp_path / "cache"
+    Counting(tiny, cache).embed(TEXTS[:1])
+    [db] = cache.glob("mpnet-*.sqlite")
+    db.write_bytes(b"not a database" * 100)  # broken after it was made
+    broken = Counting(tiny, cache)
+    with caplog.at_level(logging.WARNING, logger="kode.search"):
+        vectors = broken.embed(TEXTS)
+    assert broken.encoded == len(TEXTS) and abs(vectors - first).max() < 1e-6
+    broken.embed(TEXTS)
+    assert broken.encoded == len(TEXTS)  # kept in memory since
