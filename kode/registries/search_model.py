@@ -260,7 +260,10 @@ class TransformerEmbedder:
             return (x - mean) / np.sqrt(var + eps) * w[name + ".weight"] + w[name + ".bias"]
 
         def dense(x: Any, name: str) -> Any:
-            return x @ w[name + ".weight"].T + w[name + ".bias"]
+            # As one 2-D product: numpy runs a stack of them (3-D @ 2-D) without BLAS.
+            weight = w[name + ".weight"]
+            flat = x.reshape(-1, x.shape[-1]) @ weight.T + w[name + ".bias"]
+            return flat.reshape(*x.shape[:-1], weight.shape[0])
 
         # Positions start after the padding id, as in RoBERTa.
         x = (
