@@ -54,6 +54,14 @@ QUERIES = [
     "make the lights in the kitchen dimmer",
     "archive every coupon that expired",
     "find the report about last week's outage",
+    "book a table for four on Friday night",
+    "what did the customer say in their last message",
+    "turn the invoice from March into a PDF",
+    "remind me to water the plants at six",
+    "list every widget we still have in stock",
+    "undo the change I made to the order",
+    "how long will the drive to the airport take",
+    "share the quarterly numbers with the board",
 ]
 
 

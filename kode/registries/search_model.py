@@ -5,7 +5,7 @@ Opt-in: ``KODE_TOOL_SEARCH_MODEL`` names a sentence-transformers folder of all-m
 the place of wordllama's `kode.registries.search_dense.Embedder` for every index of the
 process: a 12-layer transformer (768 dimensions) whose vectors find paraphrases far better
 (recall@5 on the held-out paraphrase set 0.904 against 0.645) at a far higher cost: about
-0.1 s a query and 0.8 s of CPU a tool, so each tool's vector is kept on disk
+0.1 s a query and 0.25 s a short tool, so each tool's vector is kept on disk
 (`CACHE_ENV`, by default ``~/.cache/kode/tool-search``), keyed by its text, and a tool is
 embedded once per machine. Nothing is downloaded: the folder is read as it is. It needs
 numpy, safetensors and tokenizers (the ``search-accurate`` extra). When the folder cannot be

@@ -256,3 +256,32 @@ def test_a_cache_that_cannot_be_written_keeps_vectors_in_memory(
     assert broken.encoded == len(TEXTS) and abs(vectors - first).max() < 1e-6
     broken.embed(TEXTS)
     assert broken.encoded == len(TEXTS)  # kept in memory since
+
+
+def test_the_cost_bench_runs_on_a_small_model(
+    tiny: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """bench/search_accurate.py on the small model: its figures are there and sensible."""
+    import importlib.util
+
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    monkeypatch.syspath_prepend(str(bench))
+    monkeypatch.setenv(MODEL_ENV, str(tiny))
+    monkeypatch.setenv(CACHE_ENV, "off")  # main() sets its own; this restores the test's after
+    monkeypatch.delenv(DENSE_ENV, raising=False)
+    monkeypatch.setattr(sys, "argv", ["search_accurate.py", "--tools", "8", "--json"])
+    spec = importlib.util.spec_from_file_location(
+        "bench_search_accurate", bench / "search_accurate.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+        assert module.main() == 0
+    finally:
+        sys.modules.pop("bench_search_accurate", None)
+        sys.modules.pop("tool_search", None)
+    row = json.loads(capsys.readouterr().out)
+    assert row["memory_bytes_per_tool"] == 16 * 4  # the small model's 16 dimensions
+    assert 0 < row["disk_bytes_per_tool"] < 1024
+    assert {"load_s", "tool_ms", "index_10000_warm_s", "search_ms_10000"} <= set(row)
