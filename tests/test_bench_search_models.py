@@ -45,7 +45,8 @@ def test_wordllama_figures_are_those_of_the_search_by_meaning_alone(
 
     models, quality = scripts
     reg = models.catalogue()
-    by_bench = models.quality(embedder().embed, reg, models.TUNING)
+    model = embedder()
+    by_bench = models.quality((model.embed, model.embed), reg, models.TUNING)
     monkeypatch.setattr(search_module, "BM25_SHARE", 0.0)
     by_search = quality.measure(quality.index_of(reg, dense=True), models.TUNING)
     assert by_bench["recall_at_5"] == pytest.approx(by_search["recall_at_5"])

@@ -6,7 +6,8 @@ and its MCP server, with the name weighted most. Words are lower-cased, stripped
 endings (``issues`` and ``issue`` are one word) and of words that say nothing about a tool
 (``a``, ``the``, ``please``), and a query word also looks for a few near synonyms (``remove``
 finds ``delete``). They are ranked with BM25, and, when the ``search`` extra is installed, with
-each tool's similarity in meaning to the query (`kode.registries.search_dense`). A registry
+each tool's similarity in meaning to the query (`kode.registries.search_dense`; the accurate
+mode's larger model: `kode.registries.search_model`). A registry
 makes its index on the first search and keeps it up to date as tools are registered and
 removed (`ToolRegistry.search_index`); a query never rebuilds it.
 
@@ -303,7 +304,8 @@ class SearchIndex:
     """BM25 over tool documents, and their vectors of meaning, updated one tool at a time.
 
     Args:
-        dense: Rank by meaning too (`None`: when wordllama is installed and
+        dense: Rank by meaning too (`None`: when wordllama is installed, or
+            ``KODE_TOOL_SEARCH_MODEL`` names the accurate mode's model, and
             ``KODE_TOOL_SEARCH_DENSE`` does not say ``0``; `False`: words alone).
 
     Example:
@@ -431,8 +433,9 @@ class SearchIndex:
         keys += [key for key, _ in close if key not in covered]
         share = np.concatenate([share, np.zeros(len(keys) - len(share), dtype=np.float32)])
         sims = similarities[dense.rows(keys)]
-        agree = np.clip(sims / AGREEMENT, 0.0, 1.0)
-        ranked = BM25_SHARE * share**COVERAGE_POWER * agree + (1 - BM25_SHARE) * sims
+        words, power, agreement = dense.mix or (BM25_SHARE, COVERAGE_POWER, AGREEMENT)
+        agree = np.clip(sims / agreement, 0.0, 1.0)
+        ranked = words * share**power * agree + (1 - words) * sims
         count = min(limit, len(keys))
         if count <= 0:
             return []

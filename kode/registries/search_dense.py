@@ -18,13 +18,13 @@ import os
 import threading
 from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["DENSE_ENV", "DenseIndex", "Embedder", "dense_available", "embedder"]
+__all__ = ["DENSE_ENV", "DenseIndex", "Embedder", "Vectors", "dense_available", "embedder"]
 
 DENSE_ENV = "KODE_TOOL_SEARCH_DENSE"
 """The environment variable that turns search by meaning off (``0``, ``off``, ``false``, ``no``)."""
@@ -38,11 +38,49 @@ _log = logging.getLogger("kode.search")
 _OFF = frozenset({"0", "off", "false", "no"})
 
 
+class Vectors(Protocol):
+    """What makes vectors for an index.
+
+    Wordllama's `Embedder`, or the accurate mode's model
+    (`kode.registries.search_model.TransformerEmbedder`).
+    """
+
+    dimensions: int
+    inline: bool
+    """Whether a query is embedded in well under a millisecond (a search may run inline)."""
+    mix: tuple[float, float, float] | None
+    """The hybrid's (words' share, coverage power, agreement) for it; `None`: the defaults."""
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is in memory."""
+
+    @property
+    def usable(self) -> bool:
+        """False once loading the model failed."""
+
+    def load(self) -> bool:
+        """Load the model if it is not yet; whether it is loaded."""
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Unit vectors of tools' texts, one row each."""
+
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        """The unit vector of one query."""
+
+
 def dense_available() -> bool:
-    """Whether searches use meaning: wordllama is installed and `DENSE_ENV` does not say off."""
+    """Whether searches use meaning.
+
+    `DENSE_ENV` does not say off, and wordllama is installed, or ``KODE_TOOL_SEARCH_MODEL``
+    names a model and numpy, safetensors and tokenizers are installed.
+    """
+    from kode.registries.search_model import model_folder
+
     if os.environ.get(DENSE_ENV, "").strip().lower() in _OFF:
         return False
-    return importlib.util.find_spec("wordllama") is not None and embedder().usable
+    needed = ("numpy", "safetensors", "tokenizers") if model_folder() else ("wordllama",)
+    return all(importlib.util.find_spec(name) for name in needed) and embedder().usable
 
 
 class Embedder:
@@ -51,6 +89,10 @@ class Embedder:
     The model is loaded by the first `embed` (about 0.3 s of CPU and 100 MB), never at import or
     registration. Thread-safe.
     """
+
+    dimensions = DIMENSIONS
+    inline = True
+    mix: tuple[float, float, float] | None = None
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -121,6 +163,11 @@ class Embedder:
             out[first : first + len(split)] = vectors / np.where(norms > 0, norms, 1.0)
         return out
 
+    def embed_query(self, text: str) -> NDArray[np.float32]:
+        """The unit vector of one query."""
+        vector: NDArray[np.float32] = self.embed([text])[0]
+        return vector
+
     def _learn(self, words: set[str]) -> None:
         """Tokenize the words not seen yet and keep the sum of their token vectors."""
         import numpy as np
@@ -171,13 +218,24 @@ def _segment_sums(values: NDArray[Any], sizes: NDArray[np.intp]) -> NDArray[np.f
 
 
 _EMBEDDER: Embedder | None = None
+_MODEL: tuple[Path, Vectors] | None = None
 _EMBEDDER_LOCK = threading.Lock()
 
 
-def embedder() -> Embedder:
-    """The process's `Embedder` (made, not loaded, on first call)."""
-    global _EMBEDDER
+def embedder() -> Vectors:
+    """The process's model of meaning (made, not loaded, on first call).
+
+    The model ``KODE_TOOL_SEARCH_MODEL`` names, else wordllama's `Embedder`.
+    """
+    from kode.registries.search_model import TransformerEmbedder, cache_folder, model_folder
+
+    global _EMBEDDER, _MODEL
+    folder = model_folder()
     with _EMBEDDER_LOCK:
+        if folder is not None:
+            if _MODEL is None or _MODEL[0] != folder:
+                _MODEL = (folder, TransformerEmbedder(folder, cache_folder()))
+            return _MODEL[1]
         if _EMBEDDER is None:
             _EMBEDDER = Embedder()
         return _EMBEDDER
@@ -191,7 +249,7 @@ class DenseIndex:
     Not thread-safe: its `SearchIndex`'s owner serialises calls (the registry's lock).
     """
 
-    def __init__(self, source: Embedder | None = None) -> None:
+    def __init__(self, source: Vectors | None = None) -> None:
         self._embedder = source or embedder()
         self._keys: list[str] = []  # row → key
         self._texts: list[str] = []  # row → the text embedded
@@ -204,13 +262,25 @@ class DenseIndex:
 
     @property
     def ready(self) -> bool:
-        """Whether a search would not load the model nor embed tools first."""
-        return not self._pending and self._embedder.loaded
+        """Whether a search would run at once.
+
+        No model to load, no tool to embed, and a query embedded in well under a millisecond
+        (not so with the accurate mode's model).
+        """
+        return not self._pending and self._embedder.loaded and self._embedder.inline
 
     @property
     def usable(self) -> bool:
         """False once its model failed to load (searches then go on by words alone)."""
         return self._embedder.usable
+
+    @property
+    def mix(self) -> tuple[float, float, float] | None:
+        """The hybrid's (words' share, coverage power, agreement) for its model.
+
+        `None`: the defaults of `kode.registries.search`.
+        """
+        return self._embedder.mix
 
     def load(self) -> bool:
         """Load the model if it is not yet; whether it is loaded."""
@@ -251,7 +321,7 @@ class DenseIndex:
         import numpy as np
 
         self._fill()
-        vector = self._embedder.embed([" ".join(query.split())])[0]
+        vector = self._embedder.embed_query(" ".join(query.split()))
         assert self._matrix is not None
         # vecdot runs one dot product a row in the calling thread; `matrix @ vector` goes to
         # BLAS, whose threads wake up for it: 30 ms instead of 0.5 ms when the cores are busy.
@@ -294,7 +364,8 @@ class DenseIndex:
 
         size = len(self._keys)
         if self._matrix is None or len(self._matrix) < size:
-            grown = np.zeros((max(64, size * 3 // 2), DIMENSIONS), dtype=np.float32)
+            columns = self._embedder.dimensions
+            grown = np.zeros((max(64, size * 3 // 2), columns), dtype=np.float32)
             if self._matrix is not None:
                 kept = min(len(self._matrix), size)
                 grown[:kept] = self._matrix[:kept]
