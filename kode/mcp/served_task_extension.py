@@ -36,6 +36,7 @@ import anyio.abc
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.request_state import authenticated_principal
+from mcp.server.runner import modern_error_data
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
@@ -286,7 +287,10 @@ class ServedTaskExtension:
                     questions = Questions(task, str((ctx.params or {}).get("name")))
                     result = await run(status, questions, lambda: not task.handed)
                 except Exception as exc:  # the call's own errors are results: this is a bug
-                    task.error = {"code": types.INTERNAL_ERROR, "message": f"{exc}"}
+                    # As a request whose handler raised: logged here, and only "Internal server
+                    # error" for the client (an exception's text can hold paths and secrets).
+                    error = modern_error_data(exc)
+                    task.error = error.model_dump(by_alias=True, mode="json", exclude_none=True)
                     task.finish("failed")
                     return
                 task.result = result.model_dump(by_alias=True, mode="json", exclude_none=True)

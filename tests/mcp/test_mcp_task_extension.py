@@ -531,3 +531,29 @@ async def test_the_number_of_tasks_kept_is_bounded(monkeypatch: pytest.MonkeyPat
         assert "There is no task" in await refused(
             alice, GetTaskRequest(params=TaskParams(task_id=first.task_id))
         )
+
+
+async def test_a_task_that_breaks_tells_the_client_no_more_than_a_broken_request_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a bug under a call (not the tool's own error, which is a result): its text can hold
+    # paths and secrets, and a plain request that raises gets "Internal server error" alone
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        await anyio.sleep(0.3)  # long enough to be a task
+        raise RuntimeError("secret token sk-123 in /home/me/.env")
+
+    monkeypatch.setattr(ToolServer, "_run_call", broken)
+    async with (
+        served(idle=30) as (url, clients, _),
+        session_as(url, clients.token_of("alice")) as alice,
+    ):
+        made = await create(alice, "slow_add", {"a": 2, "b": 3})
+        with anyio.fail_after(10):
+            while True:
+                asked = GetTaskRequest(params=TaskParams(task_id=made.task_id))
+                state = await alice.send_request(asked, TaskState)
+                if state.status != "working":
+                    break
+                await anyio.sleep(0.05)
+    assert state.status == "failed", state
+    assert state.error == {"code": types.INTERNAL_ERROR, "message": "Internal server error"}
