@@ -16,7 +16,8 @@ What a task id gives (the id is 256 random bits, ``secrets.token_urlsafe(32)``):
 bound to the authenticated principal that created it (client, issuer and subject of its
 token; none on an unauthenticated server), and a request for an id that does not exist,
 has expired or belongs to another principal gets the same ``-32602`` error. What a task
-costs is bounded: at most `MAX_TASKS` are kept; a running task that nobody asked about
+costs is bounded: at most `MAX_TASKS` are kept, at most `MAX_TASKS_PER_CLIENT` of them one
+authenticated principal's; a running task that nobody asked about
 (``tasks/get`` or ``tasks/update``) for `idle_timeout` seconds is cancelled, so a client
 that disconnects leaves nothing running for longer than that; a finished task is kept
 `keep_for` seconds for its result, then forgotten.
@@ -43,7 +44,13 @@ from pydantic import ValidationError
 from kode.mcp.task_extension import TaskParams, UpdateParams
 from kode.tools.errors import ToolError, ToolErrorType
 
-__all__ = ["INLINE_WITHIN", "MAX_QUESTIONS", "MAX_TASKS", "ServedTaskExtension"]
+__all__ = [
+    "INLINE_WITHIN",
+    "MAX_QUESTIONS",
+    "MAX_TASKS",
+    "MAX_TASKS_PER_CLIENT",
+    "ServedTaskExtension",
+]
 
 ResultT = TypeVar("ResultT", bound=types.Result)
 
@@ -51,6 +58,8 @@ INLINE_WITHIN = 0.05
 """Seconds a call opted in to tasks may take and still be answered as a plain result."""
 MAX_TASKS = 256
 """The most tasks one server keeps (running, waiting for input, or finished and kept)."""
+MAX_TASKS_PER_CLIENT = 64
+"""The most tasks one authenticated principal keeps: one client cannot take every slot."""
 MAX_QUESTIONS = 32
 """The most questions (``ctx.elicit``, ``ctx.sample``) one task may ask."""
 POLL_INTERVAL_MS = 1000
@@ -252,8 +261,20 @@ class ServedTaskExtension:
             if task.ended is not None and now - task.ended > self.keep_for:
                 del self.tasks[task_id]
 
-    def _room(self) -> None:
+    def _room(self, owner: str | None) -> None:
         self._forget()
+        if owner is not None:  # without authentication, every client is the same one
+            mine = [t for t in self.tasks.values() if t.owner == owner]
+            if len(mine) >= MAX_TASKS_PER_CLIENT:
+                # its own oldest finished task makes room, never another client's
+                done = sorted((t for t in mine if t.ended is not None), key=lambda t: t.ended or 0)
+                if not done:
+                    raise MCPError(
+                        code=types.INTERNAL_ERROR,
+                        message=f"This client already runs {MAX_TASKS_PER_CLIENT} tasks on this "
+                        "server; cancel one or wait for one to end, then call the tool again.",
+                    )
+                del self.tasks[done[0].task_id]
         if len(self.tasks) < MAX_TASKS:
             return
         finished = sorted(
@@ -272,8 +293,9 @@ class ServedTaskExtension:
         group = self.task_group
         if group is None:
             raise MCPError(code=types.INTERNAL_ERROR, message="the server is not running tasks")
-        self._room()
-        task = _Task(task_id=secrets.token_urlsafe(32), owner=authenticated_principal(ctx))
+        owner = authenticated_principal(ctx)
+        self._room(owner)
+        task = _Task(task_id=secrets.token_urlsafe(32), owner=owner)
         self.tasks[task.task_id] = task
 
         def status(message: str) -> None:

@@ -557,3 +557,34 @@ async def test_a_task_that_breaks_tells_the_client_no_more_than_a_broken_request
                 await anyio.sleep(0.05)
     assert state.status == "failed", state
     assert state.error == {"code": types.INTERNAL_ERROR, "message": "Internal server error"}
+
+
+async def test_one_client_cannot_take_every_task_slot(monkeypatch: pytest.MonkeyPatch) -> None:
+    import kode.mcp.served_task_extension as extension
+
+    monkeypatch.setattr(extension, "MAX_TASKS", 4)
+    monkeypatch.setattr(extension, "MAX_TASKS_PER_CLIENT", 2)
+    async with (
+        served(idle=30) as (url, clients, _),
+        session_as(url, clients.token_of("alice")) as alice,
+        session_as(url, clients.token_of("bob")) as bob,
+    ):
+        first = await create(alice, "linger", {})
+        await create(alice, "linger", {})
+        with pytest.raises(MCPError) as caught:
+            await alice.call_tool("linger", {}, allow_claimed=True)
+        assert caught.value.error.message == (
+            "This client already runs 2 tasks on this server; cancel one or wait for one to "
+            "end, then call the tool again."
+        )
+        # bob still gets his tasks
+        await create(bob, "linger", {})
+        bobs = await create(bob, "linger", {})
+        # alice's own finished task makes room for her, and bob's tasks stay
+        cancel = CancelTaskRequest(params=TaskParams(task_id=first.task_id))
+        await alice.send_request(cancel, TaskAck)
+        await create(alice, "linger", {})
+        state = await bob.send_request(
+            GetTaskRequest(params=TaskParams(task_id=bobs.task_id)), TaskState
+        )
+        assert state.status == "working"
