@@ -213,8 +213,13 @@ class TransformerEmbedder:
                     marks = ",".join("?" * len(part))
                     query = f"select k, v from v where k in ({marks})"
                     for key, blob in self._db.execute(query, part):
+                        # A file on disk: a row that is not this model's unit vector (cut
+                        # short, NaN, another model's) is computed again, never used.
+                        if not isinstance(blob, bytes) or len(blob) != 4 * self.dimensions:
+                            continue
                         vector = np.frombuffer(blob, dtype=np.float32)
-                        if len(vector) == self.dimensions:  # else: computed again
+                        norm = float(np.linalg.norm(vector))
+                        if math.isfinite(norm) and abs(norm - 1.0) < 1e-3:
                             found[bytes(key)] = vector
             except sqlite3.Error as exc:
                 self._drop_cache(exc)

@@ -285,3 +285,36 @@ def test_the_cost_bench_runs_on_a_small_model(
     assert row["memory_bytes_per_tool"] == 16 * 4  # the small model's 16 dimensions
     assert 0 < row["disk_bytes_per_tool"] < 1024
     assert {"load_s", "tool_ms", "index_10000_warm_s", "search_ms_10000"} <= set(row)
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        b"\x00" * 63,  # cut short, not a whole number of float32s
+        np.full(16, np.nan, dtype=np.float32).tobytes(),
+        np.full(16, np.inf, dtype=np.float32).tobytes(),
+        np.full(16, 7.0, dtype=np.float32).tobytes(),  # not a unit vector
+        np.ones(8, dtype=np.float64).tobytes(),  # the right size, written as float64
+        np.ones(32, dtype=np.float32).tobytes(),  # another model's length
+        "text, not a vector",
+    ],
+    ids=["short", "nan", "inf", "not-unit", "float64", "wrong-length", "text"],
+)
+def test_a_vector_in_the_cache_that_is_not_a_unit_vector_is_computed_again(
+    tiny: Path, tmp_path: Path, stored: object
+) -> None:
+    # the cache is a file on disk: whatever is in it, a search gets the model's vector
+    cache = tmp_path / "cache"
+    right = Counting(tiny, cache).embed(TEXTS)
+    [db] = cache.glob("mpnet-*.sqlite")
+    with sqlite3.connect(db) as conn:
+        conn.execute("update v set v = ?", (stored,))
+    again = Counting(tiny, cache)
+    assert abs(again.embed(TEXTS) - right).max() < 1e-6
+    assert again.encoded == len(TEXTS)
+    assert Counting(tiny, cache).embed(TEXTS[:1]) is not None  # and written right again
+    with sqlite3.connect(db) as conn:
+        [(blob,)] = conn.execute(
+            "select v from v where k = ?", (hashlib.sha256(TEXTS[0].encode()).digest(),)
+        )
+    assert np.frombuffer(blob, dtype=np.float32).tolist() == right[0].tolist()
