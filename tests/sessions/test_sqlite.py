@@ -12,6 +12,8 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kode.models.messages import Message
 from kode.sessions import MessageAdded, SessionLeaseError, SQLiteStore, StatusChanged, StoreError
@@ -197,3 +199,83 @@ async def test_an_append_writes_four_pages_to_the_wal(tmp_path: Path) -> None:
     finally:
         raw.close()
         await store.aclose()
+
+
+_STATUSES = ("idle", "running", "failed")
+_row = st.tuples(
+    st.integers(0, 2),  # template
+    st.one_of(st.none(), st.integers(0, 2)),  # label
+    st.integers(0, 2),  # status
+    st.integers(0, 4),  # last_active: many ties, ordered by id then
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(_row, max_size=50),
+    limit=st.integers(1, 7),
+    template=st.one_of(st.none(), st.integers(0, 2)),
+    label=st.one_of(st.none(), st.integers(0, 2)),
+    status=st.one_of(st.none(), st.integers(0, 2)),
+    walk=st.sampled_from([1, 3, 20]),
+)
+def test_filtered_pages_are_the_brute_force_order(
+    rows: list[tuple[int, int | None, int, int]],
+    limit: int,
+    template: int | None,
+    label: int | None,
+    status: int | None,
+    walk: int,
+) -> None:
+    # The walk of the listing's index and the filter's own index (SQLiteStore._page) must
+    # give, page after page, what filtering and sorting every session gives.
+    import kode.sessions.sqlite as sqlite_module
+
+    filters: dict[str, str] = {}
+    if template is not None:
+        filters["template"] = f"t{template}"
+    if label is not None:
+        filters["label"] = f"l{label}"
+    if status is not None:
+        filters["status"] = _STATUSES[status]
+    made = [
+        (f"s{i:03}", f"t{t}", None if lab is None else f"l{lab}", _STATUSES[s], active)
+        for i, (t, lab, s, active) in enumerate(rows)
+    ]
+    expected = [
+        sid
+        for sid, t, lab, s, active in sorted(made, key=lambda r: (r[4], r[0]), reverse=True)
+        if filters.get("template", t) == t
+        and ("label" not in filters or filters["label"] == lab)
+        and filters.get("status", s) == s
+    ]
+
+    async def listed() -> list[str]:
+        store = SQLiteStore(":memory:")
+        try:
+            await store.list_sessions()  # opens it
+            with store._connection() as conn:
+                conn.executemany(
+                    "INSERT INTO kode_sessions (id, template, label, status, created_at, "
+                    "last_active, last_seq, metadata) VALUES (?, ?, ?, ?, 0, ?, 0, '{}')",
+                    made,
+                )
+            found: list[str] = []
+            cursor = None
+            while True:
+                page = await store.list_sessions(limit=limit, cursor=cursor, **filters)  # type: ignore[arg-type]
+                assert len(page.sessions) <= limit
+                found += [h.id for h in page.sessions]
+                cursor = page.next_cursor
+                if cursor is None:
+                    return found
+                assert len(found) <= len(made)
+        finally:
+            await store.aclose()
+
+    kept = sqlite_module._WALK_PER_ROW
+    sqlite_module._WALK_PER_ROW = walk  # short walks reach the filter's index too
+    try:
+        assert anyio.run(listed) == expected
+    finally:
+        sqlite_module._WALK_PER_ROW = kept
