@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -238,3 +241,119 @@ async def test_a_version_2_database_keeps_its_listing(database: Database) -> Non
             "CREATE INDEX kode_sessions_by_activity ON kode_sessions (last_active, id)"
         ]
     await store.aclose()
+
+
+# --- SQLite, version 2 to 3 in other processes: killed midway, or several at once ----------
+
+_OPENER = """
+import os, signal, sys, time
+import anyio
+import kode.sessions.sqlite as opening
+from kode.sessions import SQLiteStore
+
+path, kill_after, go, name = sys.argv[1:5]
+migrate = opening.migrate
+
+class Cursor:  # the store's own cursor, killed or slowed after a statement of the migration
+    def __init__(self, cur):
+        self.cur = cur
+    def execute(self, sql, *args):
+        out = self.cur.execute(sql, *args)
+        if kill_after and sql.startswith(kill_after):
+            os.kill(os.getpid(), signal.SIGKILL)
+        if sql.startswith(("DROP", "CREATE INDEX")):
+            time.sleep(0.1)  # a long migration: the others open meanwhile
+        return out
+    def __getattr__(self, attr):
+        return getattr(self.cur, attr)
+
+opening.migrate = lambda cur, *args: migrate(Cursor(cur), *args)
+while go and not os.path.exists(go):
+    time.sleep(0.005)
+
+async def main():
+    async with SQLiteStore(path, busy_timeout=30) as store:
+        await store.create(template="t0", session_id=name)
+        print(len((await store.list_sessions(template="t0")).sessions))
+
+anyio.run(main)
+"""
+
+_V2_INDEXES = [
+    "kode_sessions_by_activity",
+    "kode_sessions_by_label",
+    "kode_sessions_by_status",
+    "kode_sessions_by_template",
+]
+_V3_INDEXES = ["kode_sessions_by_activity", "kode_sessions_of_label", "kode_sessions_of_template"]
+
+
+def _version_2(path: Path) -> sqlite3.Connection:
+    raw = sqlite3.connect(path, isolation_level=None)
+    raw.execute("PRAGMA journal_mode=WAL")
+    migrate(raw.cursor(), "sqlite", "old", MIGRATIONS[:2])
+    for i in range(5):
+        raw.execute(
+            "INSERT INTO kode_sessions (id, template, label, status, created_at, last_active, "
+            f"last_seq, metadata) VALUES ('old{i}', 't{i % 2}', 'l', 'idle', 1, {i}, 0, '{{}}')"
+        )
+    return raw
+
+
+def _state(raw: sqlite3.Connection) -> tuple[list[tuple[int, int]], list[str]]:
+    versions = raw.execute(
+        "SELECT version, COUNT(*) FROM kode_schema_version GROUP BY version ORDER BY version"
+    ).fetchall()
+    indexes = raw.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'kode_sessions' "
+        "AND sql IS NOT NULL ORDER BY name"
+    ).fetchall()
+    return versions, [name for (name,) in indexes]
+
+
+def _open_in(path: Path, kill_after: str = "", go: str = "", name: str = "new") -> Any:
+    return subprocess.Popen(
+        [sys.executable, "-c", _OPENER, str(path), kill_after, go, name],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize(
+    "kill_after",
+    ["DROP INDEX kode_sessions_by_label", "CREATE INDEX kode_sessions_of_label", "INSERT INTO"],
+)
+def test_a_process_killed_while_it_migrates_leaves_version_2_whole(
+    tmp_path: Path, kill_after: str
+) -> None:
+    path = tmp_path / "killed.db"
+    raw = _version_2(path)
+    killed = _open_in(path, kill_after)
+    killed.communicate(timeout=60)
+    assert killed.returncode == -signal.SIGKILL
+    assert _state(raw) == ([(1, 1), (2, 1)], _V2_INDEXES)  # as before: nothing half done
+    raw.close()
+    again = _open_in(path)
+    out, err = again.communicate(timeout=60)
+    assert again.returncode == 0, err
+    assert out.split() == ["4"]  # old0, old2, old4 and its own
+    raw = sqlite3.connect(path, isolation_level=None)
+    assert _state(raw) == ([(1, 1), (2, 1), (3, 1)], _V3_INDEXES)
+    raw.close()
+
+
+def test_processes_opening_a_version_2_database_at_once_migrate_it_once(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    _version_2(path).close()
+    go = tmp_path / "go"
+    openers = [_open_in(path, go=str(go), name=f"p{i}") for i in range(3)]
+    go.touch()
+    for opener in openers:
+        out, err = opener.communicate(timeout=120)
+        assert opener.returncode == 0, err
+        assert 4 <= int(out) <= 6  # the old t0 sessions, its own, and those made before it
+    raw = sqlite3.connect(path, isolation_level=None)
+    assert _state(raw) == ([(1, 1), (2, 1), (3, 1)], _V3_INDEXES)
+    assert raw.execute("SELECT COUNT(*) FROM kode_sessions").fetchone() == (8,)
+    raw.close()
