@@ -28,6 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.auth.provider import AccessToken
 from mcp.shared.exceptions import MCPError
 from mcp_peers import HttpServer, free_port, serve_command, subprocess_env, wait_until, write
+from pydantic import BaseModel
 from task_peer import PeerUnavailable, peer_python
 
 from kode import ToolContext, ToolRegistry, define_tool
@@ -363,6 +364,10 @@ async def test_kode_to_kode_over_stdio_on_both_revisions(
 # --- hostile: a ToolServer in this process, two clients with tokens of their own ------------
 
 
+class Picked(BaseModel):
+    n: int
+
+
 class TwoClients:
     """Bearer tokens of two clients (principals): whose a token is, is its client id."""
 
@@ -400,6 +405,12 @@ async def served(idle: float) -> AsyncIterator[tuple[str, TwoClients, dict[str, 
             raise
         return "waited"
 
+    @define_tool(registry=reg)
+    async def pick(ctx: ToolContext[Any]) -> str:
+        """Ask for a number."""
+        reply = await ctx.elicit("Which number?", schema=Picked)
+        return f"picked {reply.value.n}" if reply.value is not None else reply.action
+
     clients = TwoClients()
     server = ToolServer(registry=reg, task_idle_timeout=idle)
     ports: list[int] = []
@@ -415,8 +426,15 @@ async def served(idle: float) -> AsyncIterator[tuple[str, TwoClients, dict[str, 
 
 
 @asynccontextmanager
-async def session_as(url: str, token: str) -> AsyncIterator[ClientSession]:
-    """The official SDK's client on 2026-07-28, opted in to tasks, with `token`."""
+async def session_as(url: str, token: str, *, asks: bool = False) -> AsyncIterator[ClientSession]:
+    """The official SDK's client on 2026-07-28, opted in to tasks, with `token`.
+
+    `asks`: it declares elicitation (answered with ``tasks/update`` by the test itself).
+    """
+
+    async def never(*args: Any) -> types.ElicitResult:
+        raise AssertionError("a task's question is answered with tasks/update")
+
     async with (
         httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as http,
         streamable_http_client(url, http_client=http) as (read, write),
@@ -425,6 +443,7 @@ async def session_as(url: str, token: str) -> AsyncIterator[ClientSession]:
             write,
             extensions={TASKS_EXTENSION: {}},
             result_claims={TASKS_EXTENSION: [task_claim()]},
+            elicitation_callback=never if asks else None,
         ) as session,
     ):
         await negotiate(session)
@@ -588,3 +607,43 @@ async def test_one_client_cannot_take_every_task_slot(monkeypatch: pytest.Monkey
             GetTaskRequest(params=TaskParams(task_id=bobs.task_id)), TaskState
         )
         assert state.status == "working"
+
+
+async def test_answers_never_asked_or_of_the_wrong_shape_do_not_pass_as_the_answer() -> None:
+    async with (
+        served(idle=30) as (url, clients, _),
+        session_as(url, clients.token_of("alice"), asks=True) as alice,
+    ):
+        made = await create(alice, "pick", {})
+        asked = GetTaskRequest(params=TaskParams(task_id=made.task_id))
+
+        async def state() -> TaskState:
+            return await alice.send_request(asked, TaskState)
+
+        async def send(responses: dict[str, Any]) -> None:
+            update = UpdateParams(task_id=made.task_id, input_responses=responses)
+            await alice.send_request(UpdateTaskRequest(params=update), TaskAck)
+
+        now = await state()
+        assert now.status == "input_required" and list(now.input_requests or {}) == ["q0"]
+        deep: Any = {"action": "accept"}
+        for _ in range(200):
+            deep = {"content": deep}
+        # never asked, not an object, nested deep: ignored, the question still stands
+        await send({"q1": {"action": "accept"}, "nope": deep, "q0": ["accept"]})
+        now = await state()
+        assert now.status == "input_required" and list(now.input_requests or {}) == ["q0"]
+        # the answer's content does not fit the form: the tool's call fails as it would
+        # for an ordinary elicitation answer, the tool never sees it
+        await send({"q0": {"action": "accept", "content": {"n": "not a number"}}})
+        with anyio.fail_after(10):
+            while (now := await state()).status in ("working", "input_required"):  # noqa: ASYNC110
+                await anyio.sleep(0.02)
+        assert now.status == "completed" and now.result is not None
+        assert now.result["isError"] is True
+        assert now.result["content"][0]["text"].startswith(
+            "The user's answer to tool 'pick' does not fit its form: n: "
+        )
+        # a task that ended takes no more answers
+        await send({"q0": {"action": "accept", "content": {"n": 1}}})
+        assert (await state()).status == "completed"
