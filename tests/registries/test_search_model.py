@@ -318,3 +318,38 @@ def test_a_vector_in_the_cache_that_is_not_a_unit_vector_is_computed_again(
             "select v from v where k = ?", (hashlib.sha256(TEXTS[0].encode()).digest(),)
         )
     assert np.frombuffer(blob, dtype=np.float32).tolist() == right[0].tolist()
+
+
+_WRITER = """
+import logging, sys
+from pathlib import Path
+from kode.registries.search_model import TransformerEmbedder
+
+logging.basicConfig(level=logging.WARNING)
+model = TransformerEmbedder(Path(sys.argv[1]), Path(sys.argv[2]))
+n = int(sys.argv[3])
+words = "weather forecast rain tomorrow city days send email message".split()
+for i in range(30):  # a commit each: the processes' writes interleave
+    model.embed([f"{words[i % 9]} {words[(i * n) % 9]} {i} {n}", f"shared {i}"])
+"""
+
+
+def test_processes_writing_one_cache_at_once_keep_every_vector(tiny: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(tiny), str(cache), str(n)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for n in range(4)
+    ]
+    for writer in writers:
+        _, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0 and "cache" not in err, err  # none fell back to memory
+    [db] = cache.glob("mpnet-*.sqlite")
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("select count(*) from v").fetchone() == (4 * 30 + 30,)
+    again = Counting(tiny, cache)
+    again.embed([f"shared {i}" for i in range(30)])
+    assert again.encoded == 0
