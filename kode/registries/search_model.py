@@ -46,7 +46,8 @@ MIX = (0.6, 2.0, 0.3)
 """The hybrid's words' share, coverage power and agreement with this model (tuned on the tuning
 set with kode's set as the bound, see ``bench/README.md``)."""
 MAX_TOKENS = 256
-"""Longer texts are cut here (a tool's name, first paragraph and parameter names fit)."""
+"""Longer texts are cut here (a tool's name, first paragraph and parameter names fit), or
+where the model's positions end, if sooner."""
 _BATCH = 16
 _QUERY_CACHE = 1024
 _log = logging.getLogger("kode.search")
@@ -141,7 +142,10 @@ class TransformerEmbedder:
         weights = load_file(str(self._folder / "model.safetensors"))
         tokenizer = Tokenizer.from_file(str(self._folder / "tokenizer.json"))
         tokenizer.no_padding()
-        tokenizer.enable_truncation(MAX_TOKENS)
+        # Positions start at 2 (after the padding id): a model with fewer positions than
+        # MAX_TOKENS + 2 cuts texts where its positions end, never past them.
+        positions = len(weights["embeddings.position_embeddings.weight"]) - 2
+        tokenizer.enable_truncation(max(1, min(MAX_TOKENS, positions)))
         self._config, self._tokenizer = config, tokenizer
         self.dimensions = int(config["hidden_size"])
         if self._cache_root is not None:

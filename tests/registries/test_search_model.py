@@ -353,3 +353,13 @@ def test_processes_writing_one_cache_at_once_keep_every_vector(tiny: Path, tmp_p
     again = Counting(tiny, cache)
     again.embed([f"shared {i}" for i in range(30)])
     assert again.encoded == 0
+
+
+def test_a_text_longer_than_the_models_positions_is_cut_where_they_end(tiny: Path) -> None:
+    # the tiny model has 64 positions, 62 after the padding id: an enormous description is
+    # cut there (as all-mpnet-base-v2 cuts at 256 tokens), not an error out of every search
+    words = [WORDS[i % len(WORDS)] for i in range(62)]
+    model = TransformerEmbedder(tiny)
+    enormous = " ".join(words + ["rain"] * 100_000)
+    cut, kept = model.embed([enormous, " ".join(words)])
+    assert abs(cut - kept).max() < 1e-6
