@@ -647,3 +647,38 @@ async def test_answers_never_asked_or_of_the_wrong_shape_do_not_pass_as_the_answ
         # a task that ended takes no more answers
         await send({"q0": {"action": "accept", "content": {"n": 1}}})
         assert (await state()).status == "completed"
+
+
+async def test_a_cancel_racing_the_end_of_a_task_never_turns_completed_into_cancelled() -> None:
+    async with (
+        served(idle=30) as (url, clients, _),
+        session_as(url, clients.token_of("alice")) as alice,
+    ):
+        ends: dict[str, str] = {}
+
+        async def race(offset: float) -> None:
+            made = await create(alice, "slow_add", {"a": 2, "b": 3})  # ends 0.5 s after
+            asked = GetTaskRequest(params=TaskParams(task_id=made.task_id))
+            cancel = CancelTaskRequest(params=TaskParams(task_id=made.task_id))
+            await anyio.sleep(offset)
+            seen = (await alice.send_request(asked, TaskState)).status
+            await alice.send_request(cancel, TaskAck)
+            with anyio.fail_after(10):
+                while (state := await alice.send_request(asked, TaskState)).status == "working":  # noqa: ASYNC110
+                    await anyio.sleep(0.02)
+            if seen == "completed":
+                assert state.status == "completed"
+            if state.status == "completed":
+                assert state.result is not None and state.result["structuredContent"] == {
+                    "result": 5
+                }
+            else:
+                assert state.status == "cancelled" and state.result is None
+            await alice.send_request(cancel, TaskAck)  # again: an ended task stays as it ended
+            assert (await alice.send_request(asked, TaskState)).status == state.status
+            ends[made.task_id] = state.status
+
+        async with anyio.create_task_group() as tg:
+            for i in range(24):
+                tg.start_soon(race, i * 0.05)  # from at once to well after its end
+        assert set(ends.values()) == {"completed", "cancelled"}  # both sides were reached
