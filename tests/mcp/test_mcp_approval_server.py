@@ -43,6 +43,7 @@ async def test_always_for_the_server_covers_its_other_untrusted_tools(sdk_server
     finally:
         await agent.aclose()
         server.unregister()
+        await server.aclose()  # the server's process ends with the test
     assert [(r.tool_name, r.server, r.description) for r in asked] == [
         ("mcp__sdk__wipe", "sdk", "Call mcp__sdk__wipe on MCP server 'sdk'")
     ]
@@ -72,6 +73,7 @@ async def test_a_rule_on_the_server_decides_its_tools(sdk_server: Path) -> None:
     finally:
         await agent.aclose()
         server.unregister()
+        await server.aclose()  # the server's process ends with the test
     (result,) = [b for b in agent.messages[2].content if b.type == "tool_result"]
     assert result.is_error
     assert result.text == (
