@@ -705,13 +705,6 @@ class ToolRegistry:
         Raises:
             ToolNotFoundError: no tool has this name (the message suggests close names).
         """
-        with self._lock:
-            key = self._key(name)
-            entry = self._entries.get(key) if key is not None else None
-        if entry is None:
-            raise self._not_found(name)
-        if entry.tool is not None:
-            return entry.tool
         return self.create(name, None)
 
     def create(self, name: str, ctx: ToolFactoryContext | None = None) -> Tool[..., Any]:

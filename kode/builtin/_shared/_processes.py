@@ -201,6 +201,24 @@ def _parse_status(data: bytes) -> int | None:
     return None
 
 
+async def _prepare(
+    command: str, env: dict[str, str] | None, sandbox: Sandbox | None, cwd: Path
+) -> _launch_and_kill.Launch:
+    """`_launch_and_kill.prepare` in a worker thread (`env` defaults to `command_environment()`).
+
+    The sandbox's arguments resolve paths and globs: not in the event loop's thread.
+    """
+    return await anyio.to_thread.run_sync(
+        functools.partial(
+            _launch_and_kill.prepare,
+            command,
+            command_environment() if env is None else env,
+            sandbox=sandbox,
+            cwd=cwd,
+        )
+    )
+
+
 async def run_command(
     command: str,
     *,
@@ -218,17 +236,8 @@ async def run_command(
     outlives the call. `env` defaults to `command_environment()` (scrubbed), not ``os.environ``.
     With a `sandbox`, the command runs in it (`kode.trust.sandbox`).
     """
-    # The sandbox's arguments resolve paths and globs: in a worker thread, not the loop's.
     with anyio.CancelScope(shield=True):  # the launch holds a descriptor to close
-        launch = await anyio.to_thread.run_sync(
-            functools.partial(
-                _launch_and_kill.prepare,
-                command,
-                command_environment() if env is None else env,
-                sandbox=sandbox,
-                cwd=cwd,
-            )
-        )
+        launch = await _prepare(command, env, sandbox, cwd)
     tracked = launch.tag is not None or launch.sandboxed
     try:
         process = await anyio.open_process(
@@ -466,15 +475,7 @@ class ProcessManager:
                     self._dir = made
                 else:  # another call made one meanwhile
                     shutil.rmtree(made, ignore_errors=True)
-            launch = await anyio.to_thread.run_sync(
-                functools.partial(
-                    _launch_and_kill.prepare,
-                    command,
-                    command_environment() if env is None else env,
-                    sandbox=sandbox,
-                    cwd=cwd,
-                )
-            )
+            launch = await _prepare(command, env, sandbox, cwd)
         return self._spawn(command, cwd, launch)
 
     def _check_room(self) -> None:

@@ -139,18 +139,26 @@ def open_file(dir_fd: int, name: str) -> tuple[int, os.stat_result]:
     return fd, st
 
 
-def write_at(dir_fd: int, name: str, data: bytes, *, mode: int | None) -> None:
-    """Write `data` to `name` in `dir_fd` atomically: a temporary file, then a rename.
+def aside_name(name: str, suffix: str = ".kode-tmp") -> str:
+    """A new hidden name beside `name` (random, ending in `suffix`), for a file made aside.
 
-    The rename is relative to the same descriptor, so it lands in the directory that was
-    opened whatever happens to its path meanwhile; it replaces a symlink at `name` rather
-    than following it. `mode` is set on the new file (`None`: ``0o666`` minus the umask).
+    The name is shortened in it, which must fit in 255 bytes too.
     """
-    # The name is shortened in the temporary one, which must fit in 255 bytes too.
     stem = name
     while len(stem.encode("utf-8", "surrogateescape")) > 200:
         stem = stem[: len(stem) - 8]
-    tmp = f".{stem}.{secrets.token_hex(4)}.kode-tmp"
+    return f".{stem}.{secrets.token_hex(4)}{suffix}"
+
+
+def stage_at(
+    dir_fd: int, name: str, data: bytes, *, mode: int | None, suffix: str = ".kode-tmp"
+) -> str:
+    """Write `data` to a new file beside `name` in `dir_fd`, synced; return the new file's name.
+
+    The file is made exclusively (never through a symlink); `mode` is set on it (`None`:
+    ``0o666`` minus the umask). Nothing is left behind when the write fails.
+    """
+    tmp = aside_name(name, suffix)
     # os.open applies the umask to 0o666 itself: no need to read it (which is not thread-safe).
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
     fd = os.open(tmp, flags, 0o666, dir_fd=dir_fd)
@@ -161,6 +169,22 @@ def write_at(dir_fd: int, name: str, data: bytes, *, mode: int | None) -> None:
             if mode is not None:
                 os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    return tmp
+
+
+def write_at(dir_fd: int, name: str, data: bytes, *, mode: int | None) -> None:
+    """Write `data` to `name` in `dir_fd` atomically: a temporary file, then a rename.
+
+    The rename is relative to the same descriptor, so it lands in the directory that was
+    opened whatever happens to its path meanwhile; it replaces a symlink at `name` rather
+    than following it. `mode` is set on the new file (`None`: ``0o666`` minus the umask).
+    """
+    tmp = stage_at(dir_fd, name, data, mode=mode)
+    try:
         os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import difflib
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kode.builtin._shared._git_dirs import git_dir_reason
+from kode.builtin._shared._safe_open import aside_name, stage_at
 from kode.builtin._shared._workspace_files import (
     HUGE_FILE_BYTES,
     EditableText,
@@ -57,8 +57,7 @@ from kode.tools.results import ToolResult, text_result
 __all__ = ["MAX_PATCH_CHARS", "MAX_PATCH_FILES", "apply_patch"]
 
 _NOTHING_CHANGED = " No file was changed."
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_ASIDE = ".kode-patch"  # the ending of the files a patch writes aside, new and old
 
 
 @dataclass(kw_only=True, slots=True)
@@ -226,32 +225,6 @@ def _missing_dirs(path: Path) -> list[Path]:
     return out
 
 
-def _aside_name(name: str) -> str:
-    stem = name
-    while len(stem.encode("utf-8", "surrogateescape")) > 200:
-        stem = stem[: len(stem) - 8]
-    return f".{stem}.{secrets.token_hex(4)}.kode-patch"
-
-
-def _stage(dir_fd: int, name: str, data: bytes, mode: int | None) -> str:
-    """Write `data` to a new temporary file beside `name`; return the temporary name."""
-    tmp = _aside_name(name)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
-    fd = os.open(tmp, flags, 0o666, dir_fd=dir_fd)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            if mode is not None:
-                os.fchmod(fh.fileno(), mode)
-            os.fsync(fh.fileno())
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp, dir_fd=dir_fd)
-        raise
-    return tmp
-
-
 def _commit(changes: list[_Change]) -> None:
     """Write every change, or put everything back as it was and raise.
 
@@ -272,7 +245,9 @@ def _commit(changes: list[_Change]) -> None:
                 made_dirs += [d for d in _missing_dirs(change.dest.path) if d not in made_dirs]
                 fd = fds.enter_context(parent_dir(change.dest, create=True))
                 name = change.dest.path.name
-                staged.append((fd, name, _stage(fd, name, change.data, change.mode)))
+                staged.append(
+                    (fd, name, stage_at(fd, name, change.data, mode=change.mode, suffix=_ASIDE))
+                )
             for change in changes:
                 gone = []
                 if change.source is not None and (
@@ -285,7 +260,7 @@ def _commit(changes: list[_Change]) -> None:
                     current = where.shown
                     fd = fds.enter_context(parent_dir(where))
                     name = where.path.name
-                    backup = _aside_name(name)
+                    backup = aside_name(name, _ASIDE)
                     os.rename(name, backup, src_dir_fd=fd, dst_dir_fd=fd)
                     aside.append((fd, name, backup))
             for fd, name, tmp in staged:
